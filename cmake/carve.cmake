@@ -1,0 +1,25 @@
+# One helper pair so every target in the tree looks alike:
+#   carve_library(NAME SRCS ... DEPS ...)   static library rooted at src/
+#   carve_test(NAME SRCS ... DEPS ... [LABELS ...])   GoogleTest binary registered with CTest
+
+function(carve_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+endfunction()
+
+function(carve_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SRCS})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  carve_warnings(${name})
+endfunction()
+
+function(carve_test name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  carve_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  set(labels unit ${ARG_LABELS})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300)
+endfunction()

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages carve needs to build and test, only those that are missing.
+# Safe to run repeatedly; `make` calls it before configuring.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config g++ clang clang-tidy clang-format
+  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libssl-dev
+  libcpp-httplib-dev python3 curl procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# The integration tests drive carve with the stock AWS clients. Images that ship them through
+# pip (as the development machines do) need nothing; a bare Debian gets them from apt.
+python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
+command -v aws >/dev/null 2>&1 || missing+=(awscli)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+// Registration of `carve` subcommands. Each area registers its commands on the root app; main.cc
+// only wires them together.
+//
+// Conventions every command follows:
+//   - `--json` (global, accepted after the subcommand) switches output to JSON on stdout;
+//   - exit 0 on success, 1 when the answer is a rejection (invalid layout, does not fit),
+//     2 on input errors; reasons go to stderr;
+//   - a command sets `ctx.exit_code` from its callback rather than calling exit().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace carve::cli {
+
+struct Context {
+  bool json = false;
+  int exit_code = 0;
+};
+
+void RegisterCatalogCommands(CLI::App& app, Context& ctx);  // gpus, instance-types, profiles
+void RegisterLayoutCommands(CLI::App& app, Context& ctx);   // layout check|list
+void RegisterMgpuCommands(CLI::App& app, Context& ctx);     // mgpu check
+void RegisterPlanCommands(CLI::App& app, Context& ctx);     // plan fit|perf|compare|...
+void RegisterServerCommands(CLI::App& app, Context& ctx);   // server
+
+}  // namespace carve::cli

@@ -1,0 +1,26 @@
+// carve: the single binary. Wires each area's subcommands onto one CLI11 app.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"carve: share GPUs safely with MIG partitions and mGPU shares"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  carve::cli::Context ctx;
+  app.add_flag("--json", ctx.json, "Print JSON instead of tables");
+
+  carve::cli::RegisterCatalogCommands(app, ctx);
+  carve::cli::RegisterLayoutCommands(app, ctx);
+  carve::cli::RegisterMgpuCommands(app, ctx);
+  carve::cli::RegisterPlanCommands(app, ctx);
+  carve::cli::RegisterServerCommands(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return ctx.exit_code;
+}

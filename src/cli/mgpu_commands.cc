@@ -1,0 +1,7 @@
+#include "cli/commands.h"
+
+namespace carve::cli {
+
+void RegisterMgpuCommands(CLI::App& /*app*/, Context& /*ctx*/) {}
+
+}  // namespace carve::cli
