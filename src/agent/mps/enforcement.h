@@ -1,0 +1,20 @@
+// How an mGPU queue enforces its shares: carve's interposer (default) or NVIDIA MPS.
+#pragma once
+
+#include <string_view>
+
+#include "common/result.h"
+
+namespace carve::agent::mps {
+
+enum class Enforcement {
+  kInterposer,  // libcarve-mgpu.so: exact memory quota, time-share limiter (the default)
+  kMps,         // NVIDIA MPS: active-thread percentage and pinned device-memory limit
+};
+
+// "interposer" or "mps"; an empty string means the default (interposer). InvalidArgument
+// naming the value and the accepted ones otherwise.
+Result<Enforcement> ParseEnforcement(std::string_view text);
+std::string_view EnforcementName(Enforcement e);
+
+}  // namespace carve::agent::mps

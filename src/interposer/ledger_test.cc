@@ -1,0 +1,177 @@
+#include "interposer/ledger.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace carve::interposer {
+namespace {
+
+// A probe whose answers the test sets; unknown pids are alive with start time 1.
+class FakeProcessProbe final : public ProcessProbe {
+ public:
+  uint64_t StartTime(int32_t pid) const override {
+    auto it = starts_.find(pid);
+    return it == starts_.end() ? 1 : it->second;
+  }
+  void Set(int32_t pid, uint64_t start) { starts_[pid] = start; }
+
+ private:
+  std::map<int32_t, uint64_t> starts_;
+};
+
+class LedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/carve-ledger-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    path_ = dir_ + "/w.ledger";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  LedgerSettings Settings(uint64_t limit = 1000) {
+    return LedgerSettings{"worker-1", limit, 30, false, 100};
+  }
+  std::unique_ptr<Ledger> MakeLedger(uint64_t limit = 1000) {
+    auto l = Ledger::Create(path_, Settings(limit), std::make_shared<ProcfsProcessProbe>());
+    EXPECT_TRUE(l.has_value());
+    return std::move(l).value();
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(LedgerTest, OpenReadsTheSettingsCreateWrote) {
+  MakeLedger();
+  auto opened = Ledger::Open(path_, std::make_shared<ProcfsProcessProbe>());
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ((*opened)->settings(), Settings());
+}
+
+TEST_F(LedgerTest, CreateRefusesToReplaceAnExistingLedger) {
+  MakeLedger();
+  auto again = Ledger::Create(path_, Settings(), std::make_shared<ProcfsProcessProbe>());
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code, ErrorCode::kAlreadyExists);
+}
+
+TEST_F(LedgerTest, OpenRejectsAFileThatIsNotALedger) {
+  int fd = ::open(path_.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_EQ(::write(fd, "hello", 5), 5);
+  ::close(fd);
+  auto opened = Ledger::Open(path_, std::make_shared<ProcfsProcessProbe>());
+  ASSERT_FALSE(opened.has_value());
+  EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(LedgerTest, OpenOfAMissingFileIsNotFound) {
+  auto opened = Ledger::Open(path_, std::make_shared<ProcfsProcessProbe>());
+  ASSERT_FALSE(opened.has_value());
+  EXPECT_EQ(opened.error().code, ErrorCode::kNotFound);
+}
+
+TEST(LedgerSettings, ValidationNamesTheFieldAndTheRule) {
+  LedgerSettings s{"w", 1, 0, false, 100};
+  Status st = ValidateSettings(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("core_percent 0"), std::string::npos);
+  s.core_percent = 101;
+  EXPECT_FALSE(ValidateSettings(s).ok());
+  s = {"bad/name", 1, 50, false, 100};
+  EXPECT_NE(ValidateSettings(s).error().message.find("worker_id 'bad/name'"), std::string::npos);
+  s = {"w", 0, 50, false, 100};
+  EXPECT_NE(ValidateSettings(s).error().message.find("memory_limit_bytes"), std::string::npos);
+  s = {"w", 1, 50, false, 0};
+  EXPECT_NE(ValidateSettings(s).error().message.find("window_ms 0"), std::string::npos);
+}
+
+TEST_F(LedgerTest, TheLastByteFitsAndOneMoreIsRefused) {
+  auto ledger = MakeLedger(1000);
+  ASSERT_TRUE(ledger->Reserve(999).ok());
+  ASSERT_TRUE(ledger->Reserve(1).ok());
+  Status over = ledger->Reserve(1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(over.error().message.find("quota is 1000 bytes with 1000 in use"), std::string::npos);
+  EXPECT_EQ(ledger->UsedBytes(), 1000u);
+}
+
+TEST_F(LedgerTest, ARefusedRequestChangesNothing) {
+  auto ledger = MakeLedger(1000);
+  ASSERT_TRUE(ledger->Reserve(600).ok());
+  EXPECT_FALSE(ledger->Reserve(401).ok());
+  EXPECT_FALSE(ledger->Reserve(UINT64_MAX).ok());
+  EXPECT_EQ(ledger->UsedBytes(), 600u);
+  EXPECT_TRUE(ledger->Reserve(400).ok());
+}
+
+TEST_F(LedgerTest, ReleaseReturnsBytesAndNeverGoesBelowZero) {
+  auto ledger = MakeLedger(1000);
+  ASSERT_TRUE(ledger->Reserve(700).ok());
+  ledger->Release(200);
+  EXPECT_EQ(ledger->UsedBytes(), 500u);
+  ledger->Release(10'000);
+  EXPECT_EQ(ledger->UsedBytes(), 0u);
+}
+
+TEST_F(LedgerTest, ProcessesOfOneWorkerShareOneQuota) {
+  auto ledger = MakeLedger(1000);
+  ASSERT_TRUE(ledger->Reserve(300).ok());
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto mine = Ledger::Open(path_, std::make_shared<ProcfsProcessProbe>());
+    bool ok = mine.has_value() && (*mine)->Reserve(700).ok() && !(*mine)->Reserve(1).ok();
+    char c = ok ? 'y' : 'n';
+    (void)::write(ready[1], &c, 1);
+    ::pause();  // hold the memory until killed
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  EXPECT_EQ(c, 'y');
+  EXPECT_EQ(ledger->UsedBytes(), 1000u);
+  EXPECT_FALSE(ledger->Reserve(1).ok());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  // The killed child never released: its slot is reclaimed because its pid is gone.
+  EXPECT_EQ(ledger->UsedBytes(), 300u);
+  EXPECT_TRUE(ledger->Reserve(700).ok());
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+TEST_F(LedgerTest, ASlotWhosePidWasReusedIsReclaimed) {
+  auto probe = std::make_shared<FakeProcessProbe>();
+  probe->Set(::getpid(), 42);
+  auto created = Ledger::Create(path_, Settings(1000), probe);
+  ASSERT_TRUE(created.has_value());
+  ASSERT_TRUE((*created)->Reserve(800).ok());
+  // Same pid, different start time: another process now; the old holder is gone.
+  probe->Set(::getpid(), 43);
+  EXPECT_EQ((*created)->UsedBytes(), 0u);
+  EXPECT_TRUE((*created)->Reserve(1000).ok());
+}
+
+TEST_F(LedgerTest, AnInheritedDescriptorIsFound) {
+  MakeLedger();
+  EXPECT_FALSE(Ledger::FindInheritedFd().has_value());  // the ledger object above is gone
+  int fd = ::open(path_.c_str(), O_RDWR);
+  auto found = Ledger::FindInheritedFd();
+  ASSERT_TRUE(found.has_value());
+  auto opened = Ledger::OpenFd(*found, std::make_shared<ProcfsProcessProbe>());
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ((*opened)->settings().worker_id, "worker-1");
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace carve::interposer
