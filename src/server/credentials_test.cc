@@ -1,0 +1,131 @@
+#include "server/credentials.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+namespace carve::server {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "carve-cred-XXXXXX").string();
+    EXPECT_NE(mkdtemp(t.data()), nullptr);
+    path_ = t;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::filesystem::path path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+mode_t ModeOf(const std::filesystem::path& p) {
+  struct stat st {};
+  EXPECT_EQ(stat(p.c_str(), &st), 0);
+  return st.st_mode & 0777;
+}
+
+TEST(Credentials, ParsesSectionsWithAccountIds) {
+  auto c = Credentials::Parse(
+      "# comment\n[default]\naws_access_key_id = AKIA1\naws_secret_access_key=s1\n"
+      "carve_account_id = 111111111111\n\n[other]\n  aws_access_key_id=AKIA2 \n"
+      "aws_secret_access_key = s2\nregion = us-west-2\n[no-keys]\nregion = x\n");
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  ASSERT_EQ(c->all().size(), 2u);
+  const Credential* one = c->Find("AKIA1");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->secret_access_key, "s1");
+  EXPECT_EQ(one->account_id, "111111111111");
+  EXPECT_EQ(c->Find("AKIA2")->account_id, kDefaultAccountId);
+  EXPECT_EQ(c->Find("AKIA2")->profile, "other");
+  EXPECT_EQ(c->Find("AKIA3"), nullptr);
+}
+
+TEST(Credentials, RejectsBadAccountIdNamingTheLine) {
+  auto c = Credentials::Parse(
+      "[a]\naws_access_key_id=K\naws_secret_access_key=S\n"
+      "carve_account_id = 12ab\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(c.error().message.find("line 4"), std::string::npos) << c.error().message;
+}
+
+TEST(Credentials, RejectsAKeyWithoutSecretAndDuplicateKeys) {
+  EXPECT_FALSE(Credentials::Parse("[a]\naws_access_key_id=K\n").has_value());
+  EXPECT_FALSE(Credentials::Parse("[a]\naws_access_key_id=K\naws_secret_access_key=S\n"
+                                  "[b]\naws_access_key_id=K\naws_secret_access_key=T\n")
+                   .has_value());
+}
+
+TEST(Credentials, FirstStartCreatesARandomDefaultKeyWithMode0600) {
+  TempDir dir;
+  auto file = dir.path() / "data" / "credentials";
+  auto first = Credentials::LoadOrCreate(file);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  EXPECT_TRUE(first->created);
+  EXPECT_EQ(ModeOf(file), 0600u);
+  ASSERT_EQ(first->credentials.all().size(), 1u);
+  const Credential& c = first->credentials.all()[0];
+  EXPECT_EQ(c.profile, "default");
+  EXPECT_EQ(c.access_key_id.size(), 20u);
+  EXPECT_EQ(c.access_key_id.substr(0, 4), "AKIA");
+  EXPECT_EQ(c.secret_access_key.size(), 40u);
+  EXPECT_EQ(c.account_id.size(), 12u);
+
+  auto second = Credentials::LoadOrCreate(file);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_FALSE(second->created);
+  ASSERT_NE(second->credentials.Find(c.access_key_id), nullptr);
+  EXPECT_EQ(second->credentials.Find(c.access_key_id)->secret_access_key, c.secret_access_key);
+}
+
+TEST(Credentials, GeneratedKeysDiffer) {
+  auto a = GenerateCredential("a");
+  auto b = GenerateCredential("b");
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_NE(a->access_key_id, b->access_key_id);
+  EXPECT_NE(a->secret_access_key, b->secret_access_key);
+}
+
+TEST(Credentials, AddAccountAppendsASeparateAccount) {
+  TempDir dir;
+  auto file = dir.path() / "credentials";
+  ASSERT_TRUE(Credentials::LoadOrCreate(file).has_value());
+  auto added = AddAccount(file, "tenant-b", "222222222222");
+  ASSERT_TRUE(added.has_value()) << added.error().message;
+  auto all = Credentials::Load(file);
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  ASSERT_EQ(all->all().size(), 2u);
+  EXPECT_EQ(all->Find(added->access_key_id)->account_id, "222222222222");
+  EXPECT_NE(all->all()[0].account_id, "222222222222");
+  EXPECT_EQ(ModeOf(file), 0600u);
+  auto dup = AddAccount(file, "tenant-b");
+  ASSERT_FALSE(dup.has_value());
+  EXPECT_EQ(dup.error().code, ErrorCode::kAlreadyExists);
+}
+
+TEST(Credentials, TheAwsCliReadsTheFileAsIs) {
+  TempDir dir;
+  auto file = dir.path() / "credentials";
+  auto created = Credentials::LoadOrCreate(file);
+  ASSERT_TRUE(created.has_value());
+  std::string cmd =
+      "python3 -c 'import botocore.session as s; c = s.Session(profile=\"default\")"
+      ".get_credentials(); print(c.access_key, c.secret_key)'";
+  std::string env = "AWS_SHARED_CREDENTIALS_FILE=" + file.string() +
+                    " AWS_CONFIG_FILE=/dev/null AWS_ACCESS_KEY_ID= AWS_SECRET_ACCESS_KEY= ";
+  FILE* p = popen((env + cmd).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[256] = {};
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  ASSERT_EQ(pclose(p), 0);
+  const Credential& c = created->credentials.all()[0];
+  EXPECT_EQ(std::string(buf, n), c.access_key_id + " " + c.secret_access_key + "\n");
+}
+
+}  // namespace
+}  // namespace carve::server

@@ -1,0 +1,105 @@
+// HttpServer: carve's HTTP front end (cpp-httplib), serving the SageMaker awsJson1_1 protocol,
+// carve's native JSON routes, /metrics and /ping on one listener.
+//
+// Every response carries an `x-amzn-RequestId` header (a fresh random UUID per request).
+//  - `POST /` with `X-Amz-Target: SageMaker.<Op>`: SigV4-verified (unless insecure_no_auth), then
+//    handed to the ApiHandler with the caller's account id; the ApiResponse is written back with
+//    Content-Type application/x-amz-json-1.1 (and X-Amzn-Errortype + "__type" when error_type is
+//    set). A missing or foreign X-Amz-Target -> 400 UnknownOperationException. Auth failures ->
+//    403 {"__type": ..., "message": ...}. Every SageMaker call is counted in
+//    carve_api_requests_total{operation,code} and timed in carve_api_request_duration_seconds
+//    {operation} (code = "200" or the error type).
+//  - Native routes: method + pattern like "/v1/endpoints/{name}/carve" ({x} matches one non-empty
+//    path segment). Authenticated ones need a SigV4 signature (service as configured) and get the
+//    account id; public ones (e.g. /metrics, /ping) get account_id "".
+//  - GET /metrics (registry exposition) and GET /ping are built in.
+// Keep-alive connections each hold one pool thread while open: size `threads` for the number of
+// concurrent clients (botocore keeps up to 10 pooled connections per client).
+// Lifecycle: configure (SetApiHandler/AddRoute) before Start; Start binds and serves on a
+// background thread; Stop() is idempotent, thread-safe and async-signal-safe (it only shuts and
+// closes the listening socket), so a SIGTERM handler may call it. After Stop() no new connection
+// is accepted; Wait() returns once in-flight requests finished and idle keep-alive connections
+// closed (at most keep_alive_timeout later). Stop() before Start() has no effect.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "server/api.h"
+#include "server/credentials.h"
+#include "server/metrics.h"
+
+namespace carve::server {
+
+struct HttpServerOptions {
+  // Skip SigV4 and treat every caller as `insecure_account_id` (logs a warning at Start).
+  bool insecure_no_auth = false;
+  std::string insecure_account_id = std::string(kDefaultAccountId);
+  std::string signing_service = "sagemaker";  // Service name required in the scope.
+  std::chrono::seconds max_clock_skew = std::chrono::minutes(15);
+  int threads = 128;  // Worker threads (one per open conn).
+  // How long an idle keep-alive connection is kept. cpp-httplib only notices Stop() between
+  // requests, so Wait() can take up to this long after Stop() while clients hold idle
+  // connections; clients (urllib3) reconnect transparently when an idle one was closed.
+  std::chrono::seconds keep_alive_timeout = std::chrono::seconds(5);
+  size_t max_body_bytes = size_t{16} * 1024 * 1024;
+  const Clock* clock = nullptr;  // nullptr: SystemClock.
+};
+
+struct NativeRequest {
+  std::string method;
+  std::string path;
+  std::map<std::string, std::string> path_params;  // {name} -> value (percent-decoded).
+  std::multimap<std::string, std::string> query;   // Decoded query parameters.
+  std::string body;
+  std::string account_id;  // "" on public routes.
+  std::string request_id;
+};
+
+struct NativeResponse {
+  int http_status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+using ApiHandler = std::function<ApiResponse(const ApiRequest&)>;
+using NativeHandler = std::function<NativeResponse(const NativeRequest&)>;
+
+enum class RouteAuth { kSigV4, kPublic };
+
+class HttpServer {
+ public:
+  // `credentials` and `metrics` must outlive the server; `credentials` is unused (may be empty)
+  // with insecure_no_auth.
+  HttpServer(HttpServerOptions options, const Credentials& credentials, MetricsRegistry& metrics);
+  ~HttpServer();  // Stops and joins.
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  void SetApiHandler(ApiHandler handler);
+  // `method` is GET, POST, PUT or DELETE.
+  void AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
+                NativeHandler handler);
+
+  // Binds host:port (port 0: any free port) and starts serving in the background.
+  // Returns the bound port. Unavailable if the address cannot be bound. Call once.
+  Result<int> Start(const std::string& host, int port);
+  void Stop();
+  // Blocks until the server stopped serving (after Stop()).
+  void Wait();
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace carve::server

@@ -1,0 +1,48 @@
+// FakeStore: an in-memory Store with the same semantics as SqliteStore, for tests.
+//
+// Same contract as store.h (versions, AlreadyExists/NotFound/FailedPrecondition, all-or-nothing
+// Commit), minus durability. Tests can make the Nth Commit from now fail with a chosen error
+// (nothing is written by that Commit). Thread-safe: every method takes one mutex.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/clock.h"
+#include "store/store.h"
+
+namespace carve::store {
+
+class FakeStore final : public Store {
+ public:
+  // `clock` stamps created_ms/updated_ms and must outlive the store.
+  explicit FakeStore(const Clock& clock = SystemClock::Get());
+
+  Result<Record> Get(const Key& key) override;
+  Result<std::vector<Record>> List(const std::string& account, const std::string& kind,
+                                   const ListOptions& options) override;
+  Result<std::vector<Record>> ListAllAccounts(const std::string& kind) override;
+  Result<std::vector<Record>> Commit(std::vector<Mutation> mutations) override;
+
+  // The `n`th Commit call from now (1 = the next one) returns `error` and writes nothing.
+  // Later calls succeed again. One injected failure at a time; a new call replaces it.
+  void FailNthCommit(int n, Error error);
+  // Number of Commit calls that wrote (succeeded) so far.
+  int successful_commits() const;
+
+ private:
+  using MapKey = std::tuple<std::string, std::string, std::string>;  // (kind, account, name)
+
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::map<MapKey, Record> records_;     // Guarded by mu_.
+  int commits_until_failure_ = 0;        // Guarded by mu_. 0: no failure armed.
+  std::optional<Error> injected_error_;  // Guarded by mu_.
+  int successful_commits_ = 0;           // Guarded by mu_.
+};
+
+}  // namespace carve::store

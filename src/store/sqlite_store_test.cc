@@ -1,0 +1,135 @@
+// SqliteStore-only behaviour: durability settings, reopening, group commit isolation.
+#include "store/sqlite_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "store/sqlite_migrations.h"
+#include "store/sqlite_util.h"
+#include "store/store_test_env.h"
+
+namespace carve::store {
+namespace {
+
+std::string DbPath(const TempDir& dir) { return (dir.path() / "carve.db").string(); }
+
+TEST(SqliteStore, OpensInWalModeWithFullSync) {
+  TempDir dir;
+  auto store = SqliteStore::Open(DbPath(dir));
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  EXPECT_EQ((*store)->journal_mode(), "wal");
+  EXPECT_EQ((*store)->synchronous(), 2);  // 2 == FULL.
+  EXPECT_EQ((*store)->schema_version(), static_cast<int>(StoreMigrations().size()));
+}
+
+TEST(SqliteStore, DataSurvivesCloseAndReopen) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::Open(DbPath(dir));
+    ASSERT_TRUE(store.has_value());
+    ASSERT_TRUE((*store)->Create(K("Model", "m1"), R"({"x":1})").has_value());
+    ASSERT_TRUE((*store)->Update(K("Model", "m1"), R"({"x":2})", 1).has_value());
+  }
+  auto store = SqliteStore::Open(DbPath(dir));
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  auto r = (*store)->Get(K("Model", "m1"));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, R"({"x":2})");
+  EXPECT_EQ(r->version, 2);
+}
+
+TEST(SqliteStore, RefusesADatabaseWithANewerSchema) {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(DbPath(dir).c_str(), &db), SQLITE_OK);
+    ASSERT_TRUE(Exec(db, "PRAGMA user_version = 999").ok());
+    sqlite3_close(db);
+  }
+  auto store = SqliteStore::Open(DbPath(dir));
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST(SqliteStore, UnopenablePathIsUnavailable) {
+  auto store = SqliteStore::Open("/nonexistent-dir/carve.db");
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kUnavailable);
+}
+
+// Many callers land in one group-commit batch; the ones whose create collides get
+// AlreadyExists and the others in the same transaction still commit.
+TEST(SqliteStore, OneCallersConflictDoesNotFailTheOthersInItsBatch) {
+  TempDir dir;
+  auto opened = SqliteStore::Open(DbPath(dir));
+  ASSERT_TRUE(opened.has_value());
+  Store& store = **opened;
+  ASSERT_TRUE(store.Create(K("Model", "taken"), "orig").has_value());
+  constexpr int kThreads = 32;
+  std::atomic<int> ok{0}, exists{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      // Every even caller collides, every odd caller writes a fresh key.
+      auto name = i % 2 == 0 ? std::string("taken") : "fresh-" + std::to_string(i);
+      auto r = store.Create(K("Model", name), "new");
+      if (r.has_value()) ++ok;
+      if (!r.has_value() && r.error().code == ErrorCode::kAlreadyExists) ++exists;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads / 2);
+  EXPECT_EQ(exists.load(), kThreads / 2);
+  EXPECT_EQ(store.Get(K("Model", "taken"))->body, "orig");
+  EXPECT_EQ(store.List("111111111111", "Model", {})->size(), static_cast<size_t>(kThreads / 2 + 1));
+}
+
+TEST(SqliteStore, BatchFailureInsideGroupCommitRollsBackOnlyThatCaller) {
+  TempDir dir;
+  auto opened = SqliteStore::Open(DbPath(dir), {.max_batch = 1024});
+  ASSERT_TRUE(opened.has_value());
+  Store& store = **opened;
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      // Each caller writes two keys; caller 0's second mutation fails, so its first must not land.
+      std::vector<Mutation> m;
+      m.emplace_back(Put{K("Model", "first-" + std::to_string(i)), "{}", std::nullopt});
+      if (i == 0) {
+        m.emplace_back(Remove{K("Model", "missing"), std::nullopt});
+      } else {
+        m.emplace_back(Put{K("Model", "second-" + std::to_string(i)), "{}", std::nullopt});
+      }
+      if (!store.Commit(std::move(m)).has_value()) ++failed;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 1);
+  EXPECT_EQ(store.Get(K("Model", "first-0")).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store.List("111111111111", "Model", {})->size(), 30u);
+}
+
+// Another process holding the write lock makes commits time out as Unavailable (retryable),
+// with nothing written; once the lock is released, commits succeed again.
+TEST(SqliteStore, LockedDatabaseIsUnavailableAndWritesNothing) {
+  TempDir dir;
+  auto opened = SqliteStore::Open(DbPath(dir), {.busy_timeout_ms = 50});
+  ASSERT_TRUE(opened.has_value());
+  Store& store = **opened;
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(DbPath(dir).c_str(), &other), SQLITE_OK);
+  ASSERT_TRUE(Exec(other, "BEGIN IMMEDIATE").ok());
+  auto r = store.Create(K("Model", "m1"), "{}");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable) << r.error().message;
+  ASSERT_TRUE(Exec(other, "ROLLBACK").ok());
+  sqlite3_close(other);
+  EXPECT_EQ(store.Get(K("Model", "m1")).error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(store.Create(K("Model", "m1"), "{}").has_value());
+}
+
+}  // namespace
+}  // namespace carve::store

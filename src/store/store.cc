@@ -1,0 +1,77 @@
+#include "store/store.h"
+
+#include <string_view>
+
+#include "store/store_rules.h"
+
+namespace carve::store {
+
+Result<Record> Store::Create(Key key, std::string body) {
+  std::vector<Mutation> m;
+  m.emplace_back(Put{std::move(key), std::move(body), std::nullopt});
+  CARVE_ASSIGN_OR_RETURN(auto written, Commit(std::move(m)));
+  if (written.size() != 1) return Internal("Create: Commit returned no record");
+  return std::move(written.front());
+}
+
+Result<Record> Store::Update(Key key, std::string body, int64_t expected_version) {
+  std::vector<Mutation> m;
+  m.emplace_back(Put{std::move(key), std::move(body), expected_version});
+  CARVE_ASSIGN_OR_RETURN(auto written, Commit(std::move(m)));
+  if (written.size() != 1) return Internal("Update: Commit returned no record");
+  return std::move(written.front());
+}
+
+Status Store::Delete(Key key) {
+  std::vector<Mutation> m;
+  m.emplace_back(Remove{std::move(key), std::nullopt});
+  CARVE_RETURN_IF_ERROR(Commit(std::move(m)));
+  return OkStatus();
+}
+
+Status ValidateKey(const Key& key) {
+  struct Part {
+    std::string_view field;
+    const std::string& value;
+  };
+  for (const Part& p :
+       {Part{"account", key.account}, Part{"kind", key.kind}, Part{"name", key.name}}) {
+    if (p.value.size() > kMaxKeyPartBytes) {
+      return InvalidArgument("store key " + std::string(p.field) + " is " +
+                             std::to_string(p.value.size()) + " bytes; the limit is " +
+                             std::to_string(kMaxKeyPartBytes));
+    }
+    if (p.value.find('\0') != std::string::npos) {
+      return InvalidArgument("store key " + std::string(p.field) + " contains a NUL byte");
+    }
+  }
+  if (key.kind.empty()) return InvalidArgument("store key kind must not be empty");
+  if (key.name.empty()) {
+    return InvalidArgument("store key name must not be empty (kind " + key.kind + ")");
+  }
+  return OkStatus();
+}
+
+std::string DescribeKey(const Key& key) {
+  return key.kind + " '" + key.name + "' (" +
+         (key.account.empty() ? std::string("fleet-global") : "account " + key.account) + ")";
+}
+
+Error AlreadyExistsError(const Key& key, int64_t current_version) {
+  return AlreadyExists(DescribeKey(key) + " already exists at version " +
+                       std::to_string(current_version));
+}
+
+Error NotFoundError(const Key& key) { return NotFound(DescribeKey(key) + " does not exist"); }
+
+Error VersionConflictError(const Key& key, int64_t expected_version, int64_t current_version) {
+  return FailedPrecondition(DescribeKey(key) + " is at version " + std::to_string(current_version) +
+                            ", not the expected version " + std::to_string(expected_version) +
+                            " (someone else wrote first)");
+}
+
+const Key& MutationKey(const Mutation& mutation) {
+  return std::visit([](const auto& m) -> const Key& { return m.key; }, mutation);
+}
+
+}  // namespace carve::store
