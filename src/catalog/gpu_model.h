@@ -39,8 +39,9 @@ struct MigProfile {
   uint32_t nvml_enum = 0;     // NVML_GPU_INSTANCE_PROFILE_* passed to ...GetGpuInstanceProfileInfo.
   int compute_slices = 0;
   int memory_slices = 0;
-  int64_t memory_mib = 0;     // As NVML reports it (varies a little by driver).
-  int sms = 0;                // nvmlGpuInstanceProfileInfo_t.multiprocessorCount.
+  int64_t memory_mib = 0;     // As NVML reports it (varies a little by driver); see note when
+                              // inferred (confidence is then lowered).
+  int sms = 0;                // nvmlGpuInstanceProfileInfo_t.multiprocessorCount; 0 = not known.
   int max_count = 0;          // Per-GPU cap for this profile ("Instances Total").
   std::span<const uint8_t> starts;  // Allowed placement starts, in placement units.
   int placement_size = 0;     // Placement units one instance occupies.
@@ -56,11 +57,11 @@ struct GpuModel {
   std::span<const std::string_view> aliases;  // Includes NVML product names.
   std::span<const uint32_t> pci_device_ids;   // nvmlPciInfo_t.pciDeviceId, e.g. 0x20B010DE.
   std::string_view architecture;
-  int sms = 0;
+  int sms = 0;                // 0 = not known (see notes).
   int64_t memory_mib = 0;
-  int bandwidth_gbps = 0;     // GB/s, decimal.
-  double bf16_tflops = 0;     // Dense.
-  double fp8_tflops = 0;      // Dense; 0 where the GPU has no FP8.
+  int bandwidth_gbps = 0;     // GB/s, decimal; 0 = not known.
+  double bf16_tflops = 0;     // Dense; 0 = not known or no BF16 (see notes).
+  double fp8_tflops = 0;      // Dense; 0 where the GPU has no FP8 or the figure is not known.
   int compute_slices = 0;     // 0 for GPUs without MIG.
   int memory_slices = 0;
   int placement_units = 0;
@@ -69,9 +70,15 @@ struct GpuModel {
   Confidence placement_confidence = Confidence::kHigh;
   std::span<const MigProfile> profiles;  // Empty for GPUs without MIG.
   std::span<const std::string_view> sources;
+  // Added after the first contract (additive): caveats on the row, e.g. figures inferred or
+  // profiles left out because the reference lacks their geometry.
+  std::string_view notes;
+  // True when the silicon has FP8 tensor cores even where fp8_tflops is not known (0).
+  bool fp8_supported = false;
+  std::string_view compute_capability;  // "9.0".
 
   constexpr bool mig_capable() const { return !profiles.empty(); }
-  constexpr bool has_fp8() const { return fp8_tflops > 0; }
+  constexpr bool has_fp8() const { return fp8_supported || fp8_tflops > 0; }
 };
 
 }  // namespace carve::catalog

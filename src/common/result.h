@@ -118,6 +118,7 @@ inline Error Unimplemented(std::string m) { return {ErrorCode::kUnimplemented, s
 
 }  // namespace carve
 
+// NOLINTBEGIN(bugprone-macro-parentheses): lhs is a declaration and cannot be parenthesised.
 #define CARVE_INTERNAL_CONCAT2(a, b) a##b
 #define CARVE_INTERNAL_CONCAT(a, b) CARVE_INTERNAL_CONCAT2(a, b)
 
@@ -138,3 +139,4 @@ inline Error Unimplemented(std::string m) { return {ErrorCode::kUnimplemented, s
   auto tmp = (expr);                                    \
   if (!tmp.has_value()) return std::move(tmp).error();  \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
