@@ -1,6 +1,115 @@
 #!/usr/bin/env bash
 # `make demo`: a short scripted tour of carve on its embedded defaults.
+#   1. (offline) catalog and layout engine;
+#   2. the seed's SageMaker scenario against a real `carve server` with the embedded fleet
+#      (2 x ml.p4d.24xlarge + 1 x ml.p5.48xlarge, simulated, ~2 s carve per GPU), driven by the
+#      stock aws CLI: model, endpoint config with the p4d layout, endpoint, InService, three
+#      inference components (one per partition type), one scaled past its partitions; then the
+#      carve map. The server is stopped on exit, whatever happens.
 set -euo pipefail
 build=${1:-build}
 carve="$build/carve"
+root=$(cd "$(dirname "$0")/.." && pwd)
 echo "carve demo: offline catalog and layout engine"
+
+echo
+echo "== carve server: the seed scenario with the aws CLI =="
+data=$(mktemp -d /tmp/carve-demo.XXXXXX)
+log="$data/server.log"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+"$carve" server --listen 127.0.0.1:0 --data-dir "$data" --log-level warn >"$log" 2>&1 &
+server_pid=$!
+port=""
+for _ in $(seq 1 300); do
+  port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+  [[ -n "$port" ]] && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.1
+done
+[[ -n "$port" ]] || { echo "server did not start"; cat "$log"; exit 1; }
+grep 'credentials' "$log" || true
+url="http://127.0.0.1:$port"
+export AWS_SHARED_CREDENTIALS_FILE="$data/credentials" AWS_DATA_PATH="$root/contrib/aws"
+export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
+sm() {
+  echo "\$ aws sagemaker $1 ..." >&2
+  aws sagemaker "$@" --endpoint-url "$url" --output json
+}
+
+sm create-model --model-name summarizer-model --primary-container Image=example.com/llm:1
+sm create-endpoint-config --endpoint-config-name multi-model-partitioned --production-variants '[{
+    "VariantName": "AllTraffic", "InstanceType": "ml.p4d.24xlarge", "InitialInstanceCount": 1,
+    "AcceleratorPartitionLayouts": [
+      {"AcceleratorPartitionTypes": ["mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"]}]}]'
+sm create-endpoint --endpoint-name multi-model-partitioned \
+  --endpoint-config-name multi-model-partitioned
+echo "waiting for InService (8 GPUs carved one after another)..."
+for _ in $(seq 1 120); do
+  status=$(aws sagemaker describe-endpoint --endpoint-name multi-model-partitioned \
+    --endpoint-url "$url" --query EndpointStatus --output text)
+  [[ "$status" == "InService" || "$status" == "Failed" ]] && break
+  sleep 1
+done
+sm wait endpoint-in-service --endpoint-name multi-model-partitioned
+sm describe-endpoint --endpoint-name multi-model-partitioned \
+  --query '{Status: EndpointStatus, Config: EndpointConfigName}'
+
+for pair in summarizer:mig-4g.20gb classifier:mig-2g.10gb guardrail:mig-1g.5gb; do
+  name=${pair%%:*}
+  type=${pair#*:}
+  sm create-inference-component --inference-component-name "$name" \
+    --endpoint-name multi-model-partitioned --variant-name AllTraffic \
+    --specification "ModelName=summarizer-model,ComputeResourceRequirements={AcceleratorPartitionType=$type,NumberOfAcceleratorDevicesRequired=1,NumberOfCpuCoresRequired=1,MinMemoryRequiredInMb=2048}" \
+    --runtime-config CopyCount=1
+done
+echo "scaling guardrail to 10 copies: the endpoint has 8 mig-1g.5gb partitions"
+sm update-inference-component-runtime-config --inference-component-name guardrail \
+  --desired-runtime-config CopyCount=10
+for _ in $(seq 1 50); do
+  current=$(aws sagemaker describe-inference-component --inference-component-name guardrail \
+    --endpoint-url "$url" --query RuntimeConfig.CurrentCopyCount --output text)
+  [[ "$current" == "8" ]] && break
+  sleep 0.2
+done
+sm describe-inference-component --inference-component-name guardrail \
+  --query '{Status: InferenceComponentStatus, Copies: RuntimeConfig, Waiting: StatusMessage}'
+
+echo
+echo "== carve map: GET $url/v1/endpoints/multi-model-partitioned/carve =="
+python3 - "$url" <<'PY'
+import configparser, json, os, sys, urllib.request
+import botocore.auth, botocore.awsrequest, botocore.credentials
+url = sys.argv[1]
+cp = configparser.ConfigParser()
+cp.read(os.environ["AWS_SHARED_CREDENTIALS_FILE"])
+creds = botocore.credentials.Credentials(cp["default"]["aws_access_key_id"],
+                                         cp["default"]["aws_secret_access_key"])
+req = botocore.awsrequest.AWSRequest(method="GET",
+                                     url=url + "/v1/endpoints/multi-model-partitioned/carve")
+botocore.auth.SigV4Auth(creds, "sagemaker", "us-east-1").add_auth(req)
+p = req.prepare()
+carve = json.load(urllib.request.urlopen(urllib.request.Request(p.url, headers=dict(p.headers))))
+print(f"endpoint {carve['endpoint']} ({carve['status']})")
+for node in carve["nodes"]:
+    print(f"  {node['name']} ({node['instance_type']}): {node['vcpus_used']:g}/{node['vcpus']} "
+          f"vCPUs, {node['memory_used_mib']}/{node['memory_mib']} MiB host memory")
+    for gpu in node["gpus"]:
+        cells = [f"{p['partition_type'] or 'whole'}={(p['occupant'] or '-').split('/')[-1]}"
+                 for p in gpu["partitions"]]
+        print(f"    GPU {gpu['index']} ({gpu['gpu']}): " + "  ".join(cells))
+PY
+echo
+echo "stopping the server"
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=""
+echo "demo done"

@@ -1,0 +1,65 @@
+#include "server/fleet/fleet_config.h"
+
+#include <gtest/gtest.h>
+
+namespace carve::server::fleet {
+namespace {
+
+TEST(FleetConfig, DefaultIsTwoP4dAndOneP5) {
+  FleetConfig c = DefaultFleetConfig();
+  ASSERT_EQ(c.nodes.size(), 3u);
+  EXPECT_EQ(c.nodes[0], (NodeSpec{NodeId("p4d.24xlarge-0"), "ml.p4d.24xlarge"}));
+  EXPECT_EQ(c.nodes[1], (NodeSpec{NodeId("p4d.24xlarge-1"), "ml.p4d.24xlarge"}));
+  EXPECT_EQ(c.nodes[2], (NodeSpec{NodeId("p5.48xlarge-0"), "ml.p5.48xlarge"}));
+  EXPECT_EQ(c.carve_time_per_gpu, std::chrono::milliseconds(2000));
+}
+
+TEST(FleetConfig, ADocumentWithoutAFleetSectionGivesTheDefault) {
+  auto c = ParseFleetConfig("server:\n  listen: 127.0.0.1:1\n");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->nodes.size(), 3u);
+}
+
+TEST(FleetConfig, ParsesCountsNamesAndCarveTime) {
+  auto c = ParseFleetConfig(R"(
+fleet:
+  carve_time_ms: 50
+  nodes:
+    - instance_type: ml.p5.48xlarge
+      count: 2
+    - instance_type: ml.p4d.24xlarge
+      name: lab-a100
+)");
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  EXPECT_EQ(c->carve_time_per_gpu, std::chrono::milliseconds(50));
+  ASSERT_EQ(c->nodes.size(), 3u);
+  EXPECT_EQ(c->nodes[1].id, NodeId("p5.48xlarge-1"));
+  EXPECT_EQ(c->nodes[2], (NodeSpec{NodeId("lab-a100"), "ml.p4d.24xlarge"}));
+}
+
+TEST(FleetConfig, RejectsANonPositiveCountNamingTheKey) {
+  auto c =
+      ParseFleetConfig("fleet:\n  nodes:\n    - instance_type: ml.p5.48xlarge\n      count: 0\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().message, "fleet.nodes[0].count: 0 must be >= 1");
+}
+
+TEST(FleetConfig, RejectsDuplicateNodeNames) {
+  auto c = ParseFleetConfig(R"(
+fleet:
+  nodes:
+    - {instance_type: ml.p5.48xlarge, name: a}
+    - {instance_type: ml.p4d.24xlarge, name: a}
+)");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message.find("'a' is used twice"), std::string::npos);
+}
+
+TEST(FleetConfig, RejectsMalformedYaml) {
+  auto c = ParseFleetConfig("fleet: [unclosed");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code, ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace carve::server::fleet

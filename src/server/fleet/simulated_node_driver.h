@@ -1,0 +1,39 @@
+// SimulatedNodeDriver: a NodeDriver for nodes that exist only in the control plane. Each carve
+// takes a configurable time per GPU (default 2 s, like a real MIG reconfiguration) and records
+// the profile names it was asked for, so tests and the demo can see what was carved.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/fleet/node_driver.h"
+
+namespace carve::server::fleet {
+
+class SimulatedNodeDriver final : public NodeDriver {
+ public:
+  using Sleeper = std::function<void(std::chrono::milliseconds)>;
+  // `sleeper` defaults to std::this_thread::sleep_for; tests pass a recorder.
+  explicit SimulatedNodeDriver(std::chrono::milliseconds carve_time_per_gpu, Sleeper sleeper = {});
+
+  Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) override;
+  Status ResetGpu(const NodeId& node, GpuIndex gpu) override;
+
+  // NVML profile names last carved on (node, gpu); empty when whole or never carved.
+  std::vector<std::string> Carved(const NodeId& node, GpuIndex gpu) const;
+  int carve_calls() const;
+
+ private:
+  const std::chrono::milliseconds carve_time_;
+  Sleeper sleeper_;
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, uint32_t>, std::vector<std::string>> carved_;  // Guarded by mu_.
+  int carve_calls_ = 0;                                                          // Guarded by mu_.
+};
+
+}  // namespace carve::server::fleet

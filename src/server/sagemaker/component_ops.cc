@@ -1,0 +1,348 @@
+// The inference-component operations. A component binds a model to an endpoint variant and asks
+// for copies; with a partition layout each copy takes one partition of the requested type
+// (NumberOfAcceleratorDevicesRequired then means one partition), without one each copy takes
+// NumberOfAcceleratorDevicesRequired whole GPUs of one instance. Copies are placed by the
+// reconciler; these handlers validate and record what is wanted.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "server/sagemaker/component_record.h"
+#include "server/sagemaker/endpoint_record.h"
+#include "server/sagemaker/ops.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using Ops = SageMakerService::Ops;
+
+constexpr std::string_view kStrategies[] = {"SPREAD", "BINPACK"};
+constexpr std::string_view kComponentStatuses[] = {"InService", "Creating", "Updating", "Failed",
+                                                   "Deleting"};
+constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
+constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)");
+
+struct Requirements {
+  std::string partition_type;
+  std::optional<double> devices;
+  double cpus = 0;
+  int64_t memory_mib = 0;
+  fleet::PlacementStrategy strategy = fleet::PlacementStrategy::kSpread;
+  std::string model_name;
+};
+
+// Validates a Specification member; returns the requirements when valid.
+std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const std::string& path) {
+  Requirements r;
+  auto model = v.String(spec, "ModelName", path, kModelNameRule, false);
+  v.String(spec, "InstanceType", path, StringRule{}, false);
+  if (const json* c = v.Object(spec, "Container", path, false)) {
+    const std::string cp = MemberPath(path, "Container");
+    v.String(*c, "Image", cp, kImageRule, false);
+    v.String(*c, "ArtifactUrl", cp, kUrlRule, false);
+  }
+  if (const json* sp = v.Object(spec, "StartupParameters", path, false)) {
+    const std::string p = MemberPath(path, "StartupParameters");
+    v.Integer(*sp, "ModelDataDownloadTimeoutInSeconds", p, {60, 3600}, false);
+    v.Integer(*sp, "ContainerStartupHealthCheckTimeoutInSeconds", p, {60, 3600}, false);
+  }
+  if (spec.contains("BaseInferenceComponentName")) {
+    v.Fail(MemberPath(path, "BaseInferenceComponentName"),
+           spec["BaseInferenceComponentName"].dump(),
+           "carve does not support adapter components; give a ModelName");
+  }
+  if (!model && !spec.contains("Container") && !spec.contains("ModelName")) {
+    v.Fail(MemberPath(path, "ModelName"), std::nullopt,
+           "Member must not be null when Container is not given");
+  }
+  const std::string crp = MemberPath(path, "ComputeResourceRequirements");
+  const json* crr = v.Object(spec, "ComputeResourceRequirements", path, true);
+  if (crr != nullptr) {
+    auto cpus = v.Number(*crr, "NumberOfCpuCoresRequired", crp, {0.25, {}}, false);
+    r.devices = v.Number(*crr, "NumberOfAcceleratorDevicesRequired", crp, {1, {}}, false);
+    auto min_mem = v.Integer(*crr, "MinMemoryRequiredInMb", crp, {128, {}}, true);
+    v.Integer(*crr, "MaxMemoryRequiredInMb", crp, {128, {}}, false);
+    auto type = v.String(*crr, "AcceleratorPartitionType", crp, kPartitionTypeRule, false);
+    r.cpus = cpus.value_or(0);
+    r.memory_mib = min_mem.value_or(0);
+    r.partition_type = type.value_or("");
+  }
+  if (const json* sc = v.Object(spec, "SchedulingConfig", path, false)) {
+    auto st = v.String(*sc, "PlacementStrategy", MemberPath(path, "SchedulingConfig"),
+                       EnumRule(kStrategies), true);
+    if (st && *st == "BINPACK") r.strategy = fleet::PlacementStrategy::kBinpack;
+  }
+  if (!v.ok()) return std::nullopt;
+  r.model_name = model.value_or("");
+  return r;
+}
+
+// The partition rules of the seed, checked against the variant the component lands on.
+Status CheckPartitionRules(const Requirements& r, const VariantSpec& variant,
+                           const std::string& endpoint) {
+  auto hw = VariantHardware(variant);
+  if (!hw.has_value()) return InvalidArgument(hw.error().message);
+  const catalog::InstanceType& type = *hw->first;
+  if (variant.partition_types) {
+    const std::string declared = LayoutName(variant);
+    if (r.partition_type.empty()) {
+      return InvalidArgument(fmt::format(
+          "Variant {} of endpoint {} declares AcceleratorPartitionLayouts {}, so "
+          "ComputeResourceRequirements.AcceleratorPartitionType is required; declared types: {}.",
+          variant.name, endpoint, declared, declared));
+    }
+    bool found = false;
+    for (const auto& t : *variant.partition_types) found = found || t == r.partition_type;
+    if (!found) {
+      return InvalidArgument(fmt::format(
+          "AcceleratorPartitionType {} is not declared by variant {} of endpoint {}; declared "
+          "types: {}. There is no fallback to a whole accelerator.",
+          r.partition_type, variant.name, endpoint, declared));
+    }
+    if (r.devices && *r.devices != 1) {
+      return InvalidArgument(fmt::format(
+          "NumberOfAcceleratorDevicesRequired must be 1 when AcceleratorPartitionType is set "
+          "(each copy occupies one {} partition); got {:g}.",
+          r.partition_type, *r.devices));
+    }
+  } else {
+    if (!r.partition_type.empty()) {
+      return InvalidArgument(fmt::format(
+          "Variant {} of endpoint {} declares no AcceleratorPartitionLayouts, so "
+          "AcceleratorPartitionType {} cannot be placed; omit it to use whole GPUs, or create an "
+          "endpoint whose configuration declares a layout.",
+          variant.name, endpoint, r.partition_type));
+    }
+    const double devices = r.devices.value_or(1);
+    if (devices != std::floor(devices)) {
+      return InvalidArgument(fmt::format(
+          "NumberOfAcceleratorDevicesRequired must be a whole number of GPUs without a partition "
+          "layout; got {:g}.",
+          devices));
+    }
+    if (devices > type.gpu_count) {
+      return ResourceExhausted(fmt::format(
+          "NumberOfAcceleratorDevicesRequired {:g} exceeds the {} GPUs of one {}; a copy's GPUs "
+          "are on one instance.",
+          devices, type.gpu_count, type.id));
+    }
+  }
+  if (r.cpus > type.vcpus || r.memory_mib > type.memory_mib) {
+    return ResourceExhausted(fmt::format(
+        "A copy needs {:g} vCPUs and {} MiB of host memory; one {} has {} vCPUs and {} MiB.",
+        r.cpus, r.memory_mib, type.id, type.vcpus, type.memory_mib));
+  }
+  return OkStatus();
+}
+
+void ApplyRequirements(ComponentRecord& c, const Requirements& r) {
+  c.partition_type = r.partition_type;
+  c.devices = r.partition_type.empty() ? static_cast<int>(r.devices.value_or(1)) : 1;
+  c.cpu_milli = static_cast<int64_t>(std::llround(r.cpus * 1000));
+  c.memory_mib = r.memory_mib;
+  c.strategy = r.strategy;
+}
+
+json Summary(const SageMakerService& s, const store::Record& r, const json& body) {
+  const std::string endpoint = body.value("EndpointName", "");
+  return {{"InferenceComponentName", r.key.name},
+          {"InferenceComponentArn", Ops::Arn(s, r.key.account, kInferenceComponent, r.key.name)},
+          {"EndpointName", endpoint},
+          {"EndpointArn", Ops::Arn(s, r.key.account, kEndpoint, endpoint)},
+          {"VariantName", body.value("VariantName", "")},
+          {"InferenceComponentStatus", body.value("InferenceComponentStatus", "")},
+          {"CreationTime", EpochSeconds(r.created_ms)},
+          {"LastModifiedTime", EpochSeconds(r.updated_ms)}};
+}
+
+const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name) {
+  for (const auto& v : ep.variants) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<json> Ops::CreateInferenceComponent(SageMakerService& s, const ApiRequest& req,
+                                           const json& in) {
+  Validator v;
+  auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
+  auto endpoint = v.String(in, "EndpointName", "", kEndpointNameRule, true);
+  auto variant = v.String(in, "VariantName", "", kEndpointNameRule, false);
+  auto tags = ValidateTags(v, in, "Tags", "");
+  if (in.contains("Specifications")) {
+    v.Fail("specifications", "[...]", "carve supports one Specification per component");
+  }
+  std::optional<Requirements> reqs;
+  if (const json* spec = v.Object(in, "Specification", "", true)) {
+    reqs = ValidateSpec(v, *spec, "specification");
+  }
+  std::optional<int64_t> copies;
+  if (const json* rc = v.Object(in, "RuntimeConfig", "", true)) {
+    copies = v.Integer(*rc, "CopyCount", "runtimeConfig", {0, {}}, true);
+  }
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+
+  std::lock_guard lock(mu(s));
+  CARVE_ASSIGN_OR_RETURN(store::Record ep_rec, Get(s, req.account_id, kEndpoint, *endpoint));
+  CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(ep_rec));
+  if (ep.status == "Failed" || ep.status == "Deleting") {
+    return FailedPrecondition(fmt::format("Endpoint \"{}\" is {}; it cannot host components.",
+                                          Arn(s, req.account_id, kEndpoint, *endpoint), ep.status));
+  }
+  if (!variant) {
+    if (ep.variants.size() != 1) {
+      return InvalidArgument(fmt::format("Endpoint {} has {} variants; give VariantName.",
+                                         *endpoint, ep.variants.size()));
+    }
+    variant = ep.variants.front().name;
+  }
+  const VariantSpec* var = FindVariant(ep, *variant);
+  if (var == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& x : ep.variants) names.push_back(x.name);
+    return InvalidArgument(fmt::format("Endpoint {} has no variant {}; its variants: [{}].",
+                                       *endpoint, *variant, JoinNodes(names)));
+  }
+  if (!reqs->model_name.empty()) {
+    CARVE_RETURN_IF_ERROR(Get(s, req.account_id, kModel, reqs->model_name));
+  }
+  CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, *endpoint));
+
+  ComponentRecord c;
+  c.name = *name;
+  c.endpoint = *endpoint;
+  c.variant = *variant;
+  c.specification = in.at("Specification");
+  ApplyRequirements(c, *reqs);
+  c.desired = static_cast<int>(*copies);
+  c.status = "Creating";
+  c.tags = tags.value_or(json::array());
+  auto rec =
+      store(s).Create({req.account_id, std::string(kInferenceComponent), *name}, c.ToJson().dump());
+  if (!rec.has_value()) {
+    if (rec.error().code == ErrorCode::kAlreadyExists) {
+      return AlreadyExistsError(s, req.account_id, kInferenceComponent, *name);
+    }
+    return rec.error();
+  }
+  Notify(s);
+  return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, *name)}};
+}
+
+Result<json> Ops::DescribeInferenceComponent(SageMakerService& s, const ApiRequest& req,
+                                             const json& in) {
+  Validator v;
+  auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  json out = {
+      {"InferenceComponentName", c.name},
+      {"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)},
+      {"EndpointName", c.endpoint},
+      {"EndpointArn", Arn(s, req.account_id, kEndpoint, c.endpoint)},
+      {"VariantName", c.variant},
+      {"Specification", c.specification},
+      {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.copies.size()}}},
+      {"InferenceComponentStatus", c.status},
+      {"CreationTime", EpochSeconds(rec.created_ms)},
+      {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
+  if (!c.status_message.empty()) out["StatusMessage"] = c.status_message;
+  if (!c.failure_reason.empty()) out["FailureReason"] = c.failure_reason;
+  return out;
+}
+
+Result<json> Ops::DeleteInferenceComponent(SageMakerService& s, const ApiRequest& req,
+                                           const json& in) {
+  Validator v;
+  auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+  std::lock_guard lock(mu(s));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  CARVE_RETURN_IF_ERROR(store(s).Commit({store::Remove{rec.key, rec.version}}));
+  // Only after the delete is durable do the partitions free up for waiting copies.
+  for (const auto& p : c.copies) fleet(s).Release(p);
+  Notify(s);
+  return json::object();
+}
+
+Result<json> Ops::ListInferenceComponents(SageMakerService& s, const ApiRequest& req,
+                                          const json& in) {
+  static const ListSpec spec{
+      kInferenceComponent,
+      "InferenceComponents",
+      "InferenceComponentStatus",
+      true,
+      kComponentStatuses,
+      &Summary,
+      {{"EndpointNameEquals", "EndpointName"}, {"VariantNameEquals", "VariantName"}},
+      &kEndpointNameRule};
+  return ListResources(s, req, in, spec);
+}
+
+Result<json> Ops::UpdateInferenceComponent(SageMakerService& s, const ApiRequest& req,
+                                           const json& in) {
+  Validator v;
+  auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
+  std::optional<Requirements> reqs;
+  if (const json* spec = v.Object(in, "Specification", "", false)) {
+    reqs = ValidateSpec(v, *spec, "specification");
+  }
+  std::optional<int64_t> copies;
+  if (const json* rc = v.Object(in, "RuntimeConfig", "", false)) {
+    copies = v.Integer(*rc, "CopyCount", "runtimeConfig", {0, {}}, true);
+  }
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+
+  std::lock_guard lock(mu(s));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  if (reqs) {
+    if (reqs->partition_type != c.partition_type) {
+      return InvalidArgument(fmt::format(
+          "The AcceleratorPartitionType of inference component {} is {} and cannot change to "
+          "{}: a component's partition type is fixed for its lifetime. Create a new component.",
+          c.name, c.partition_type.empty() ? "unset (whole GPUs)" : c.partition_type,
+          reqs->partition_type.empty() ? "unset (whole GPUs)" : reqs->partition_type));
+    }
+    CARVE_ASSIGN_OR_RETURN(store::Record ep_rec, Get(s, req.account_id, kEndpoint, c.endpoint));
+    CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(ep_rec));
+    const VariantSpec* var = FindVariant(ep, c.variant);
+    if (var == nullptr) return Internal("component's variant vanished from its endpoint");
+    if (!reqs->model_name.empty()) {
+      CARVE_RETURN_IF_ERROR(Get(s, req.account_id, kModel, reqs->model_name));
+    }
+    CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, c.endpoint));
+    c.specification = in.at("Specification");
+    ApplyRequirements(c, *reqs);  // New copies use the new host figures; placed ones keep theirs.
+  }
+  if (copies) c.desired = static_cast<int>(*copies);
+  if (c.desired != static_cast<int>(c.copies.size()) && c.ever_in_service) c.status = "Updating";
+  CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, c.ToJson().dump(), rec.version));
+  Notify(s);
+  return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)}};
+}
+
+Result<json> Ops::UpdateInferenceComponentRuntimeConfig(SageMakerService& s, const ApiRequest& req,
+                                                        const json& in) {
+  Validator v;
+  auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
+  std::optional<int64_t> copies;
+  if (const json* rc = v.Object(in, "DesiredRuntimeConfig", "", true)) {
+    copies = v.Integer(*rc, "CopyCount", "desiredRuntimeConfig", {0, {}}, true);
+  }
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+  std::lock_guard lock(mu(s));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  c.desired = static_cast<int>(*copies);
+  if (c.desired != static_cast<int>(c.copies.size()) && c.ever_in_service) c.status = "Updating";
+  CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, c.ToJson().dump(), rec.version));
+  Notify(s);
+  return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)}};
+}
+
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,45 @@
+#include "server/sagemaker/endpoint_record.h"
+
+namespace carve::server::sagemaker {
+
+using nlohmann::json;
+
+json EndpointRecord::ToJson() const {
+  json vars = json::array();
+  for (const auto& v : variants) vars.push_back(VariantToJson(v));
+  return {{"EndpointName", name},
+          {"EndpointConfigName", config_name},
+          {"EndpointStatus", status},
+          {"FailureReason", failure_reason},
+          {"Variants", vars},
+          {"Tags", tags},
+          {"StatusSinceMs", status_since_ms}};
+}
+
+Result<EndpointRecord> EndpointRecord::FromRecord(const store::Record& record) {
+  try {
+    json j = json::parse(record.body);
+    EndpointRecord ep;
+    ep.name = j.at("EndpointName").get<std::string>();
+    ep.config_name = j.at("EndpointConfigName").get<std::string>();
+    ep.status = j.at("EndpointStatus").get<std::string>();
+    ep.failure_reason = j.value("FailureReason", "");
+    for (const auto& v : j.at("Variants")) {
+      CARVE_ASSIGN_OR_RETURN(VariantSpec spec, VariantFromJson(v));
+      ep.variants.push_back(std::move(spec));
+    }
+    ep.tags = j.value("Tags", json::array());
+    ep.status_since_ms = j.value("StatusSinceMs", int64_t{0});
+    return ep;
+  } catch (const json::exception& e) {
+    return Internal("stored endpoint '" + record.key.name + "' is malformed: " + e.what());
+  }
+}
+
+std::string JoinNodes(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace carve::server::sagemaker

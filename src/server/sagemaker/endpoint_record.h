@@ -1,0 +1,33 @@
+// EndpointRecord: the body of an Endpoint record in the Store. It copies the endpoint config's
+// variants at CreateEndpoint (so deleting the config later does not matter) and records which
+// fleet nodes each variant holds, which is how a restarted server finds its claims again.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "server/sagemaker/variant.h"
+#include "store/store.h"
+
+namespace carve::server::sagemaker {
+
+struct EndpointRecord {
+  std::string name;
+  std::string config_name;
+  std::string status;  // EndpointStatus.
+  std::string failure_reason;
+  std::vector<VariantSpec> variants;
+  nlohmann::json tags = nlohmann::json::array();
+  int64_t status_since_ms = 0;
+
+  nlohmann::json ToJson() const;
+  // Internal when the stored body is malformed.
+  static Result<EndpointRecord> FromRecord(const store::Record& record);
+};
+
+// "a, b, c".
+std::string JoinNodes(const std::vector<std::string>& names);
+
+}  // namespace carve::server::sagemaker

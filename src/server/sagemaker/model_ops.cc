@@ -1,0 +1,98 @@
+// CreateModel, DescribeModel, DeleteModel, ListModels. A model is metadata here: carve keeps the
+// container definition and hands it to the node when copies start (agent issue).
+#include "server/sagemaker/ops.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using Ops = SageMakerService::Ops;
+
+constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
+constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)");
+constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
+constexpr std::string_view kModes[] = {"SingleModel", "MultiModel"};
+
+void ValidateContainer(Validator& v, const json& c, const std::string& path) {
+  v.String(c, "ContainerHostname", path, kHostnameRule, false);
+  v.String(c, "Image", path, kImageRule, false);
+  v.String(c, "ModelDataUrl", path, kUrlRule, false);
+  v.String(c, "Mode", path, EnumRule(kModes), false);
+  if (const json* env = v.Object(c, "Environment", path, false)) {
+    if (env->size() > 100) {
+      v.Fail(MemberPath(path, "Environment"), env->dump(),
+             "Member must have length less than or equal to 100");
+    }
+    for (const auto& [k, val] : env->items()) {
+      if (!val.is_string()) {
+        v.Fail(MemberPath(path, "Environment") + "." + k, val.dump(), "Member must be a string");
+      }
+    }
+  }
+}
+
+json Summary(const SageMakerService& s, const store::Record& r, const json&) {
+  return {{"ModelName", r.key.name},
+          {"ModelArn", Ops::Arn(s, r.key.account, kModel, r.key.name)},
+          {"CreationTime", EpochSeconds(r.created_ms)}};
+}
+
+}  // namespace
+
+Result<json> Ops::CreateModel(SageMakerService& s, const ApiRequest& req, const json& in) {
+  Validator v;
+  auto name = v.String(in, "ModelName", "", kModelNameRule, true);
+  v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
+  if (const json* c = v.Object(in, "PrimaryContainer", "", false)) {
+    ValidateContainer(v, *c, "primaryContainer");
+  }
+  if (const json* list = v.List(in, "Containers", "", 0, 15, false)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      ValidateContainer(v, (*list)[i], ElementPath("containers", i));
+    }
+  }
+  v.Bool(in, "EnableNetworkIsolation", "", false);
+  auto tags = ValidateTags(v, in, "Tags", "");
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+
+  json body = in;
+  body["Tags"] = tags.value_or(json::array());
+  auto rec = store(s).Create({req.account_id, std::string(kModel), *name}, body.dump());
+  if (!rec.has_value()) {
+    if (rec.error().code == ErrorCode::kAlreadyExists) {
+      return AlreadyExistsError(s, req.account_id, kModel, *name);
+    }
+    return rec.error();
+  }
+  return json{{"ModelArn", Arn(s, req.account_id, kModel, *name)}};
+}
+
+Result<json> Ops::DescribeModel(SageMakerService& s, const ApiRequest& req, const json& in) {
+  Validator v;
+  auto name = v.String(in, "ModelName", "", kModelNameRule, true);
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kModel, *name));
+  CARVE_ASSIGN_OR_RETURN(json body, Body(rec));
+  body.erase("Tags");
+  body["ModelArn"] = Arn(s, req.account_id, kModel, *name);
+  body["CreationTime"] = EpochSeconds(rec.created_ms);
+  return body;
+}
+
+Result<json> Ops::DeleteModel(SageMakerService& s, const ApiRequest& req, const json& in) {
+  Validator v;
+  auto name = v.String(in, "ModelName", "", kModelNameRule, true);
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+  Status st = store(s).Delete({req.account_id, std::string(kModel), *name});
+  if (!st.ok() && st.error().code == ErrorCode::kNotFound) {
+    return Get(s, req.account_id, kModel, *name).error();  // The service's wording.
+  }
+  CARVE_RETURN_IF_ERROR(st);
+  return json::object();
+}
+
+Result<json> Ops::ListModels(SageMakerService& s, const ApiRequest& req, const json& in) {
+  static const ListSpec spec{kModel, "Models", "", false, {}, &Summary, {}, nullptr};
+  return ListResources(s, req, in, spec);
+}
+
+}  // namespace carve::server::sagemaker

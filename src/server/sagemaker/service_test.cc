@@ -1,0 +1,223 @@
+// The service's state machine with a FakeStore, the simulated driver (no carve time) and
+// explicit reconcile passes instead of the background thread.
+#include "server/sagemaker/service.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "server/fleet/simulated_node_driver.h"
+#include "store/fake_store.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kAccount[] = "111111111111";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  ServiceTest() : store_(clock_), driver_(std::chrono::milliseconds(0)) { Reset(); }
+
+  void Reset() {
+    service_.reset();
+    auto fleet = fleet::Fleet::Create(fleet::DefaultFleetConfig());
+    EXPECT_TRUE(fleet.has_value());
+    ServiceOptions options;
+    options.clock = &clock_;
+    service_ =
+        std::make_unique<SageMakerService>(store_, std::move(fleet).value(), driver_, options);
+    EXPECT_TRUE(service_->Recover().ok());
+  }
+
+  ApiResponse Call(const std::string& op, const json& body, const std::string& account = kAccount) {
+    return service_->Handle({op, body.dump(), account, "req-1"});
+  }
+  json Ok(const std::string& op, const json& body) {
+    ApiResponse r = Call(op, body);
+    EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
+    return json::parse(r.body);
+  }
+  void Settle() {
+    for (int i = 0; i < 4; ++i) {
+      service_->ReconcileOnce();
+      service_->WaitForCarves();
+    }
+  }
+  void SeedEndpoint(const std::string& name = "ep") {
+    Ok("CreateModel", {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "img"}}}});
+    json variant = {
+        {"VariantName", "AllTraffic"},
+        {"InstanceType", "ml.p4d.24xlarge"},
+        {"InitialInstanceCount", 1},
+        {"AcceleratorPartitionLayouts",
+         {{{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"}}}}}};
+    Ok("CreateEndpointConfig", {{"EndpointConfigName", name}, {"ProductionVariants", {variant}}});
+    Ok("CreateEndpoint", {{"EndpointName", name}, {"EndpointConfigName", name}});
+  }
+  json Component(const std::string& name, const std::string& type, int copies) {
+    return {{"InferenceComponentName", name},
+            {"EndpointName", "ep"},
+            {"Specification",
+             {{"ModelName", "m"},
+              {"ComputeResourceRequirements",
+               {{"AcceleratorPartitionType", type},
+                {"NumberOfAcceleratorDevicesRequired", 1},
+                {"NumberOfCpuCoresRequired", 1},
+                {"MinMemoryRequiredInMb", 1024}}}}},
+            {"RuntimeConfig", {{"CopyCount", copies}}}};
+  }
+  std::string Status(const std::string& ep) {
+    return Ok("DescribeEndpoint", {{"EndpointName", ep}})["EndpointStatus"];
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_;
+  fleet::SimulatedNodeDriver driver_;
+  std::unique_ptr<SageMakerService> service_;
+};
+
+TEST_F(ServiceTest, AnEndpointGoesFromCreatingToInServiceWithEveryGpuCarved) {
+  SeedEndpoint();
+  EXPECT_EQ(Status("ep"), "Creating");
+  Settle();
+  EXPECT_EQ(Status("ep"), "InService");
+  EXPECT_EQ(driver_.carve_calls(), 8);
+  EXPECT_EQ(driver_.Carved(NodeId("p4d.24xlarge-0"), GpuIndex(7)),
+            (std::vector<std::string>{"4g.20gb", "2g.10gb", "1g.5gb"}));
+}
+
+TEST_F(ServiceTest, AnEndpointFailsNamingTheMissingInstances) {
+  Ok("CreateEndpointConfig",
+     {{"EndpointConfigName", "big"},
+      {"ProductionVariants",
+       {{{"VariantName", "v"}, {"InstanceType", "ml.p5.48xlarge"}, {"InitialInstanceCount", 2}}}}});
+  Ok("CreateEndpoint", {{"EndpointName", "big"}, {"EndpointConfigName", "big"}});
+  Settle();
+  json d = Ok("DescribeEndpoint", {{"EndpointName", "big"}});
+  EXPECT_EQ(d["EndpointStatus"], "Failed");
+  EXPECT_NE(d["FailureReason"].get<std::string>().find("Missing: 1 x ml.p5.48xlarge"),
+            std::string::npos);
+  EXPECT_TRUE(service_->FleetJson()["nodes"][2]["claim"].is_null());  // Nothing kept.
+}
+
+TEST_F(ServiceTest, AComponentOfAnEndpointThatFailsFailsToo) {
+  Ok("CreateModel", {{"ModelName", "m"}});
+  Ok("CreateEndpointConfig",
+     {{"EndpointConfigName", "big"},
+      {"ProductionVariants",
+       {{{"VariantName", "v"}, {"InstanceType", "ml.p5.48xlarge"}, {"InitialInstanceCount", 2}}}}});
+  Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "big"}});
+  json ic = Component("c", "", 1);
+  ic["Specification"]["ComputeResourceRequirements"].erase("AcceleratorPartitionType");
+  Ok("CreateInferenceComponent", ic);
+  Settle();
+  json d = Ok("DescribeInferenceComponent", {{"InferenceComponentName", "c"}});
+  EXPECT_EQ(d["InferenceComponentStatus"], "Failed");
+  EXPECT_NE(d["FailureReason"].get<std::string>().find("Missing: 1 x ml.p5.48xlarge"),
+            std::string::npos);
+}
+
+TEST_F(ServiceTest, CopiesBeyondThePartitionsWaitAndSayWhy) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("g", "mig-1g.5gb", 9));
+  Settle();
+  json d = Ok("DescribeInferenceComponent", {{"InferenceComponentName", "g"}});
+  EXPECT_EQ(d["RuntimeConfig"]["DesiredCopyCount"], 9);
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 8);
+  EXPECT_EQ(d["InferenceComponentStatus"], "Creating");
+  EXPECT_EQ(d["StatusMessage"],
+            "1 of 9 copies are not placed: waiting for a mig-1g.5gb partition: none is free on "
+            "the 1 instance of variant AllTraffic");
+}
+
+TEST_F(ServiceTest, LoweringCopyCountFreesPartitionsForWaitingCopies) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("a", "mig-2g.10gb", 8));
+  Settle();
+  Ok("CreateInferenceComponent", Component("b", "mig-2g.10gb", 1));
+  Settle();
+  EXPECT_EQ(Ok("DescribeInferenceComponent",
+               {{"InferenceComponentName", "b"}})["RuntimeConfig"]["CurrentCopyCount"],
+            0);
+  Ok("UpdateInferenceComponentRuntimeConfig",
+     {{"InferenceComponentName", "a"}, {"DesiredRuntimeConfig", {{"CopyCount", 7}}}});
+  Settle();
+  json b = Ok("DescribeInferenceComponent", {{"InferenceComponentName", "b"}});
+  EXPECT_EQ(b["RuntimeConfig"]["CurrentCopyCount"], 1);
+  EXPECT_EQ(b["InferenceComponentStatus"], "InService");
+}
+
+TEST_F(ServiceTest, RestartRestoresClaimsCarvesAndCopies) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("g", "mig-4g.20gb", 8));
+  Settle();
+  Reset();  // Same store, fresh fleet.
+  Ok("CreateInferenceComponent", Component("h", "mig-4g.20gb", 1));
+  Settle();
+  json h = Ok("DescribeInferenceComponent", {{"InferenceComponentName", "h"}});
+  EXPECT_EQ(h["RuntimeConfig"]["CurrentCopyCount"], 0);  // The 8 restored copies hold them all.
+  EXPECT_EQ(Status("ep"), "InService");
+}
+
+TEST_F(ServiceTest, AnEndpointLeftCreatingIsCarvedAfterRestart) {
+  SeedEndpoint();
+  service_->ReconcileOnce();  // Claims nodes and starts carving...
+  service_->WaitForCarves();
+  // ...then pretend the process died before recording InService by rewinding the status.
+  auto rec = store_.Get({kAccount, "Endpoint", "ep"});
+  ASSERT_TRUE(rec.has_value());
+  json body = json::parse(rec->body);
+  body["EndpointStatus"] = "Creating";
+  ASSERT_TRUE(store_.Update(rec->key, body.dump(), rec->version).has_value());
+  Reset();
+  Settle();
+  EXPECT_EQ(Status("ep"), "InService");
+}
+
+TEST_F(ServiceTest, DeletingAnEndpointReleasesItsNodes) {
+  SeedEndpoint();
+  Settle();
+  Ok("DeleteEndpoint", {{"EndpointName", "ep"}});
+  Settle();
+  ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}});
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_TRUE(service_->FleetJson()["nodes"][0]["claim"].is_null());
+}
+
+TEST_F(ServiceTest, AFailedCommitLeavesNoEndpointBehind) {
+  Ok("CreateEndpointConfig",
+     {{"EndpointConfigName", "c"},
+      {"ProductionVariants",
+       {{{"VariantName", "v"}, {"InstanceType", "ml.p5.48xlarge"}, {"InitialInstanceCount", 1}}}}});
+  store_.FailNthCommit(1, Unavailable("disk"));
+  ApiResponse r = Call("CreateEndpoint", {{"EndpointName", "e"}, {"EndpointConfigName", "c"}});
+  EXPECT_EQ(r.http_status, 503);
+  EXPECT_EQ(Call("DescribeEndpoint", {{"EndpointName", "e"}}).error_type, "ValidationException");
+}
+
+TEST_F(ServiceTest, AccountsDoNotSeeEachOther) {
+  SeedEndpoint();
+  ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}}, "222222222222");
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("222222222222:endpoint/ep"), std::string::npos);
+}
+
+TEST_F(ServiceTest, UnknownOperationsAre400) {
+  ApiResponse r = Call("MakeCoffee", json::object());
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_EQ(r.error_type, "UnknownOperationException");
+}
+
+TEST_F(ServiceTest, TimestampsAreEpochSecondsWithMillis) {
+  clock_.Advance(std::chrono::milliseconds(123));
+  Ok("CreateModel", {{"ModelName", "t"}});
+  json d = Ok("DescribeModel", {{"ModelName", "t"}});
+  EXPECT_DOUBLE_EQ(d["CreationTime"].get<double>(), 1700000000.123);
+}
+
+}  // namespace
+}  // namespace carve::server::sagemaker

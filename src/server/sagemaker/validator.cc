@@ -1,0 +1,222 @@
+#include "server/sagemaker/validator.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <regex>
+
+namespace carve::server::sagemaker {
+namespace {
+
+std::string LowerCamel(std::string_view member) {
+  std::string out(member);
+  if (!out.empty()) out[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(out[0])));
+  return out;
+}
+
+// How the service prints a non-string value inside Value '...'.
+std::string Repr(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::string JoinEnum(std::span<const std::string_view> values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += values[i];
+  }
+  return out + "]";
+}
+
+std::string FormatBound(double v) {
+  if (v == static_cast<double>(static_cast<int64_t>(v))) {
+    return std::to_string(static_cast<int64_t>(v));
+  }
+  return fmt::format("{}", v);
+}
+
+}  // namespace
+
+std::string ElementPath(std::string_view list_path, size_t index) {
+  return fmt::format("{}.{}.member", list_path, index + 1);
+}
+
+std::string MemberPath(std::string_view parent_path, std::string_view member) {
+  if (parent_path.empty()) return LowerCamel(member);
+  return fmt::format("{}.{}", parent_path, LowerCamel(member));
+}
+
+bool FullMatch(std::string_view pattern, std::string_view value) {
+  static std::mutex mu;
+  static std::map<std::string, std::regex, std::less<>> cache;  // Guarded by mu.
+  const std::regex* re = nullptr;
+  {
+    std::lock_guard lock(mu);
+    auto it = cache.find(pattern);
+    if (it == cache.end()) {
+      it = cache.emplace(std::string(pattern), std::regex(std::string(pattern))).first;
+    }
+    re = &it->second;  // std::map nodes are stable; entries are never erased.
+  }
+  return std::regex_match(value.begin(), value.end(), *re);
+}
+
+void Validator::Fail(std::string_view path, std::optional<std::string> value,
+                     std::string_view constraint) {
+  std::string shown = value ? fmt::format("'{}'", *value) : std::string("null");
+  violations_.push_back(
+      fmt::format("Value {} at '{}' failed to satisfy constraint: {}", shown, path, constraint));
+}
+
+Status Validator::ToStatus() const {
+  if (violations_.empty()) return OkStatus();
+  std::string msg = fmt::format("{} validation error{} detected: ", violations_.size(),
+                                violations_.size() == 1 ? "" : "s");
+  for (size_t i = 0; i < violations_.size(); ++i) {
+    if (i > 0) msg += "; ";
+    msg += violations_[i];
+  }
+  return InvalidArgument(std::move(msg));
+}
+
+const json* Validator::Present(const json& parent, std::string_view member, std::string_view path,
+                               bool required) {
+  const json* v = nullptr;
+  if (parent.is_object()) {
+    auto it = parent.find(member);
+    if (it != parent.end() && !it->is_null()) v = &*it;
+  }
+  if (v == nullptr && required) Fail(path, std::nullopt, "Member must not be null");
+  return v;
+}
+
+std::optional<std::string> Validator::String(const json& parent, std::string_view member,
+                                             std::string_view parent_path, const StringRule& rule,
+                                             bool required) {
+  const std::string path = MemberPath(parent_path, member);
+  const json* v = Present(parent, member, path, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) {
+    Fail(path, Repr(*v), "Member must be a string");
+    return std::nullopt;
+  }
+  std::string s = v->get<std::string>();
+  const size_t before = violations_.size();
+  if (static_cast<int>(s.size()) < rule.min_len) {
+    Fail(path, s, fmt::format("Member must have length greater than or equal to {}", rule.min_len));
+  }
+  if (rule.max_len >= 0 && static_cast<int>(s.size()) > rule.max_len) {
+    Fail(path, s, fmt::format("Member must have length less than or equal to {}", rule.max_len));
+  }
+  if (!rule.enum_values.empty()) {
+    bool found = false;
+    for (auto e : rule.enum_values) found = found || e == s;
+    if (!found) {
+      Fail(path, s, "Member must satisfy enum value set: " + JoinEnum(rule.enum_values));
+    }
+  }
+  if (!rule.pattern.empty()) {
+    bool match = rule.matches ? rule.matches(s) : FullMatch(rule.pattern, s);
+    if (!match) {
+      Fail(path, s,
+           fmt::format("Member must satisfy regular expression pattern: {}", rule.pattern));
+    }
+  }
+  if (violations_.size() != before) return std::nullopt;
+  return s;
+}
+
+std::optional<double> Validator::Number(const json& parent, std::string_view member,
+                                        std::string_view parent_path, const NumberRule& rule,
+                                        bool required) {
+  const std::string path = MemberPath(parent_path, member);
+  const json* v = Present(parent, member, path, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) {
+    Fail(path, Repr(*v), "Member must be a number");
+    return std::nullopt;
+  }
+  double d = v->get<double>();
+  const size_t before = violations_.size();
+  if (rule.min && d < *rule.min) {
+    Fail(path, Repr(*v),
+         "Member must have value greater than or equal to " + FormatBound(*rule.min));
+  }
+  if (rule.max && d > *rule.max) {
+    Fail(path, Repr(*v), "Member must have value less than or equal to " + FormatBound(*rule.max));
+  }
+  if (violations_.size() != before) return std::nullopt;
+  return d;
+}
+
+std::optional<int64_t> Validator::Integer(const json& parent, std::string_view member,
+                                          std::string_view parent_path, const NumberRule& rule,
+                                          bool required) {
+  const std::string path = MemberPath(parent_path, member);
+  if (parent.is_object()) {
+    auto it = parent.find(member);
+    if (it != parent.end() && it->is_number() && !it->is_number_integer()) {
+      double d = it->get<double>();
+      if (d != static_cast<double>(static_cast<int64_t>(d))) {
+        Fail(path, Repr(*it), "Member must be an integer");
+        return std::nullopt;
+      }
+    }
+  }
+  auto d = Number(parent, member, parent_path, rule, required);
+  if (!d) return std::nullopt;
+  return static_cast<int64_t>(*d);
+}
+
+std::optional<bool> Validator::Bool(const json& parent, std::string_view member,
+                                    std::string_view parent_path, bool required) {
+  const std::string path = MemberPath(parent_path, member);
+  const json* v = Present(parent, member, path, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) {
+    Fail(path, Repr(*v), "Member must be a boolean");
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+const json* Validator::Object(const json& parent, std::string_view member,
+                              std::string_view parent_path, bool required) {
+  const std::string path = MemberPath(parent_path, member);
+  const json* v = Present(parent, member, path, required);
+  if (v == nullptr) return nullptr;
+  if (!v->is_object()) {
+    Fail(path, Repr(*v), "Member must be a structure");
+    return nullptr;
+  }
+  return v;
+}
+
+const json* Validator::List(const json& parent, std::string_view member,
+                            std::string_view parent_path, int min_items, int max_items,
+                            bool required) {
+  const std::string path = MemberPath(parent_path, member);
+  const json* v = Present(parent, member, path, required);
+  if (v == nullptr) return nullptr;
+  if (!v->is_array()) {
+    Fail(path, Repr(*v), "Member must be a list");
+    return nullptr;
+  }
+  const int n = static_cast<int>(v->size());
+  if (n < min_items) {
+    Fail(path, v->dump(),
+         fmt::format("Member must have length greater than or equal to {}", min_items));
+    return nullptr;
+  }
+  if (max_items >= 0 && n > max_items) {
+    Fail(path, v->dump(),
+         fmt::format("Member must have length less than or equal to {}", max_items));
+    return nullptr;
+  }
+  return v;
+}
+
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,112 @@
+#include "server/sagemaker/validator.h"
+
+#include <gtest/gtest.h>
+
+namespace carve::server::sagemaker {
+namespace {
+
+constexpr StringRule kEndpointName = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
+
+TEST(Validator, AcceptsAValidNameAndReturnsIt) {
+  Validator v;
+  auto name = v.String(json{{"EndpointName", "ep-1"}}, "EndpointName", "", kEndpointName, true);
+  ASSERT_TRUE(name.has_value());
+  EXPECT_EQ(*name, "ep-1");
+  EXPECT_TRUE(v.ToStatus().ok());
+}
+
+TEST(Validator, WordsAPatternViolationLikeTheService) {
+  Validator v;
+  v.String(json{{"EndpointName", "bad_name!"}}, "EndpointName", "", kEndpointName, true);
+  Status s = v.ToStatus();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.error().message,
+            "1 validation error detected: Value 'bad_name!' at 'endpointName' failed to satisfy "
+            "constraint: Member must satisfy regular expression pattern: "
+            "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
+}
+
+TEST(Validator, MatchesPatternsAgainstTheWholeValue) {
+  // "ab-" matches the pattern's prefix but not as a whole.
+  Validator v;
+  EXPECT_FALSE(v.String(json{{"EndpointName", "ab-"}}, "EndpointName", "", kEndpointName, true));
+  EXPECT_FALSE(v.ok());
+}
+
+TEST(Validator, JoinsSeveralViolationsWithSemicolons) {
+  Validator v;
+  json body = {{"EndpointName", std::string(64, 'a')}};
+  v.String(body, "EndpointName", "", kEndpointName, true);
+  v.String(body, "EndpointConfigName", "", kEndpointName, true);
+  Status s = v.ToStatus();
+  ASSERT_FALSE(s.ok());
+  // 64 characters break both the length and the pattern ({0,62} after the first): each
+  // violated constraint is its own entry, as on the service.
+  const std::string value = "Value '" + std::string(64, 'a') + "' at 'endpointName'";
+  EXPECT_EQ(s.error().message,
+            "3 validation errors detected: " + value +
+                " failed to satisfy constraint: Member must have length less than or equal to "
+                "63; " +
+                value +
+                " failed to satisfy constraint: Member must satisfy regular expression pattern: "
+                "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; Value null at 'endpointConfigName' failed to "
+                "satisfy constraint: Member must not be null");
+}
+
+TEST(Validator, NamesListElementsWithOneBasedMemberPaths) {
+  Validator v;
+  json body = {{"ProductionVariants", json::array({json::object(), json::object()})}};
+  const json* list = v.List(body, "ProductionVariants", "", 1, 10, true);
+  ASSERT_NE(list, nullptr);
+  v.String((*list)[1], "VariantName", ElementPath("productionVariants", 1), kEndpointName, true);
+  EXPECT_NE(v.ToStatus().error().message.find("at 'productionVariants.2.member.variantName'"),
+            std::string::npos);
+}
+
+TEST(Validator, ListsTheEnumValuesItRejects) {
+  static constexpr std::string_view kOrder[] = {"Ascending", "Descending"};
+  Validator v;
+  v.String(json{{"SortOrder", "Up"}}, "SortOrder", "", EnumRule(kOrder), false);
+  EXPECT_NE(v.ToStatus().error().message.find(
+                "Value 'Up' at 'sortOrder' failed to satisfy constraint: Member must satisfy enum "
+                "value set: [Ascending, Descending]"),
+            std::string::npos);
+}
+
+TEST(Validator, ChecksIntegerRanges) {
+  Validator v;
+  EXPECT_FALSE(v.Integer(json{{"MaxResults", 0}}, "MaxResults", "", {1, 100}, false));
+  EXPECT_EQ(v.ToStatus().error().message,
+            "1 validation error detected: Value '0' at 'maxResults' failed to satisfy constraint: "
+            "Member must have value greater than or equal to 1");
+}
+
+TEST(Validator, AcceptsAFloatSpellingOfAnInteger) {
+  Validator v;
+  auto n = v.Integer(json{{"CopyCount", 2.0}}, "CopyCount", "", {0, {}}, true);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(*n, 2);
+  EXPECT_TRUE(v.ok());
+}
+
+TEST(Validator, RejectsAFractionWhereAnIntegerIsModeled) {
+  Validator v;
+  EXPECT_FALSE(v.Integer(json{{"CopyCount", 1.5}}, "CopyCount", "", {0, {}}, true));
+  EXPECT_FALSE(v.ok());
+}
+
+TEST(Validator, OptionalMembersMayBeAbsent) {
+  Validator v;
+  EXPECT_FALSE(v.String(json::object(), "NextToken", "", StringRule{}, false));
+  EXPECT_TRUE(v.ok());
+}
+
+TEST(Validator, RejectsAWrongJsonType) {
+  Validator v;
+  EXPECT_FALSE(v.String(json{{"EndpointName", 5}}, "EndpointName", "", kEndpointName, true));
+  EXPECT_NE(v.ToStatus().error().message.find("Member must be a string"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace carve::server::sagemaker

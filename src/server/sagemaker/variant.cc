@@ -1,0 +1,161 @@
+#include "server/sagemaker/variant.h"
+
+#include <fmt/format.h>
+
+#include "catalog/catalog.h"
+#include "core/layout_validator.h"
+#include "server/sagemaker/resources.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using nlohmann::json;
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string InstanceTypeEnum() {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& t : catalog::AllInstanceTypes()) {
+    if (!t.id.starts_with("ml.")) continue;
+    out += (first ? "" : ", ") + std::string(t.id);
+    first = false;
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const std::string& path) {
+  VariantSpec spec;
+  const bool ok_before = v.ok();
+  auto name = v.String(in, "VariantName", path, kEndpointNameRule, true);
+  auto model = v.String(in, "ModelName", path, kModelNameRule, false);
+  auto count = v.Integer(in, "InitialInstanceCount", path, {1, {}}, false);
+  auto type = v.String(in, "InstanceType", path, StringRule{}, false);
+  v.Number(in, "InitialVariantWeight", path, {0, {}}, false);
+  v.Integer(in, "VolumeSizeInGB", path, {1, 512}, false);
+  v.Integer(in, "ModelDataDownloadTimeoutInSeconds", path, {60, 3600}, false);
+  v.Integer(in, "ContainerStartupHealthCheckTimeoutInSeconds", path, {60, 3600}, false);
+  v.Integer(in, "VariantInstanceProvisionTimeoutInSeconds", path, {300, 3600}, false);
+  v.Bool(in, "EnableSSMAccess", path, false);
+  if (type && !catalog::FindInstanceType(*type).has_value()) {
+    v.Fail(MemberPath(path, "InstanceType"), *type,
+           "Member must satisfy enum value set: " + InstanceTypeEnum());
+    type.reset();
+  }
+  if (v.Object(in, "ServerlessConfig", path, false) != nullptr) {
+    v.Fail(MemberPath(path, "ServerlessConfig"), "{...}",
+           "carve serves instance-based variants only; serverless variants are not supported");
+  }
+  if (!in.contains("ServerlessConfig")) {
+    if (!type && !in.contains("InstanceType")) {
+      v.Fail(MemberPath(path, "InstanceType"), std::nullopt, "Member must not be null");
+    }
+    if (!count && !in.contains("InitialInstanceCount")) {
+      v.Fail(MemberPath(path, "InitialInstanceCount"), std::nullopt, "Member must not be null");
+    }
+  }
+  const std::string layouts_path = MemberPath(path, "AcceleratorPartitionLayouts");
+  if (const json* layouts = v.List(in, "AcceleratorPartitionLayouts", path, 1, 32, false)) {
+    spec.layout_entries = static_cast<int>(layouts->size());
+    for (size_t i = 0; i < layouts->size(); ++i) {
+      const std::string lp = ElementPath(layouts_path, i);
+      const json* types = v.List((*layouts)[i], "AcceleratorPartitionTypes", lp, 0, 32, true);
+      if (types == nullptr) continue;
+      std::vector<std::string> names;
+      const std::string tp = MemberPath(lp, "AcceleratorPartitionTypes");
+      for (size_t j = 0; j < types->size(); ++j) {
+        // Elements are checked in place: wrap each in an object to reuse the member accessor.
+        json holder = {{"member", (*types)[j]}};
+        auto t =
+            v.String(holder, "member", fmt::format("{}.{}", tp, j + 1), kPartitionTypeRule, true);
+        if (t) names.push_back(*t);
+      }
+      if (i == 0) spec.partition_types = std::move(names);
+    }
+    if (in.contains("InstancePools")) {
+      v.Fail(MemberPath(path, "InstancePools"), "[...]",
+             "heterogeneous instance pools cannot be partitioned; use one InstanceType with "
+             "AcceleratorPartitionLayouts");
+    }
+  }
+  if (!v.ok() && ok_before) return std::nullopt;
+  if (!name || !type || !count) return std::nullopt;
+  spec.name = *name;
+  spec.model_name = model.value_or("");
+  spec.instance_type = *type;
+  spec.instance_count = static_cast<int>(*count);
+  return spec;
+}
+
+Result<std::pair<const catalog::InstanceType*, const catalog::GpuModel*>> VariantHardware(
+    const VariantSpec& variant) {
+  CARVE_ASSIGN_OR_RETURN(const catalog::InstanceType* type,
+                         catalog::FindInstanceType(variant.instance_type));
+  CARVE_ASSIGN_OR_RETURN(const catalog::GpuModel* gpu, catalog::FindGpu(type->gpu_id));
+  return std::make_pair(type, gpu);
+}
+
+Status CheckVariantLayout(const VariantSpec& variant) {
+  if (!variant.partition_types) return OkStatus();
+  if (variant.layout_entries != 1) {
+    return InvalidArgument(fmt::format(
+        "Variant {} declares {} AcceleratorPartitionLayouts; exactly one is supported: it "
+        "describes how every accelerator of every instance in the variant is carved.",
+        variant.name, variant.layout_entries));
+  }
+  auto hw = VariantHardware(variant);
+  if (!hw.has_value()) return InvalidArgument(hw.error().message);
+  core::LayoutOptions options;
+  options.sagemaker_rules = true;
+  auto layout = core::ValidateLayout(*hw->second, *variant.partition_types, options);
+  if (!layout.has_value()) {
+    // Every layout refusal is the caller's input (400 ValidationException), whatever code the
+    // layout engine chose for it.
+    return InvalidArgument(
+        fmt::format("AcceleratorPartitionLayouts of variant {} does not fit {} ({} x {}): {}",
+                    variant.name, variant.instance_type, hw->first->gpu_count,
+                    hw->second->display_name, layout.error().message));
+  }
+  return OkStatus();
+}
+
+std::string LayoutName(const VariantSpec& variant) {
+  if (!variant.partition_types) return "none (whole GPUs)";
+  return "[" + Join(*variant.partition_types) + "]";
+}
+
+json VariantToJson(const VariantSpec& v) {
+  json j = {{"VariantName", v.name},
+            {"ModelName", v.model_name},
+            {"InstanceType", v.instance_type},
+            {"InitialInstanceCount", v.instance_count},
+            {"Nodes", v.nodes}};
+  if (v.partition_types) j["PartitionTypes"] = *v.partition_types;
+  return j;
+}
+
+Result<VariantSpec> VariantFromJson(const json& j) {
+  try {
+    VariantSpec v;
+    v.name = j.at("VariantName").get<std::string>();
+    v.model_name = j.value("ModelName", "");
+    v.instance_type = j.at("InstanceType").get<std::string>();
+    v.instance_count = j.at("InitialInstanceCount").get<int>();
+    if (j.contains("PartitionTypes")) {
+      v.partition_types = j.at("PartitionTypes").get<std::vector<std::string>>();
+      v.layout_entries = 1;
+    }
+    v.nodes = j.value("Nodes", std::vector<std::string>{});
+    return v;
+  } catch (const json::exception& e) {
+    return Internal(fmt::format("stored variant is malformed: {}", e.what()));
+  }
+}
+
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,48 @@
+// A production variant as the control plane uses it: validated from a CreateEndpointConfig
+// request, copied into the endpoint record at CreateEndpoint, and compared on UpdateEndpoint.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/gpu_model.h"
+#include "catalog/instance_type.h"
+#include "common/result.h"
+#include "server/sagemaker/validator.h"
+
+namespace carve::server::sagemaker {
+
+struct VariantSpec {
+  std::string name;
+  std::string model_name;  // May be empty: components name their own model.
+  std::string instance_type;
+  int instance_count = 1;
+  // The one AcceleratorPartitionLayout's types in declared order; nullopt: whole GPUs.
+  std::optional<std::vector<std::string>> partition_types;
+  int layout_entries = 0;          // How many AcceleratorPartitionLayouts were given.
+  std::vector<std::string> nodes;  // Claimed fleet nodes (endpoint records only).
+};
+
+// Validates one ProductionVariant member (at `path`), recording violations. Returns the spec
+// when the variant's own members are valid.
+std::optional<VariantSpec> ValidateVariant(Validator& v, const nlohmann::json& variant,
+                                           const std::string& path);
+
+// Checks the layout against the GPU of the instance type with the layout engine (SageMaker
+// rules): InvalidArgument that names the variant, the instance type, what the GPU provides and
+// what the layout requests; also rejects more than one layout entry.
+Status CheckVariantLayout(const VariantSpec& variant);
+
+// Resolves the instance type and its GPU model from the catalog.
+Result<std::pair<const catalog::InstanceType*, const catalog::GpuModel*>> VariantHardware(
+    const VariantSpec& variant);
+
+// "[mig-4g.20gb, mig-2g.10gb]" or "none (whole GPUs)".
+std::string LayoutName(const VariantSpec& variant);
+
+nlohmann::json VariantToJson(const VariantSpec& variant);
+Result<VariantSpec> VariantFromJson(const nlohmann::json& j);
+
+}  // namespace carve::server::sagemaker

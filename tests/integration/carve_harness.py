@@ -1,0 +1,213 @@
+"""Shared harness for carve's integration suites: starts the real `carve server` binary
+($CARVE_BIN) on a free loopback port with a temporary data dir, and drives it with the stock
+aws CLI and boto3 as a user would. Nothing sleeps to wait: every wait polls with a deadline."""
+
+import configparser
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+import botocore.auth
+import botocore.awsrequest
+import botocore.config
+import botocore.credentials
+
+SOURCE_DIR = os.environ.get(
+    "CARVE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+AWS_DATA_PATH = os.path.join(SOURCE_DIR, "contrib", "aws")
+REGION = "us-east-1"
+
+# A small, fast fleet for tests: the default shape with a short simulated carve time.
+FAST_FLEET = """
+fleet:
+  carve_time_ms: {carve_ms}
+  nodes:
+    - instance_type: ml.p4d.24xlarge
+      count: {p4d}
+    - instance_type: ml.p5.48xlarge
+      count: {p5}
+"""
+
+
+def carve_bin():
+    path = os.environ.get("CARVE_BIN")
+    if not path:
+        raise RuntimeError("CARVE_BIN is not set (ctest sets it)")
+    return path
+
+
+def poll(predicate, timeout_s=30.0, interval_s=0.05, what="condition"):
+    """Calls predicate() until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last={last!r}")
+
+
+class CarveServer:
+    """One `carve server` process. Reusable across restarts on the same data dir."""
+
+    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1):
+        self.owns_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="carve-it-")
+        self.config = os.path.join(self.data_dir, "carve.yaml")
+        with open(self.config, "w") as f:
+            f.write(FAST_FLEET.format(carve_ms=carve_ms, p4d=p4d, p5=p5))
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.port = None
+        self.lines = queue.Queue()
+
+    # -- process control ---------------------------------------------------------------------
+    def start(self, timeout_s=30.0):
+        self.proc = subprocess.Popen(
+            [carve_bin(), "server", "--listen", "127.0.0.1:0", "--data-dir", self.data_dir,
+             "--config", self.config, "--log-level", "warn", *self.extra_args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._pump, args=(self.proc, self.lines), daemon=True).start()
+        deadline = time.monotonic() + timeout_s
+        seen = []
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            seen.append(line)
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                return self
+        raise AssertionError("carve server did not start; output:\n" + "".join(seen))
+
+    @staticmethod
+    def _pump(proc, q):
+        for line in proc.stdout:
+            q.put(line)
+
+    def stop(self, sig=signal.SIGTERM, timeout_s=30.0):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=timeout_s)
+        self.proc.stdout.close()
+        self.proc = None
+        return rc
+
+    def kill9(self):
+        return self.stop(signal.SIGKILL)
+
+    def cleanup(self):
+        self.stop()
+        if self.owns_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # -- clients -----------------------------------------------------------------------------
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def credentials_file(self):
+        return os.path.join(self.data_dir, "credentials")
+
+    def profile_keys(self, profile="default"):
+        cp = configparser.ConfigParser()
+        cp.read(self.credentials_file)
+        return cp[profile]["aws_access_key_id"], cp[profile]["aws_secret_access_key"]
+
+    def client(self, profile="default", access_key=None, secret_key=None):
+        if access_key is None:
+            access_key, secret_key = self.profile_keys(profile)
+        os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH  # Teach boto3 the partition members.
+        session = boto3.session.Session()
+        return session.client(
+            "sagemaker", endpoint_url=self.url, region_name=REGION,
+            aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+            config=botocore.config.Config(retries={"max_attempts": 1}))
+
+    def aws_env(self, profile="default"):
+        env = dict(os.environ)
+        env.update({"AWS_SHARED_CREDENTIALS_FILE": self.credentials_file,
+                    "AWS_DATA_PATH": AWS_DATA_PATH, "AWS_DEFAULT_REGION": REGION,
+                    "AWS_PROFILE": profile, "AWS_CONFIG_FILE": os.devnull,
+                    "AWS_MAX_ATTEMPTS": "1"})
+        return env
+
+    def aws(self, *args, profile="default", check=True):
+        """Runs `aws sagemaker <args> --endpoint-url ...`; returns parsed JSON stdout (or {})."""
+        cmd = ["aws", "sagemaker", *args, "--endpoint-url", self.url, "--output", "json"]
+        p = subprocess.run(cmd, env=self.aws_env(profile), capture_output=True, text=True,
+                           timeout=120)
+        if check and p.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr}")
+        if p.returncode != 0:
+            return p
+        return json.loads(p.stdout) if p.stdout.strip() else {}
+
+    def signed_get(self, path, profile="default"):
+        """GET on a native route, SigV4-signed like the aws CLI signs."""
+        ak, sk = self.profile_keys(profile)
+        req = botocore.awsrequest.AWSRequest(method="GET", url=self.url + path)
+        botocore.auth.SigV4Auth(botocore.credentials.Credentials(ak, sk), "sagemaker",
+                                REGION).add_auth(req)
+        prepared = req.prepare()
+        r = urllib.request.Request(prepared.url, headers=dict(prepared.headers), method="GET")
+        try:
+            with urllib.request.urlopen(r, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+
+def add_account(credentials_file, profile, account_id):
+    """Appends a second account to the credentials file (read by the server at start)."""
+    import secrets
+    import string
+    alphabet = string.ascii_uppercase + "234567"
+    ak = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    sk = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(40))
+    with open(credentials_file, "a") as f:
+        f.write(f"\n[{profile}]\naws_access_key_id = {ak}\naws_secret_access_key = {sk}\n"
+                f"carve_account_id = {account_id}\n")
+
+
+# The seed's objects.
+SEED_LAYOUT = ["mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"]
+
+
+def seed_variant(layout=None, instance_type="ml.p4d.24xlarge", count=1):
+    v = {"VariantName": "AllTraffic", "InstanceType": instance_type,
+         "InitialInstanceCount": count}
+    if layout is not None:
+        v["AcceleratorPartitionLayouts"] = [{"AcceleratorPartitionTypes": layout}]
+    return v
+
+
+def component_spec(model, partition_type=None, devices=1, cpus=1, memory_mb=2048,
+                   strategy=None):
+    crr = {"NumberOfAcceleratorDevicesRequired": devices, "NumberOfCpuCoresRequired": cpus,
+           "MinMemoryRequiredInMb": memory_mb}
+    if partition_type is not None:
+        crr["AcceleratorPartitionType"] = partition_type
+    spec = {"ModelName": model, "ComputeResourceRequirements": crr}
+    if strategy:
+        spec["SchedulingConfig"] = {"PlacementStrategy": strategy}
+    return spec

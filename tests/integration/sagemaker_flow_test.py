@@ -1,0 +1,177 @@
+"""The seed's flow and the partitioning rules, driven through the real server with the stock
+aws CLI and boto3 (partition members taught to them by contrib/aws's sdk-extras overlay)."""
+
+import json
+import unittest
+import urllib.request
+
+import botocore.exceptions
+
+from carve_harness import (CarveServer, SEED_LAYOUT, component_spec, poll, seed_variant)
+
+
+def error_of(call, *args, **kwargs):
+    try:
+        call(*args, **kwargs)
+    except botocore.exceptions.ClientError as e:
+        return e.response["Error"]["Code"], e.response["Error"]["Message"]
+    raise AssertionError("call succeeded; expected an error")
+
+
+class SageMakerFlowTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = CarveServer(carve_ms=20, p4d=8, p5=2).start()
+        cls.sm = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def make_endpoint(self, name, layout=SEED_LAYOUT, instance_type="ml.p4d.24xlarge", count=1):
+        self.sm.create_model(ModelName=f"{name}-model",
+                             PrimaryContainer={"Image": "example.com/llm:1"})
+        self.sm.create_endpoint_config(
+            EndpointConfigName=f"{name}-config",
+            ProductionVariants=[seed_variant(layout, instance_type, count)])
+        self.sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")
+        self.sm.get_waiter("endpoint_in_service").wait(
+            EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+
+    def wait_copies(self, ic, current):
+        return poll(lambda: (d := self.sm.describe_inference_component(
+            InferenceComponentName=ic))["RuntimeConfig"]["CurrentCopyCount"] == current and d,
+            what=f"{ic} to have {current} copies")
+
+    def test_seed_flow_with_the_aws_cli(self):
+        s = self.server
+        s.aws("create-model", "--model-name", "summarizer-model", "--primary-container",
+              "Image=example.com/llm:1")
+        s.aws("create-endpoint-config", "--endpoint-config-name", "multi-model-partitioned",
+              "--production-variants", json.dumps([seed_variant(SEED_LAYOUT)]))
+        echoed = s.aws("describe-endpoint-config", "--endpoint-config-name",
+                       "multi-model-partitioned")
+        self.assertEqual(echoed["ProductionVariants"][0]["AcceleratorPartitionLayouts"],
+                         [{"AcceleratorPartitionTypes": SEED_LAYOUT}])
+        s.aws("create-endpoint", "--endpoint-name", "multi-model-partitioned",
+              "--endpoint-config-name", "multi-model-partitioned")
+        poll(lambda: s.aws("describe-endpoint", "--endpoint-name", "multi-model-partitioned")
+             ["EndpointStatus"] == "InService", what="InService")
+        s.aws("wait", "endpoint-in-service", "--endpoint-name", "multi-model-partitioned")
+        for name, ptype in [("summarizer", "mig-4g.20gb"), ("classifier", "mig-2g.10gb"),
+                            ("guardrail", "mig-1g.5gb")]:
+            s.aws("create-inference-component", "--inference-component-name", name,
+                  "--endpoint-name", "multi-model-partitioned", "--variant-name", "AllTraffic",
+                  "--specification", json.dumps(component_spec("summarizer-model", ptype)),
+                  "--runtime-config", "CopyCount=1")
+        s.aws("update-inference-component-runtime-config", "--inference-component-name",
+              "guardrail", "--desired-runtime-config", "CopyCount=10")
+        d = poll(lambda: (x := s.aws("describe-inference-component",
+                                     "--inference-component-name", "guardrail"))
+                 ["RuntimeConfig"]["CurrentCopyCount"] == 8 and x, what="8 guardrail copies")
+        self.assertEqual(d["RuntimeConfig"]["DesiredCopyCount"], 10)
+        self.assertEqual(d["InferenceComponentStatus"], "Updating")
+        self.assertIn("2 of 10 copies are not placed", d["StatusMessage"])
+        self.assertIn("mig-1g.5gb", d["StatusMessage"])
+        status, carve = s.signed_get("/v1/endpoints/multi-model-partitioned/carve")
+        self.assertEqual(status, 200)
+        self.assertEqual(len(carve["nodes"]), 1)
+        gpus = carve["nodes"][0]["gpus"]
+        self.assertEqual(len(gpus), 8)
+        self.assertEqual([p["partition_type"] for p in gpus[0]["partitions"]], SEED_LAYOUT)
+        occupied = [p["occupant"] for g in gpus for p in g["partitions"] if p["occupant"]]
+        self.assertEqual(sum(o.endswith("/guardrail") for o in occupied), 8)
+        # Scaling down releases partitions and the component settles InService.
+        s.aws("update-inference-component-runtime-config", "--inference-component-name",
+              "guardrail", "--desired-runtime-config", "CopyCount=3")
+        d = poll(lambda: (x := s.aws("describe-inference-component",
+                                     "--inference-component-name", "guardrail"))
+                 ["InferenceComponentStatus"] == "InService" and x, what="guardrail InService")
+        self.assertEqual(d["RuntimeConfig"]["CurrentCopyCount"], 3)
+
+    def test_waiting_copies_take_a_partition_as_soon_as_it_frees(self):
+        self.make_endpoint("free-ep", layout=["mig-4g.20gb", "mig-3g.20gb"])
+        self.sm.create_inference_component(
+            InferenceComponentName="big", EndpointName="free-ep", VariantName="AllTraffic",
+            Specification=component_spec("free-ep-model", "mig-3g.20gb"),
+            RuntimeConfig={"CopyCount": 8})
+        self.wait_copies("big", 8)
+        self.sm.create_inference_component(
+            InferenceComponentName="late", EndpointName="free-ep", VariantName="AllTraffic",
+            Specification=component_spec("free-ep-model", "mig-3g.20gb"),
+            RuntimeConfig={"CopyCount": 1})
+        d = poll(lambda: (x := self.sm.describe_inference_component(
+            InferenceComponentName="late")).get("StatusMessage") and x, what="a wait message")
+        self.assertEqual(d["InferenceComponentStatus"], "Creating")
+        self.assertIn("waiting for a mig-3g.20gb partition", d["StatusMessage"])
+        self.sm.update_inference_component_runtime_config(
+            InferenceComponentName="big", DesiredRuntimeConfig={"CopyCount": 7})
+        d = self.wait_copies("late", 1)
+        self.assertEqual(d["InferenceComponentStatus"], "InService")
+
+    def test_endpoint_without_a_layout_gives_copies_whole_gpus(self):
+        self.make_endpoint("whole-ep", layout=None, instance_type="ml.p5.48xlarge")
+        self.sm.create_inference_component(
+            InferenceComponentName="whole", EndpointName="whole-ep", VariantName="AllTraffic",
+            Specification=component_spec("whole-ep-model", None, devices=3),
+            RuntimeConfig={"CopyCount": 3})
+        d = poll(lambda: (x := self.sm.describe_inference_component(
+            InferenceComponentName="whole"))["RuntimeConfig"]["CurrentCopyCount"] == 2 and
+            x.get("StatusMessage") and x, what="2 copies and a wait")
+        self.assertIn("3 whole GPUs", d["StatusMessage"])
+
+    def test_list_pages_filters_and_sorts(self):
+        for i in range(5):
+            self.sm.create_model(ModelName=f"paged-{i}", PrimaryContainer={"Image": "img"})
+        first = self.sm.list_models(NameContains="paged-", SortBy="Name",
+                                    SortOrder="Ascending", MaxResults=2)
+        self.assertEqual([m["ModelName"] for m in first["Models"]], ["paged-0", "paged-1"])
+        second = self.sm.list_models(NameContains="paged-", SortBy="Name",
+                                     SortOrder="Ascending", MaxResults=2,
+                                     NextToken=first["NextToken"])
+        self.assertEqual([m["ModelName"] for m in second["Models"]], ["paged-2", "paged-3"])
+        everything = self.server.aws("list-models", "--name-contains", "paged-")
+        self.assertEqual(len(everything["Models"]), 5)  # The CLI follows NextToken itself.
+        arn = first["Models"][0]["ModelArn"]
+        self.assertRegex(arn, r"^arn:aws:sagemaker:us-east-1:\d{12}:model/paged-0$")
+
+    def test_tags_round_trip(self):
+        arn = self.sm.create_model(ModelName="tagged", PrimaryContainer={"Image": "i"})["ModelArn"]
+        self.sm.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "ml"},
+                                                {"Key": "tier", "Value": "gold"}])
+        self.sm.delete_tags(ResourceArn=arn, TagKeys=["tier"])
+        self.assertEqual(self.sm.list_tags(ResourceArn=arn)["Tags"],
+                         [{"Key": "team", "Value": "ml"}])
+
+    def test_deleted_endpoint_satisfies_the_cli_waiter(self):
+        self.make_endpoint("gone-ep")
+        self.server.aws("delete-endpoint", "--endpoint-name", "gone-ep")
+        self.server.aws("wait", "endpoint-deleted", "--endpoint-name", "gone-ep")
+        code, msg = error_of(self.sm.describe_endpoint, EndpointName="gone-ep")
+        self.assertEqual(code, "ValidationException")
+
+    def test_metrics_report_partitions_and_endpoints(self):
+        self.make_endpoint("metrics-ep")
+        with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
+            text = r.read().decode()
+        self.assertIn('carve_partitions_total{modelName="a100-40gb",GPU_I_PROFILE="1g.5gb"}',
+                      text)
+        self.assertIn('carve_endpoints{status="InService"}', text)
+
+    def test_fleet_view_shows_every_node_and_the_endpoints_claim(self):
+        self.make_endpoint("fleet-ep", instance_type="ml.p5.48xlarge",
+                           layout=["mig-3g.40gb", "mig-3g.40gb"])
+        status, fleet = self.server.signed_get("/v1/fleet")
+        self.assertEqual(status, 200)
+        self.assertEqual(len(fleet["nodes"]), 10)
+        mine = [n for n in fleet["nodes"] if n["claim"] and n["claim"]["endpoint"] == "fleet-ep"]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0]["instance_type"], "ml.p5.48xlarge")
+        self.assertEqual([p["partition_type"] for p in mine[0]["gpus"][0]["partitions"]],
+                         ["mig-3g.40gb", "mig-3g.40gb"])
+        status, _ = self.server.signed_get("/v1/endpoints/no-such-ep/carve")
+        self.assertEqual(status, 404)
+
+
+if __name__ == "__main__":
+    unittest.main()

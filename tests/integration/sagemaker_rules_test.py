@@ -1,0 +1,200 @@
+"""Every rejection path of the SageMaker service with its message, authentication failures and
+account isolation, against the real server."""
+
+import json
+import subprocess
+import unittest
+import urllib.error
+import urllib.request
+
+import botocore.exceptions
+
+from carve_harness import (CarveServer, SEED_LAYOUT, add_account, component_spec, poll,
+                           seed_variant)
+
+
+def error_of(call, *args, **kwargs):
+    try:
+        call(*args, **kwargs)
+    except botocore.exceptions.ClientError as e:
+        return e.response["Error"]["Code"], e.response["Error"]["Message"]
+    raise AssertionError("call succeeded; expected an error")
+
+
+class SageMakerRulesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = CarveServer(carve_ms=10)
+        cls.server.start()
+        cls.server.stop()  # First start wrote the credentials file; add a second account.
+        add_account(cls.server.credentials_file, "other", "222222222222")
+        cls.server.start()
+        cls.sm = cls.server.client()
+        cls.sm.create_model(ModelName="m", PrimaryContainer={"Image": "img"})
+        cls.sm.create_endpoint_config(EndpointConfigName="seed",
+                                      ProductionVariants=[seed_variant(SEED_LAYOUT)])
+        cls.sm.create_endpoint(EndpointName="seed", EndpointConfigName="seed")
+        cls.sm.get_waiter("endpoint_in_service").wait(
+            EndpointName="seed", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def test_a_bad_name_gets_the_services_pattern_message(self):
+        code, msg = error_of(self.sm.create_model, ModelName="bad_name!",
+                             PrimaryContainer={"Image": "i"})
+        self.assertEqual(code, "ValidationException")
+        self.assertEqual(msg, "1 validation error detected: Value 'bad_name!' at 'modelName' "
+                         "failed to satisfy constraint: Member must satisfy regular expression "
+                         "pattern: [a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?")
+
+    def test_several_violations_are_joined(self):
+        code, msg = error_of(self.sm.list_endpoints, SortOrder="Up", NameContains="a_b")
+        self.assertEqual(code, "ValidationException")
+        self.assertTrue(msg.startswith("2 validation errors detected: "), msg)
+        self.assertIn("; ", msg)
+
+    def test_a_missing_endpoint_reads_like_the_service(self):
+        code, msg = error_of(self.sm.describe_endpoint, EndpointName="nope")
+        self.assertEqual(code, "ValidationException")
+        self.assertRegex(msg, r'^Could not find endpoint "arn:aws:sagemaker:us-east-1:\d{12}:'
+                              r'endpoint/nope"\.$')
+
+    def test_an_existing_endpoint_config_cannot_be_created_again(self):
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="seed",
+                             ProductionVariants=[seed_variant(SEED_LAYOUT)])
+        self.assertEqual(code, "ValidationException")
+        self.assertRegex(msg, r'^Cannot create already existing endpoint configuration "arn:')
+
+    def test_a_layout_that_does_not_fit_names_provided_and_requested(self):
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="toobig",
+                             ProductionVariants=[seed_variant(["mig-4g.20gb", "mig-4g.20gb"])])
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("provides", msg)
+        self.assertIn("requests", msg)
+
+    def test_two_layout_entries_are_rejected(self):
+        v = seed_variant(SEED_LAYOUT)
+        v["AcceleratorPartitionLayouts"].append({"AcceleratorPartitionTypes": ["mig-7g.40gb"]})
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="two",
+                             ProductionVariants=[v])
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("exactly one", msg)
+
+    def test_a_component_must_name_a_declared_partition_type(self):
+        code, msg = error_of(self.sm.create_inference_component, InferenceComponentName="x",
+                             EndpointName="seed", VariantName="AllTraffic",
+                             Specification=component_spec("m", "mig-3g.20gb"),
+                             RuntimeConfig={"CopyCount": 1})
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("declared types: [mig-4g.20gb, mig-2g.10gb, mig-1g.5gb]", msg)
+
+    def test_a_component_on_a_partitioned_variant_needs_a_partition_type(self):
+        code, msg = error_of(self.sm.create_inference_component, InferenceComponentName="x",
+                             EndpointName="seed", Specification=component_spec("m", None),
+                             RuntimeConfig={"CopyCount": 1})
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("AcceleratorPartitionType is required", msg)
+
+    def test_a_partition_copy_needs_exactly_one_device(self):
+        code, msg = error_of(self.sm.create_inference_component, InferenceComponentName="x",
+                             EndpointName="seed",
+                             Specification=component_spec("m", "mig-1g.5gb", devices=2),
+                             RuntimeConfig={"CopyCount": 1})
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("NumberOfAcceleratorDevicesRequired must be 1", msg)
+
+    def test_a_copy_larger_than_the_host_is_a_limit(self):
+        code, msg = error_of(self.sm.create_inference_component, InferenceComponentName="x",
+                             EndpointName="seed",
+                             Specification=component_spec("m", "mig-1g.5gb", cpus=500),
+                             RuntimeConfig={"CopyCount": 1})
+        self.assertEqual(code, "ResourceLimitExceeded")
+        self.assertIn("96 vCPUs", msg)
+
+    def test_a_components_partition_type_is_fixed(self):
+        self.sm.create_inference_component(
+            InferenceComponentName="fixed", EndpointName="seed",
+            Specification=component_spec("m", "mig-1g.5gb"), RuntimeConfig={"CopyCount": 1})
+        code, msg = error_of(self.sm.update_inference_component, InferenceComponentName="fixed",
+                             Specification=component_spec("m", "mig-2g.10gb"))
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("cannot change to mig-2g.10gb", msg)
+
+    def test_update_endpoint_to_a_reordered_layout_is_rejected(self):
+        self.sm.create_endpoint_config(
+            EndpointConfigName="reordered",
+            ProductionVariants=[seed_variant(list(reversed(SEED_LAYOUT)))])
+        code, msg = error_of(self.sm.update_endpoint, EndpointName="seed",
+                             EndpointConfigName="reordered")
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("fixed for an endpoint's lifetime", msg)
+
+    def test_update_endpoint_to_the_same_layout_goes_back_in_service(self):
+        self.sm.create_endpoint_config(EndpointConfigName="same",
+                                       ProductionVariants=[seed_variant(SEED_LAYOUT)])
+        self.sm.update_endpoint(EndpointName="seed", EndpointConfigName="same")
+        poll(lambda: self.sm.describe_endpoint(EndpointName="seed")["EndpointStatus"] ==
+             "InService", what="InService after update")
+
+    def test_an_endpoint_with_components_is_in_use(self):
+        self.sm.create_inference_component(
+            InferenceComponentName="pin", EndpointName="seed",
+            Specification=component_spec("m", "mig-2g.10gb"), RuntimeConfig={"CopyCount": 1})
+        code, msg = error_of(self.sm.delete_endpoint, EndpointName="seed")
+        self.assertEqual(code, "ResourceInUse")
+        self.assertIn("pin", msg)
+
+    def test_too_few_nodes_fail_the_endpoint_naming_what_is_missing(self):
+        self.sm.create_endpoint_config(
+            EndpointConfigName="three-p5",
+            ProductionVariants=[seed_variant(None, "ml.p5.48xlarge", 3)])
+        self.sm.create_endpoint(EndpointName="three-p5", EndpointConfigName="three-p5")
+        d = poll(lambda: (x := self.sm.describe_endpoint(EndpointName="three-p5"))
+                 ["EndpointStatus"] == "Failed" and x, what="Failed")
+        self.assertIn("Missing: 2 x ml.p5.48xlarge", d["FailureReason"])
+
+    def test_an_unknown_operation_is_a_400(self):
+        req = urllib.request.Request(self.server.url + "/", data=b"{}", method="POST", headers={
+            "X-Amz-Target": "SageMaker.MakeCoffee",
+            "Content-Type": "application/x-amz-json-1.1"})
+        with self.assertRaises(urllib.error.HTTPError) as ctx:
+            urllib.request.urlopen(req, timeout=10)
+        self.assertIn(ctx.exception.code, (400, 403))  # Unsigned: auth may answer first.
+
+    def test_a_missing_signature_is_rejected(self):
+        req = urllib.request.Request(self.server.url + "/", data=b"{}", method="POST", headers={
+            "X-Amz-Target": "SageMaker.ListModels",
+            "Content-Type": "application/x-amz-json-1.1"})
+        with self.assertRaises(urllib.error.HTTPError) as ctx:
+            urllib.request.urlopen(req, timeout=10)
+        self.assertEqual(ctx.exception.code, 403)
+        self.assertEqual(json.loads(ctx.exception.read())["__type"], "MissingAuthenticationToken")
+
+    def test_a_wrong_secret_is_rejected(self):
+        ak, _ = self.server.profile_keys()
+        bad = self.server.client(access_key=ak, secret_key="x" * 40)
+        code, _ = error_of(bad.list_models)
+        self.assertEqual(code, "InvalidSignatureException")
+
+    def test_accounts_cannot_see_each_others_resources(self):
+        other = self.server.client(profile="other")
+        self.assertEqual(other.list_endpoints()["Endpoints"], [])
+        code, _ = error_of(other.describe_endpoint, EndpointName="seed")
+        self.assertEqual(code, "ValidationException")
+        other.create_model(ModelName="m", PrimaryContainer={"Image": "img"})  # Same name: fine.
+        arn = other.describe_model(ModelName="m")["ModelArn"]
+        self.assertIn(":222222222222:model/m", arn)
+        code, _ = error_of(self.sm.list_tags, ResourceArn=arn)
+        self.assertEqual(code, "ValidationException")
+
+    def test_the_cli_reports_the_message(self):
+        p = self.server.aws("describe-endpoint", "--endpoint-name", "nope", check=False)
+        self.assertIsInstance(p, subprocess.CompletedProcess)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("Could not find endpoint", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
