@@ -1,0 +1,317 @@
+// The front end on a real socket (port 0), driven by cpp-httplib clients and by boto3.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "server/sigv4_test_util.h"
+
+namespace carve::server {
+namespace {
+
+const Credential kAlice{"default", "AKIAALICE0000000000A",
+                        "alice-secret-0000000000000000000000000000", "111111111111"};
+const Credential kBob{"bob", "AKIABOB00000000000BB", "bob-secret-00000000000000000000000000000000",
+                      "222222222222"};
+
+std::string NowAmzDate() { return sigv4::FormatAmzDate(std::time(nullptr)); }
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(HttpServerOptions options = {}) {
+    server_ = std::make_unique<HttpServer>(options, creds_, metrics_);
+    server_->SetApiHandler([](const ApiRequest& r) {
+      if (r.operation == "Explode") {
+        return ApiResponse{400, R"({"__type":"ValidationException","message":"no"})",
+                           "ValidationException"};
+      }
+      nlohmann::json j{{"operation", r.operation},
+                       {"account", r.account_id},
+                       {"body", r.body},
+                       {"request_id", r.request_id},
+                       {"Models", nlohmann::json::array()}};
+      return ApiResponse{200, j.dump(), ""};
+    });
+    server_->AddRoute(
+        "GET", "/v1/endpoints/{name}/carve", RouteAuth::kSigV4, [](const NativeRequest& r) {
+          nlohmann::json j{{"name", r.path_params.at("name")}, {"account", r.account_id}};
+          return NativeResponse{200, j.dump()};
+        });
+    server_->AddRoute("GET", "/v1/public", RouteAuth::kPublic, [](const NativeRequest& r) {
+      return NativeResponse{200, "account=[" + r.account_id + "]", "text/plain"};
+    });
+    auto port = server_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.has_value()) << port.error().message;
+    port_ = *port;
+    ASSERT_GT(port_, 0);
+  }
+
+  std::string Host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Sends `method path` with `body`, signed as `who` unless `who` is null.
+  httplib::Result Send(const std::string& method, const std::string& path, const std::string& body,
+                       const Credential* who, const std::string& target = "",
+                       httplib::Client* client = nullptr) {
+    SigV4Request r{method, path, "", {{"Host", Host()}}, body};
+    if (!target.empty()) r.headers.emplace_back("X-Amz-Target", target);
+    if (method == "POST") r.headers.emplace_back("Content-Type", "application/x-amz-json-1.1");
+    if (who != nullptr) {
+      TestSigner s;
+      s.access_key = who->access_key_id;
+      s.secret = who->secret_access_key;
+      s.region = "us-west-2";
+      s.Sign(r, NowAmzDate());
+    }
+    httplib::Headers headers;
+    for (const auto& [k, v] : r.headers) {
+      if (k != "Content-Type") headers.emplace(k, v);
+    }
+    httplib::Client local("127.0.0.1", port_);
+    httplib::Client& c = client ? *client : local;
+    if (method == "POST") return c.Post(path.c_str(), headers, body, "application/x-amz-json-1.1");
+    return c.Get(path.c_str(), headers);
+  }
+
+  Credentials creds_{{kAlice, kBob}};
+  MetricsRegistry metrics_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+};
+
+nlohmann::json Json(const httplib::Result& r) { return nlohmann::json::parse(r->body); }
+
+TEST_F(HttpServerTest, ListensOnAFreePortAndAnswersPingWithARequestId) {
+  StartServer();
+  auto r = httplib::Client("127.0.0.1", port_).Get("/ping");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("x-amzn-RequestId").size(), 36u);
+}
+
+TEST_F(HttpServerTest, SignedSageMakerCallReachesTheHandlerWithTheCallersAccount) {
+  StartServer();
+  auto r = Send("POST", "/", R"({"MaxResults": 5})", &kAlice, "SageMaker.ListModels");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/x-amz-json-1.1");
+  auto j = Json(r);
+  EXPECT_EQ(j["operation"], "ListModels");
+  EXPECT_EQ(j["account"], "111111111111");
+  EXPECT_EQ(j["body"], R"({"MaxResults": 5})");
+  EXPECT_EQ(j["request_id"], r->get_header_value("x-amzn-RequestId"));
+}
+
+TEST_F(HttpServerTest, EachAccessKeyActsAsItsOwnAccount) {
+  StartServer();
+  auto a = Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels");
+  auto b = Send("POST", "/", "{}", &kBob, "SageMaker.ListModels");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(Json(a)["account"], "111111111111");
+  EXPECT_EQ(Json(b)["account"], "222222222222");
+}
+
+TEST_F(HttpServerTest, EmptyBodyReachesTheHandlerAsAnEmptyObject) {
+  StartServer();
+  auto r = Send("POST", "/", "", &kAlice, "SageMaker.ListModels");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Json(r)["body"], "{}");
+}
+
+TEST_F(HttpServerTest, UnsignedCallIs403MissingAuthenticationToken) {
+  StartServer();
+  auto r = Send("POST", "/", "{}", nullptr, "SageMaker.ListModels");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(Json(r)["__type"], "MissingAuthenticationToken");
+  EXPECT_EQ(r->get_header_value("X-Amzn-Errortype"), "MissingAuthenticationToken");
+  EXPECT_FALSE(r->get_header_value("x-amzn-RequestId").empty());
+}
+
+TEST_F(HttpServerTest, WrongSecretIs403InvalidSignatureException) {
+  StartServer();
+  Credential forged = kAlice;
+  forged.secret_access_key = "not-the-secret";
+  auto r = Send("POST", "/", "{}", &forged, "SageMaker.ListModels");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(Json(r)["__type"], "InvalidSignatureException");
+}
+
+TEST_F(HttpServerTest, UnknownKeyIs403UnrecognizedClientException) {
+  StartServer();
+  Credential stranger{"x", "AKIASTRANGER00000000", "s", "333333333333"};
+  auto r = Send("POST", "/", "{}", &stranger, "SageMaker.ListModels");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(Json(r)["__type"], "UnrecognizedClientException");
+}
+
+TEST_F(HttpServerTest, MissingOrForeignTargetIs400UnknownOperation) {
+  StartServer();
+  for (std::string target : {"", "DynamoDB_20120810.ListTables", "SageMaker.", "SageMaker.a b"}) {
+    auto r = Send("POST", "/", "{}", &kAlice, target);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << target;
+    EXPECT_EQ(Json(r)["__type"], "UnknownOperationException") << target;
+    EXPECT_TRUE(Json(r).contains("message"));
+  }
+}
+
+TEST_F(HttpServerTest, HandlerErrorsCarryTheErrortypeHeader) {
+  StartServer();
+  auto r = Send("POST", "/", "{}", &kAlice, "SageMaker.Explode");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->get_header_value("X-Amzn-Errortype"), "ValidationException");
+}
+
+TEST_F(HttpServerTest, AuthenticatedNativeRouteGetsPathParamsAndAccount) {
+  StartServer();
+  auto r = Send("GET", "/v1/endpoints/my-ep/carve", "", &kBob);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Json(r)["name"], "my-ep");
+  EXPECT_EQ(Json(r)["account"], "222222222222");
+  auto unsigned_r = Send("GET", "/v1/endpoints/my-ep/carve", "", nullptr);
+  ASSERT_TRUE(unsigned_r);
+  EXPECT_EQ(unsigned_r->status, 403);
+}
+
+TEST_F(HttpServerTest, PublicRouteNeedsNoSignatureAndUnknownPathIs404) {
+  StartServer();
+  httplib::Client c("127.0.0.1", port_);
+  auto r = c.Get("/v1/public");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "account=[]");
+  auto missing = c.Get("/v1/nothing/here");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+}
+
+TEST_F(HttpServerTest, MetricsCountRequestsPerOperationAndCode) {
+  StartServer();
+  ASSERT_TRUE(Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels"));
+  ASSERT_TRUE(Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels"));
+  ASSERT_TRUE(Send("POST", "/", "{}", &kAlice, "SageMaker.Explode"));
+  ASSERT_TRUE(Send("POST", "/", "{}", nullptr, "SageMaker.ListModels"));
+  auto r = httplib::Client("127.0.0.1", port_).Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Content-Type"), MetricsRegistry::kContentType);
+  const std::string& text = r->body;
+  EXPECT_NE(text.find("carve_api_requests_total{operation=\"ListModels\",code=\"200\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("carve_api_requests_total{operation=\"Explode\",code=\"ValidationException\"} 1\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("code=\"MissingAuthenticationToken\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("carve_api_request_duration_seconds_count{operation=\"ListModels\"} 2\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(HttpServerTest, InsecureModeSkipsVerificationAndUsesTheFixedAccount) {
+  HttpServerOptions o;
+  o.insecure_no_auth = true;
+  StartServer(o);
+  auto r = Send("POST", "/", "{}", nullptr, "SageMaker.ListModels");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(Json(r)["account"], std::string(kDefaultAccountId));
+}
+
+// botocore pools keep-alive connections; many must be served at once.
+TEST_F(HttpServerTest, ServesManyConcurrentKeepAliveConnections) {
+  StartServer();
+  constexpr int kClients = 48;
+  std::vector<std::unique_ptr<httplib::Client>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", port_));
+    clients.back()->set_keep_alive(true);
+    clients.back()->set_read_timeout(std::chrono::seconds(20));
+  }
+  // Every connection is opened and left open before any sends its second request.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::future<int>> results;
+    for (auto& c : clients) {
+      results.push_back(std::async(std::launch::async, [&, cp = c.get()] {
+        auto r = Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels", cp);
+        return r ? r->status : -100 - static_cast<int>(r.error());
+      }));
+    }
+    for (auto& f : results) EXPECT_EQ(f.get(), 200);
+  }
+}
+
+TEST_F(HttpServerTest, StopEndsWaitEvenWithAnOpenKeepAliveConnection) {
+  HttpServerOptions o;
+  o.keep_alive_timeout = std::chrono::seconds(1);
+  StartServer(o);
+  httplib::Client c("127.0.0.1", port_);
+  c.set_keep_alive(true);
+  ASSERT_TRUE(c.Get("/ping"));
+  auto waited = std::async(std::launch::async, [&] { server_->Wait(); });
+  server_->Stop();
+  EXPECT_EQ(waited.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_FALSE(httplib::Client("127.0.0.1", port_).Get("/ping"));  // No longer accepting.
+  server_->Stop();                                                 // Idempotent.
+}
+
+TEST_F(HttpServerTest, TakenPortIsUnavailable) {
+  StartServer();
+  HttpServer second({}, creds_, metrics_);
+  auto r = second.Start("127.0.0.1", port_);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+}
+
+// The stock client: boto3 signs with botocore and parses our responses and errors.
+TEST_F(HttpServerTest, Boto3CanCallAndSeesAuthErrorsAsClientErrors) {
+  StartServer();
+  const std::string script = R"PY(
+import sys, boto3, botocore
+url = sys.argv[1]
+def client(key, secret):
+    return boto3.client("sagemaker", endpoint_url=url, region_name="us-west-2",
+                        aws_access_key_id=key, aws_secret_access_key=secret,
+                        config=botocore.config.Config(retries={"max_attempts": 1}))
+good = client(sys.argv[2], sys.argv[3])
+resp = good.list_models()
+assert resp["ResponseMetadata"]["HTTPStatusCode"] == 200, resp
+assert len(resp["ResponseMetadata"]["RequestId"]) == 36, resp
+try:
+    client(sys.argv[2], "wrong").list_models()
+    print("wrong secret accepted"); sys.exit(1)
+except botocore.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "InvalidSignatureException", e.response
+    assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+print("ok")
+)PY";
+  char path[] = "/tmp/carve-boto3-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, script.data(), script.size()), static_cast<ssize_t>(script.size()));
+  close(fd);
+  std::string cmd = "AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null python3 " +
+                    std::string(path) + " http://" + Host() + " " + kAlice.access_key_id + " " +
+                    kAlice.secret_access_key + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int rc = pclose(p);
+  unlink(path);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "ok\n");
+}
+
+}  // namespace
+}  // namespace carve::server
