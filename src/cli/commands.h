@@ -22,5 +22,6 @@ void RegisterLayoutCommands(CLI::App& app, Context& ctx);   // layout check|list
 void RegisterMgpuCommands(CLI::App& app, Context& ctx);     // mgpu check
 void RegisterPlanCommands(CLI::App& app, Context& ctx);     // plan fit|perf|compare|...
 void RegisterServerCommands(CLI::App& app, Context& ctx);   // server
+void RegisterTestmodelCommands(CLI::App& app, Context& ctx);  // testmodel (simulated model server)
 
 }  // namespace carve::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   carve::cli::RegisterMgpuCommands(app, ctx);
   carve::cli::RegisterPlanCommands(app, ctx);
   carve::cli::RegisterServerCommands(app, ctx);
+  carve::cli::RegisterTestmodelCommands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,50 @@
+#include "agent/launch/device_binding.h"
+
+#include "interposer/process_probe.h"
+
+namespace carve::launch {
+namespace {
+
+Status NonEmpty(const std::string& value, const char* field) {
+  if (value.empty()) return InvalidArgument(std::string(field) + " is empty");
+  return OkStatus();
+}
+
+Status Absolute(const std::string& value, const char* field) {
+  if (value.empty() || value[0] != '/') {
+    return InvalidArgument(std::string(field) + " \"" + value + "\" must be an absolute path");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<EnvVars> BindingEnv(const DeviceBinding& binding) {
+  if (std::holds_alternative<std::monostate>(binding)) {
+    return EnvVars{{"CUDA_VISIBLE_DEVICES", ""}};
+  }
+  if (const auto* mig = std::get_if<MigBinding>(&binding)) {
+    CARVE_RETURN_IF_ERROR(NonEmpty(mig->mig_uuid, "MIG device uuid"));
+    const bool prefixed = mig->mig_uuid.rfind("MIG-", 0) == 0;
+    return EnvVars{{"CUDA_VISIBLE_DEVICES", prefixed ? mig->mig_uuid : "MIG-" + mig->mig_uuid}};
+  }
+  if (const auto* mgpu = std::get_if<MgpuBinding>(&binding)) {
+    CARVE_RETURN_IF_ERROR(NonEmpty(mgpu->gpu_uuid, "GPU uuid"));
+    CARVE_RETURN_IF_ERROR(Absolute(mgpu->interposer_path, "interposer library path"));
+    CARVE_RETURN_IF_ERROR(Absolute(mgpu->ledger_path, "ledger path"));
+    return EnvVars{{"CUDA_VISIBLE_DEVICES", mgpu->gpu_uuid},
+                   {"LD_PRELOAD", mgpu->interposer_path},
+                   {"CARVE_MGPU_LEDGER", mgpu->ledger_path}};
+  }
+  const auto& mps = std::get<MpsBinding>(binding);
+  CARVE_RETURN_IF_ERROR(NonEmpty(mps.gpu_uuid, "GPU uuid"));
+  return agent::mps::MpsWorkerEnv(mps.dirs, mps.gpu_uuid, mps.share);
+}
+
+Result<std::unique_ptr<interposer::Ledger>> CreateWorkerLedger(
+    const std::string& path, const interposer::LedgerSettings& settings) {
+  return interposer::Ledger::Create(path, settings,
+                                    std::make_shared<interposer::ProcfsProcessProbe>());
+}
+
+}  // namespace carve::launch

@@ -1,0 +1,188 @@
+#include "agent/launch/process_launcher.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace carve::launch {
+namespace {
+
+struct ProcStat {
+  char state = '?';
+  int pgrp = 0;
+  uint64_t start_time = 0;
+};
+
+// /proc/<pid>/stat: "pid (comm) state ppid pgrp ... starttime(22) ..."; comm may hold spaces
+// and parentheses, so fields are counted from the last ')'.
+std::optional<ProcStat> ReadStat(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> f;
+  for (std::string tok; rest >> tok;) f.push_back(tok);
+  if (f.size() < 20) return std::nullopt;
+  ProcStat s;
+  s.state = f[0][0];
+  s.pgrp = std::stoi(f[2]);
+  s.start_time = std::stoull(f[19]);
+  return s;
+}
+
+int DecodeStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+Status OpenLog(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return Internal("cannot create log directory for " + path + ": " + ec.message());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Internal("cannot open log " + path + ": " + std::strerror(errno));
+  ::close(fd);
+  return OkStatus();
+}
+
+// Runs in the forked child: only async-signal-safe calls until exec. Reports errno on `err_fd`.
+[[noreturn]] void ExecChild(const LaunchRequest& r, char* const* argv, char* const* envp,
+                            int err_fd) {
+  auto fail = [err_fd] {
+    const int e = errno;
+    (void)!::write(err_fd, &e, sizeof e);
+    ::_exit(127);
+  };
+  if (::setsid() < 0) fail();
+  const int out = ::open(r.stdout_path.c_str(), O_WRONLY | O_APPEND);
+  const int err = ::open(r.stderr_path.c_str(), O_WRONLY | O_APPEND);
+  const int null = ::open("/dev/null", O_RDONLY);
+  if (out < 0 || err < 0 || null < 0) fail();
+  if (::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) fail();
+  if (!r.work_dir.empty() && ::chdir(r.work_dir.c_str()) < 0) fail();
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent may block signals; children must not
+  ::execvpe(argv[0], argv, envp);
+  fail();
+  ::_exit(127);  // not reached: fail() exits
+}
+
+}  // namespace
+
+uint64_t ProcessStartTime(int pid) {
+  auto s = ReadStat(pid);
+  return s ? s->start_time : 0;
+}
+
+std::vector<int> LiveGroupMembers(int pgid) {
+  std::vector<int> pids;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return pids;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0') continue;
+    auto s = ReadStat(static_cast<int>(pid));
+    if (s && s->pgrp == pgid && s->state != 'Z' && s->state != 'X') {
+      pids.push_back(static_cast<int>(pid));
+    }
+  }
+  ::closedir(dir);
+  return pids;
+}
+
+Result<ProcessId> ProcessLauncher::Start(const LaunchRequest& r) {
+  if (r.argv.empty() || r.argv[0].empty()) return InvalidArgument("launch request has no argv");
+  CARVE_RETURN_IF_ERROR(OpenLog(r.stdout_path));
+  CARVE_RETURN_IF_ERROR(OpenLog(r.stderr_path));
+  // Built before fork: the child may not allocate.
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : r.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (const auto& a : r.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) < 0) return Internal(std::string("pipe2: ") + strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return Internal(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) ExecChild(r, argv.data(), envp.data(), pipe_fds[1]);
+  ::close(pipe_fds[1]);
+  int child_errno = 0;
+  const ssize_t n = ::read(pipe_fds[0], &child_errno, sizeof child_errno);
+  ::close(pipe_fds[0]);
+  if (n == sizeof child_errno) {  // exec failed; the pipe closed on success (CLOEXEC)
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return NotFound("cannot start \"" + r.argv[0] + "\": " + std::strerror(child_errno));
+  }
+  return ProcessId{pid, ProcessStartTime(pid)};
+}
+
+std::optional<int> ProcessLauncher::TryWait(const ProcessId& p) {
+  int status = 0;
+  const pid_t got = ::waitpid(p.pid, &status, WNOHANG);
+  if (got == p.pid) return DecodeStatus(status);
+  return std::nullopt;
+}
+
+bool ProcessLauncher::Alive(const ProcessId& p) {
+  auto s = ReadStat(p.pid);
+  return s && s->start_time == p.start_time && s->state != 'Z' && s->state != 'X';
+}
+
+Result<std::optional<int>> ProcessLauncher::Stop(const ProcessId& p,
+                                                 std::chrono::milliseconds grace) {
+  std::optional<int> exit_status;
+  auto reap = [&] {
+    if (!exit_status) exit_status = TryWait(p);
+  };
+  // Verify identity before signalling: a stale pid may name someone else's process now.
+  if (!Alive(p) && LiveGroupMembers(p.pid).empty()) {
+    reap();
+    return exit_status;
+  }
+  ::kill(-p.pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    reap();
+    if (LiveGroupMembers(p.pid).empty()) {
+      reap();  // the leader may have become a zombie since the first reap
+      return exit_status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(-p.pid, SIGKILL);
+  const auto kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < kill_deadline) {
+    reap();
+    if (LiveGroupMembers(p.pid).empty()) {
+      reap();  // the leader may have become a zombie since the first reap
+      return exit_status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return Internal("process group " + std::to_string(p.pid) + " survived SIGKILL for 10 s");
+}
+
+}  // namespace carve::launch
