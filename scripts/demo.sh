@@ -11,6 +11,25 @@ build=${1:-build}
 carve="$build/carve"
 root=$(cd "$(dirname "$0")/.." && pwd)
 echo "carve demo: offline catalog and layout engine"
+run() {
+  echo
+  echo "\$ carve $*"
+  "$carve" "$@" || echo "(exit $?)"
+}
+run profiles --gpu a100-40gb
+# The seed's layout, carved uniformly on an ml.p4d.24xlarge: 24 partitions, 8 of each.
+run layout check --instance-type ml.p4d.24xlarge mig-4g.20gb mig-2g.10gb mig-1g.5gb
+# Two halves fill an H100; a third profile is refused with provided-against-requested.
+run layout check --gpu h100-80gb mig-3g.40gb mig-3g.40gb mig-1g.10gb
+# The driver rule the real driver does not name.
+run layout check --gpu a100-40gb 1g.10gb 3g.20gb --driver 470.199.02
+# mGPU parameter text from the seed, then the seed's troubleshooting case.
+printf 'emr.serverless.mgpu.core=30;\nemr.serverless.mgpu.memory=1000;\n' > /tmp/carve-demo-ok.txt
+run mgpu check --file /tmp/carve-demo-ok.txt
+printf 'emr.serverless.mgpu.core=150;\n' | { echo; echo "\$ carve mgpu check  <<< core=150"; "$carve" mgpu check || echo "(exit $?)"; }
+rm -f /tmp/carve-demo-ok.txt
+# Does Llama-3.1-8B at 8k context x 16 fit each H100 partition? (a model, not a measurement)
+run plan fit --model llama-3.1-8b --context 8000 --concurrency 16 --gpu h100-80gb
 
 echo
 echo "== carve server: the seed scenario with the aws CLI =="
