@@ -27,7 +27,8 @@ SOURCE_DIR = os.environ.get(
 AWS_DATA_PATH = os.path.join(SOURCE_DIR, "contrib", "aws")
 REGION = "us-east-1"
 
-# A small, fast fleet for tests: the default shape with a short simulated carve time.
+# A small fleet for tests, run by the server's embedded agent with simulated GPUs. Every image
+# the tests name is served by the simulator (`carve testmodel`), as in the default config.
 FAST_FLEET = """
 fleet:
   carve_time_ms: {carve_ms}
@@ -36,7 +37,50 @@ fleet:
       count: {p4d}
     - instance_type: ml.p5.48xlarge
       count: {p5}
+runtimes:
+  default_runtime: carve/testmodel
 """
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def workload_pids(data_dir):
+    """Pids the agents' pid files under `data_dir` name (live or not)."""
+    pids = []
+    for root, _dirs, files in os.walk(data_dir):
+        for name in files:
+            if name != "pid":
+                continue
+            try:
+                with open(os.path.join(root, name)) as f:
+                    pids.append(int(json.load(f)["pid"]))
+            except (OSError, ValueError, KeyError):
+                pass
+    return pids
+
+
+def pid_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def kill_workloads(data_dir):
+    """Kills every workload process (and its group) recorded under `data_dir`: what a test that
+    killed an agent or server with SIGKILL must clean up itself."""
+    for pid in workload_pids(data_dir):
+        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            try:
+                target()
+            except OSError:
+                pass
 
 
 def carve_bin():
@@ -61,7 +105,7 @@ def poll(predicate, timeout_s=30.0, interval_s=0.05, what="condition"):
 class CarveServer:
     """One `carve server` process. Reusable across restarts on the same data dir."""
 
-    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1):
+    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0):
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="carve-it-")
         self.config = os.path.join(self.data_dir, "carve.yaml")
@@ -70,12 +114,14 @@ class CarveServer:
         self.extra_args = list(extra_args)
         self.proc = None
         self.port = None
+        self.listen_port = port  # 0: any free port (a restart then gets another one)
         self.lines = queue.Queue()
 
     # -- process control ---------------------------------------------------------------------
     def start(self, timeout_s=30.0):
         self.proc = subprocess.Popen(
-            [carve_bin(), "server", "--listen", "127.0.0.1:0", "--data-dir", self.data_dir,
+            [carve_bin(), "server", "--listen", f"127.0.0.1:{self.listen_port}",
+             "--data-dir", self.data_dir,
              "--config", self.config, "--log-level", "warn", *self.extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = queue.Queue()
@@ -116,6 +162,7 @@ class CarveServer:
 
     def cleanup(self):
         self.stop()
+        kill_workloads(self.data_dir)  # After a kill -9 the copies outlive the server.
         if self.owns_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -175,6 +222,51 @@ class CarveServer:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
+
+    def nodes(self):
+        """GET /v1/nodes: {node id: node} with each node's reported workloads."""
+        status, body = self.signed_get("/v1/nodes")
+        if status != 200:
+            raise AssertionError(f"/v1/nodes answered {status}: {body}")
+        return {n["NodeId"]: n for n in body["Nodes"]}
+
+
+class CarveAgent:
+    """One `carve agent` process with simulated GPUs, talking to `server`."""
+
+    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge"):
+        self.server = server
+        self.node_id = node_id
+        self.instance_type = instance_type
+        self.data_dir = tempfile.mkdtemp(prefix=f"carve-agent-{node_id}-")
+        self.proc = None
+        self.log = open(os.path.join(self.data_dir, "agent.log"), "a")
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [carve_bin(), "agent", "--server", self.server.url, "--credentials",
+             self.server.credentials_file, "--driver", "sim", "--instance-type",
+             self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        return self
+
+    def kill9(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def cleanup(self):
+        self.stop()
+        kill_workloads(self.data_dir)
+        self.log.close()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 def add_account(credentials_file, profile, account_id):

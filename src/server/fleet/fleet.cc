@@ -84,6 +84,28 @@ std::string Describe(const CopyRequest& r) {
 
 }  // namespace
 
+Status Fleet::AddNode(const NodeId& id, std::string_view instance_type, bool ready) {
+  if (Find(id) != nullptr) return OkStatus();
+  auto type = catalog::FindInstanceType(instance_type);
+  if (!type.has_value()) {
+    return InvalidArgument(fmt::format("node '{}': {}", id.value(), type.error().message));
+  }
+  NodeState node;
+  node.id = id;
+  node.type = *type;
+  node.ready = ready;
+  node.gpus.resize(static_cast<size_t>(std::max(0, (*type)->gpu_count)));
+  nodes_.push_back(std::move(node));
+  return OkStatus();
+}
+
+bool Fleet::SetReady(const NodeId& id, bool ready) {
+  NodeState* n = MutableFind(id);
+  if (n == nullptr || n->ready == ready) return false;
+  n->ready = ready;
+  return true;
+}
+
 Result<Fleet> Fleet::Create(const FleetConfig& config) {
   Fleet fleet;
   for (const auto& spec : config.nodes) {
@@ -116,10 +138,22 @@ Result<std::vector<NodeId>> Fleet::ClaimNodes(const Claim& claim, std::string_vi
                                               int count) {
   std::vector<NodeState*> free;
   int total = 0;
+  int not_ready = 0;
   for (auto& n : nodes_) {
     if (n.type->id != instance_type) continue;
     ++total;
-    if (!n.claim) free.push_back(&n);
+    if (n.claim) continue;
+    if (n.ready) {
+      free.push_back(&n);
+    } else {
+      ++not_ready;
+    }
+  }
+  if (static_cast<int>(free.size()) < count &&
+      static_cast<int>(free.size()) + not_ready >= count) {
+    return Unavailable(fmt::format(
+        "Variant {} needs {} x {}; {} free instance{} NotReady (their agents are not reporting)",
+        claim.variant, count, instance_type, not_ready, not_ready == 1 ? " is" : "s are"));
   }
   if (static_cast<int>(free.size()) < count) {
     return ResourceExhausted(fmt::format(
@@ -200,7 +234,7 @@ PlaceOutcome Fleet::Place(const Claim& claim, const CopyRequest& r) {
   int matching_free = 0;
   std::string host_reason;
   for (auto& n : nodes_) {
-    if (!n.claim || !(*n.claim == claim) || !n.carved) continue;
+    if (!n.claim || !(*n.claim == claim) || !n.carved || !n.ready) continue;
     ++carved_nodes;
     auto slots = PickSlots(n, r);
     if (!slots) continue;
@@ -219,7 +253,7 @@ PlaceOutcome Fleet::Place(const Claim& claim, const CopyRequest& r) {
   }
   if (candidates.empty()) {
     if (carved_nodes == 0)
-      return {std::nullopt, "waiting for the endpoint's instances to be carved"};
+      return {std::nullopt, "waiting for the endpoint's instances to be carved and Ready"};
     if (matching_free > 0) return {std::nullopt, host_reason};
     return {std::nullopt,
             fmt::format("waiting for {}: none is free on the {} instance{} of "
@@ -237,7 +271,7 @@ PlaceOutcome Fleet::Place(const Claim& claim, const CopyRequest& r) {
   for (auto [g, s] : c.slots) c.node->gpus[g].slots[s].occupant = r.occupant;
   c.node->cpu_used_milli += r.cpu_milli;
   c.node->memory_used_mib += r.memory_mib;
-  return {CopyPlacement{c.node->id, c.slots, r.cpu_milli, r.memory_mib}, ""};
+  return {CopyPlacement{"", 0, c.node->id, c.slots, r.cpu_milli, r.memory_mib}, ""};
 }
 
 Status Fleet::Occupy(const CopyPlacement& p, std::string_view occupant) {
@@ -297,6 +331,7 @@ json NodeJson(const NodeState& n) {
   }
   return {{"name", n.id.value()},
           {"instance_type", n.type->id},
+          {"ready", n.ready},
           {"claim", claim},
           {"carved", n.carved},
           {"vcpus", n.type->vcpus},
@@ -327,7 +362,9 @@ json Fleet::EndpointJson(std::string_view account, std::string_view endpoint) co
 json PlacementToJson(const CopyPlacement& p) {
   json slots = json::array();
   for (auto [g, s] : p.slots) slots.push_back({g, s});
-  return {{"node", p.node.value()},
+  return {{"id", p.id},
+          {"index", p.index},
+          {"node", p.node.value()},
           {"slots", slots},
           {"cpu_milli", p.cpu_milli},
           {"memory_mib", p.memory_mib}};
@@ -341,6 +378,12 @@ Result<CopyPlacement> PlacementFromJson(const json& j) {
       p.slots.emplace_back(s.at(0).get<int>(), s.at(1).get<int>());
     p.cpu_milli = j.at("cpu_milli").get<int64_t>();
     p.memory_mib = j.at("memory_mib").get<int64_t>();
+    p.index = j.value("index", 0);
+    // Records written before copy ids existed: derive a stable one from the first slot.
+    p.id = j.contains("id") ? j.at("id").get<std::string>()
+                            : fmt::format("{}-g{}s{}", p.node.value(),
+                                          p.slots.empty() ? 0 : p.slots[0].first,
+                                          p.slots.empty() ? 0 : p.slots[0].second);
     return p;
   } catch (const json::exception& e) {
     return Internal(fmt::format("stored placement is malformed: {}", e.what()));

@@ -50,6 +50,9 @@ struct NodeState {
   const catalog::InstanceType* type = nullptr;
   std::optional<Claim> claim;
   bool carved = false;          // Slots are valid (the driver finished carving every GPU).
+  // Its agent reports (NodeRegistry readiness). A NotReady node keeps its claim and carve, but
+  // takes no new claims or copies; the service moves its copies elsewhere.
+  bool ready = true;
   std::vector<GpuState> gpus;   // One per GPU of the instance type.
   int64_t cpu_used_milli = 0;   // Host vCPUs taken by copies, in thousandths.
   int64_t memory_used_mib = 0;  // Host memory taken by copies.
@@ -67,6 +70,10 @@ struct CopyRequest {
 
 // Where one copy sits; persisted in the component's record.
 struct CopyPlacement {
+  // Stable for the life of this placement (a rescheduled copy gets a new one): part of the
+  // copy's workload id on the node's agent.
+  std::string id;
+  int index = 0;  // The copy's number within its component ("carve logs IC --copy N").
   NodeId node;
   std::vector<std::pair<int, int>> slots;  // (gpu index, slot index on that GPU).
   int64_t cpu_milli = 0;
@@ -86,10 +93,16 @@ class Fleet {
   static Result<Fleet> Create(const FleetConfig& config);
 
   const std::vector<NodeState>& nodes() const { return nodes_; }
+  // Adds a node an agent registered (NotReady until SetReady). A node already present keeps
+  // its state. InvalidArgument for an instance type not in the catalog.
+  Status AddNode(const NodeId& id, std::string_view instance_type, bool ready);
+  // Returns whether readiness changed. Unknown nodes are ignored.
+  bool SetReady(const NodeId& id, bool ready);
   const NodeState* Find(const NodeId& id) const;
 
-  // Claims `count` free nodes of `instance_type` for `claim`, all or none. ResourceExhausted
-  // names what is missing ("needs 2 x ml.p4d.24xlarge; the fleet has 2, 1 free").
+  // Claims `count` free Ready nodes of `instance_type` for `claim`, all or none.
+  // ResourceExhausted names what is missing ("needs 2 x ml.p4d.24xlarge; the fleet has 2, 1
+  // free"); when enough nodes exist but some are NotReady, Unavailable says so (retry later).
   Result<std::vector<NodeId>> ClaimNodes(const Claim& claim, std::string_view instance_type,
                                          int count);
   // Re-takes specific nodes after a restart. NotFound if a node is no longer in the fleet,

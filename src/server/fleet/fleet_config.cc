@@ -78,6 +78,7 @@ FleetConfig DefaultFleetConfig() {
   FleetConfig config;
   AddNodes(config, "ml.p4d.24xlarge", 2);
   AddNodes(config, "ml.p5.48xlarge", 1);
+  AddNodes(config, "ml.g5.48xlarge", 1);  // 8 x A10G, for mGPU queues.
   return config;
 }
 

@@ -1,8 +1,8 @@
 // FleetConfig: which nodes the control plane manages and how the simulated driver behaves.
 //
-// With no configuration the server runs the embedded default fleet (2 x ml.p4d.24xlarge and
-// 1 x ml.p5.48xlarge, simulated, 2 s carve time per GPU). A YAML file's `fleet:` section
-// describes another one:
+// With no configuration the server runs the embedded default fleet (2 x ml.p4d.24xlarge,
+// 1 x ml.p5.48xlarge and 1 x ml.g5.48xlarge), each node run by `carve server`'s embedded agent
+// with simulated GPUs. A YAML file's `fleet:` section describes another one:
 //
 //   fleet:
 //     carve_time_ms: 500          # per GPU, simulated driver

@@ -5,19 +5,20 @@
 namespace carve::server::fleet {
 namespace {
 
-TEST(FleetConfig, DefaultIsTwoP4dAndOneP5) {
+TEST(FleetConfig, DefaultIsTwoP4dOneP5AndOneG5) {
   FleetConfig c = DefaultFleetConfig();
-  ASSERT_EQ(c.nodes.size(), 3u);
+  ASSERT_EQ(c.nodes.size(), 4u);
   EXPECT_EQ(c.nodes[0], (NodeSpec{NodeId("p4d.24xlarge-0"), "ml.p4d.24xlarge"}));
   EXPECT_EQ(c.nodes[1], (NodeSpec{NodeId("p4d.24xlarge-1"), "ml.p4d.24xlarge"}));
   EXPECT_EQ(c.nodes[2], (NodeSpec{NodeId("p5.48xlarge-0"), "ml.p5.48xlarge"}));
+  EXPECT_EQ(c.nodes[3], (NodeSpec{NodeId("g5.48xlarge-0"), "ml.g5.48xlarge"}));
   EXPECT_EQ(c.carve_time_per_gpu, std::chrono::milliseconds(2000));
 }
 
 TEST(FleetConfig, ADocumentWithoutAFleetSectionGivesTheDefault) {
   auto c = ParseFleetConfig("server:\n  listen: 127.0.0.1:1\n");
   ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->nodes.size(), 3u);
+  EXPECT_EQ(c->nodes.size(), 4u);
 }
 
 TEST(FleetConfig, ParsesCountsNamesAndCarveTime) {

@@ -33,9 +33,38 @@ void ClaimAndCarve(Fleet& f, int count, const std::vector<std::string>& types) {
 
 TEST(Fleet, CreatesOneStatePerNodeWithItsGpus) {
   Fleet f = MakeFleet("");
-  ASSERT_EQ(f.nodes().size(), 3u);
+  ASSERT_EQ(f.nodes().size(), 4u);
   EXPECT_EQ(f.nodes()[0].gpus.size(), 8u);
   EXPECT_EQ(f.nodes()[2].type->id, "ml.p5.48xlarge");
+}
+
+TEST(Fleet, NotReadyNodesTakeNoNewClaimsOrCopies) {
+  Fleet f = TwoP4d();
+  ASSERT_TRUE(f.SetReady(f.nodes()[1].id, false));
+  EXPECT_FALSE(f.SetReady(f.nodes()[1].id, false));  // No change.
+  auto two = f.ClaimNodes(EpClaim(), "ml.p4d.24xlarge", 2);
+  ASSERT_FALSE(two.has_value());
+  EXPECT_EQ(two.error().code, ErrorCode::kUnavailable);  // Enough exist: wait, do not fail.
+  EXPECT_NE(two.error().message.find("1 free instance is NotReady"), std::string::npos)
+      << two.error().message;
+  // A ready node claimed and carved, then lost: its slots take no copy.
+  ClaimAndCarve(f, 1, kSeedLayout);
+  ASSERT_TRUE(f.SetReady(f.nodes()[0].id, false));
+  auto out = f.Place(EpClaim(), Copy("mig-1g.5gb"));
+  EXPECT_FALSE(out.placement.has_value());
+  EXPECT_NE(out.reason.find("Ready"), std::string::npos) << out.reason;
+  ASSERT_TRUE(f.SetReady(f.nodes()[0].id, true));
+  EXPECT_TRUE(f.Place(EpClaim(), Copy("mig-1g.5gb")).placement.has_value());
+}
+
+TEST(Fleet, AddNodeRegistersAnAgentsNodeOnce) {
+  Fleet f = TwoP4d();
+  ASSERT_TRUE(f.AddNode(NodeId("agent-1"), "ml.p5.48xlarge", false).ok());
+  ASSERT_TRUE(f.AddNode(NodeId("agent-1"), "ml.p5.48xlarge", true).ok());  // Kept as it was.
+  ASSERT_EQ(f.nodes().size(), 3u);
+  EXPECT_FALSE(f.Find(NodeId("agent-1"))->ready);
+  EXPECT_EQ(f.Find(NodeId("agent-1"))->gpus.size(), 8u);
+  EXPECT_FALSE(f.AddNode(NodeId("x"), "ml.nope.1xlarge", true).ok());
 }
 
 TEST(Fleet, RejectsAnInstanceTypeTheCatalogDoesNotKnow) {
@@ -156,7 +185,7 @@ TEST(Fleet, WithoutALayoutACopyTakesWholeGpusOnOneInstance) {
 TEST(Fleet, OccupyRestoresAPlacementAndRefusesATakenSlot) {
   Fleet f = TwoP4d();
   ClaimAndCarve(f, 1, kSeedLayout);
-  CopyPlacement p{f.nodes()[0].id, {{2, 1}}, 500, 128};
+  CopyPlacement p{"c1", 0, f.nodes()[0].id, {{2, 1}}, 500, 128};
   ASSERT_TRUE(f.Occupy(p, "111111111111/a").ok());
   EXPECT_EQ(f.nodes()[0].gpus[2].slots[1].occupant, "111111111111/a");
   Status again = f.Occupy(p, "111111111111/b");
@@ -173,7 +202,7 @@ TEST(Fleet, ReleaseEndpointFreesNodesForTheNextClaim) {
 }
 
 TEST(Fleet, PlacementsRoundTripThroughJson) {
-  CopyPlacement p{NodeId("n"), {{0, 1}, {3, 0}}, 250, 4096};
+  CopyPlacement p{"c2", 3, NodeId("n"), {{0, 1}, {3, 0}}, 250, 4096};
   auto back = PlacementFromJson(PlacementToJson(p));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, p);

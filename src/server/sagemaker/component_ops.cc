@@ -245,7 +245,7 @@ Result<json> Ops::DescribeInferenceComponent(SageMakerService& s, const ApiReque
       {"EndpointArn", Arn(s, req.account_id, kEndpoint, c.endpoint)},
       {"VariantName", c.variant},
       {"Specification", c.specification},
-      {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.copies.size()}}},
+      {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.running}}},
       {"InferenceComponentStatus", c.status},
       {"CreationTime", EpochSeconds(rec.created_ms)},
       {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
@@ -320,7 +320,7 @@ Result<json> Ops::UpdateInferenceComponent(SageMakerService& s, const ApiRequest
     ApplyRequirements(c, *reqs);  // New copies use the new host figures; placed ones keep theirs.
   }
   if (copies) c.desired = static_cast<int>(*copies);
-  if (c.desired != static_cast<int>(c.copies.size()) && c.ever_in_service) c.status = "Updating";
+  if (c.desired != c.running && c.ever_in_service) c.status = "Updating";
   CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, c.ToJson().dump(), rec.version));
   Notify(s);
   return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)}};
@@ -339,7 +339,7 @@ Result<json> Ops::UpdateInferenceComponentRuntimeConfig(SageMakerService& s, con
   CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
   CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
   c.desired = static_cast<int>(*copies);
-  if (c.desired != static_cast<int>(c.copies.size()) && c.ever_in_service) c.status = "Updating";
+  if (c.desired != c.running && c.ever_in_service) c.status = "Updating";
   CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, c.ToJson().dump(), rec.version));
   Notify(s);
   return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)}};

@@ -18,6 +18,7 @@ json ComponentRecord::ToJson() const {
           {"Strategy", strategy == fleet::PlacementStrategy::kSpread ? "SPREAD" : "BINPACK"},
           {"DesiredCopyCount", desired},
           {"Copies", copies_json},
+          {"RunningCopyCount", running},
           {"InferenceComponentStatus", status},
           {"StatusMessage", status_message},
           {"FailureReason", failure_reason},
@@ -45,6 +46,7 @@ Result<ComponentRecord> ComponentRecord::FromRecord(const store::Record& record)
       CARVE_ASSIGN_OR_RETURN(fleet::CopyPlacement placement, fleet::PlacementFromJson(p));
       c.copies.push_back(std::move(placement));
     }
+    c.running = j.value("RunningCopyCount", static_cast<int>(c.copies.size()));
     c.status = j.at("InferenceComponentStatus").get<std::string>();
     c.status_message = j.value("StatusMessage", "");
     c.failure_reason = j.value("FailureReason", "");

@@ -25,6 +25,9 @@ struct ComponentRecord {
   fleet::PlacementStrategy strategy = fleet::PlacementStrategy::kSpread;
   int desired = 0;
   std::vector<fleet::CopyPlacement> copies;
+  // Copies that serve (agent mode: their process answers /ping; simulated mode: placed). This
+  // is DescribeInferenceComponent's CurrentCopyCount.
+  int running = 0;
   std::string status;          // InferenceComponentStatus.
   std::string status_message;  // What waiting copies wait for; "" when none wait.
   std::string failure_reason;  // Set with status Failed (its endpoint failed).
@@ -36,6 +39,11 @@ struct ComponentRecord {
   // The fleet's occupant id for this component's copies.
   static std::string Occupant(const std::string& account, const std::string& name) {
     return account + "/" + name;
+  }
+  // The id of a copy's process on its node's agent.
+  static std::string WorkloadId(const std::string& account, const std::string& name,
+                                const fleet::CopyPlacement& copy) {
+    return account + "/" + name + "/" + copy.id;
   }
 };
 

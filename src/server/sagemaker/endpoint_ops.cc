@@ -89,12 +89,30 @@ Result<json> Ops::DescribeEndpoint(SageMakerService& s, const ApiRequest& req, c
   if (!ep.failure_reason.empty()) out["FailureReason"] = ep.failure_reason;
   json variants = json::array();
   const bool running = ep.status == "InService" || ep.status == "Updating";
+  nodes::NodeRegistry* registry = Ops::registry(s);
   for (const auto& var : ep.variants) {
+    // Lost capacity: instances whose agents stopped reporting count out of CurrentInstanceCount,
+    // and the variant's status says which and what happens to their copies.
+    std::vector<std::string> lost;
+    for (const auto& node : var.nodes) {
+      auto view = registry != nullptr ? registry->Node(NodeId(node)) : std::nullopt;
+      if (view && !view->ready) lost.push_back(node + " (" + view->not_ready_reason + ")");
+    }
+    const int current = static_cast<int>(var.nodes.size() - lost.size());
     json vs = {{"VariantName", var.name},
                {"CurrentWeight", 1.0},
                {"DesiredWeight", 1.0},
-               {"CurrentInstanceCount", running ? static_cast<int>(var.nodes.size()) : 0},
+               {"CurrentInstanceCount", running ? current : 0},
                {"DesiredInstanceCount", var.instance_count}};
+    if (running && !lost.empty()) {
+      vs["VariantStatus"] = json::array(
+          {{{"Status", "Updating"},
+            {"StatusMessage",
+             fmt::format("{} of {} instances NotReady: {}. Their copies are rescheduled onto "
+                         "free partitions of the other instances, or wait for room.",
+                         lost.size(), var.nodes.size(), JoinNodes(lost))},
+            {"StartTime", EpochSeconds(ep.status_since_ms)}}});
+    }
     if (ep.status == "Creating" || ep.status == "Updating" || ep.status == "Deleting") {
       std::string message =
           ep.status == "Creating"

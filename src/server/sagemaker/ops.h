@@ -54,6 +54,10 @@ class SageMakerService::Ops {
   static void ReconcileEndpoints(SageMakerService& s);
   static void ReconcileComponents(SageMakerService& s);
   static Status RecoverLocked(SageMakerService& s);
+  // Agent mode: fleet nodes and readiness from the registry; then, after placement, each node's
+  // desired GPU layouts and copy workloads, and the route table.
+  static void SyncNodes(SageMakerService& s);
+  static void PublishWorkloads(SageMakerService& s);
 
   // Shared helpers (service.cc).
   static std::string Arn(const SageMakerService& s, std::string_view account, std::string_view kind,
@@ -69,6 +73,7 @@ class SageMakerService::Ops {
   static fleet::Fleet& fleet(SageMakerService& s) { return s.fleet_; }
   static std::mutex& mu(SageMakerService& s) { return s.mu_; }
   static void Notify(SageMakerService& s) { s.Notify(); }
+  static nodes::NodeRegistry* registry(SageMakerService& s) { return s.options_.registry; }
 };
 
 // list_ops.cc: filtering, sorting and paging shared by the four List operations.

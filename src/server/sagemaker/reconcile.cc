@@ -1,7 +1,10 @@
 // The lifecycle engine: recovery from the Store, endpoint transitions (claim, carve, release)
 // and component copy placement. Every function here runs with the service's state lock held,
 // except the carve worker's driver calls, which are slow and run without it.
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+
+#include <random>
 
 #include "core/layout_validator.h"
 #include "server/sagemaker/component_record.h"
@@ -21,6 +24,22 @@ std::vector<NodeId> Ids(const std::vector<std::string>& names) {
 
 std::vector<std::string> SlotTypes(const VariantSpec& v) {
   return v.partition_types.value_or(std::vector<std::string>{});
+}
+
+// A fresh copy id: 12 hex digits, random (unique among a component's copies in practice; the
+// workload id also carries the account and component).
+std::string NewCopyId() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{:012x}", rng() & 0xffffffffffffULL);
+}
+
+// The lowest copy number not in use, so a replaced copy takes its predecessor's number.
+int FreeCopyIndex(const std::vector<fleet::CopyPlacement>& copies) {
+  for (int i = 0;; ++i) {
+    bool used = false;
+    for (const auto& c : copies) used = used || c.index == i;
+    if (!used) return i;
+  }
 }
 
 }  // namespace
@@ -86,6 +105,11 @@ void Ops::ReconcileEndpoints(SageMakerService& s) {
           }
           v.nodes.clear();
           for (const auto& id : *ids) v.nodes.push_back(id.value());
+        }
+        if (!claimed.ok() && claimed.error().code == ErrorCode::kUnavailable) {
+          // Enough nodes exist but some are NotReady: stay Creating and try again next pass.
+          s.fleet_.ReleaseEndpoint(account, ep.name);
+          continue;
         }
         if (!claimed.ok()) {
           s.fleet_.ReleaseEndpoint(account, ep.name);
@@ -232,6 +256,25 @@ void Ops::ReconcileComponents(SageMakerService& s) {
       s.fleet_.Release(c.copies.back());
       c.copies.pop_back();
     }
+    // A copy on a NotReady node is lost capacity: free its slot record and place it again on
+    // the endpoint's Ready instances (or let it wait). When the node returns, its agent stops
+    // the stale process because that copy's id is no longer in the node's desired state.
+    std::vector<std::string> lost;
+    for (auto it = c.copies.begin(); it != c.copies.end();) {
+      const fleet::NodeState* n = s.fleet_.Find(it->node);
+      if (n != nullptr && n->ready) {
+        ++it;
+        continue;
+      }
+      lost.push_back(fmt::format("copy {} on {}", it->index, it->node.value()));
+      released.push_back(*it);
+      s.fleet_.Release(*it);
+      it = c.copies.erase(it);
+    }
+    if (!lost.empty()) {
+      spdlog::warn("component {}/{}: rescheduling {} (node NotReady)", account, c.name,
+                   fmt::join(lost, ", "));
+    }
     if (static_cast<int>(c.copies.size()) < c.desired) {
       auto ep_rec = s.store_.Get({account, std::string(kEndpoint), c.endpoint});
       auto ep = ep_rec.has_value() ? EndpointRecord::FromRecord(*ep_rec)
@@ -253,23 +296,45 @@ void Ops::ReconcileComponents(SageMakerService& s) {
             reason = out.reason;
             break;
           }
+          out.placement->id = NewCopyId();
+          out.placement->index = FreeCopyIndex(c.copies);
           placed.push_back(*out.placement);
           c.copies.push_back(*out.placement);
         }
       }
     }
-    const int current = static_cast<int>(c.copies.size());
+    const int placed_count = static_cast<int>(c.copies.size());
+    std::string starting;  // Why placed copies are not serving yet (agent mode).
+    c.running = placed_count;
+    if (nodes::NodeRegistry* registry = Ops::registry(s)) {
+      c.running = 0;
+      for (const auto& p : c.copies) {
+        auto w = registry->Workload(ComponentRecord::WorkloadId(account, c.name, p));
+        if (w && w->state == "running") {
+          ++c.running;
+        } else if (starting.empty()) {
+          starting = fmt::format("copy {} on {} is {}", p.index, p.node.value(),
+                                 w ? w->state + (w->message.empty() ? "" : ": " + w->message)
+                                   : "being started by its agent");
+        }
+      }
+    }
     if (!c.failure_reason.empty()) {
       c.status = "Failed";
       c.status_message.clear();
-    } else if (current == c.desired) {
+    } else if (placed_count == c.desired && c.running == c.desired) {
       c.status = "InService";
       c.ever_in_service = true;
       c.status_message.clear();
     } else {
       c.status = c.ever_in_service ? "Updating" : "Creating";
-      c.status_message = std::to_string(c.desired - current) + " of " + std::to_string(c.desired) +
-                         " copies are not placed: " + reason;
+      if (placed_count < c.desired) {
+        c.status_message = std::to_string(c.desired - placed_count) + " of " +
+                           std::to_string(c.desired) + " copies are not placed: " + reason;
+      } else {
+        c.status_message = std::to_string(c.desired - c.running) + " of " +
+                           std::to_string(c.desired) + " copies are not serving yet: " + starting;
+      }
     }
     const std::string body = c.ToJson().dump();
     if (body == before.ToJson().dump()) continue;
@@ -302,7 +367,7 @@ SageMakerService::Snapshot SageMakerService::TakeSnapshot() {
     for (const auto& rec : *comps) {
       auto c = ComponentRecord::FromRecord(rec);
       if (c.has_value()) {
-        snap.copies[{rec.key.account, c->name}] = {c->desired, static_cast<int>(c->copies.size())};
+        snap.copies[{rec.key.account, c->name}] = {c->desired, c->running};
       }
     }
   }

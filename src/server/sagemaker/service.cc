@@ -15,13 +15,19 @@ SageMakerService::SageMakerService(store::Store& store, fleet::Fleet fleet,
       driver_(driver),
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : SystemClock::Get()),
-      fleet_(std::move(fleet)) {}
+      fleet_(std::move(fleet)) {
+  // Agent reports that change a copy's state or a node's readiness wake the reconciler.
+  if (options_.registry != nullptr) options_.registry->AddListener([this] { Notify(); });
+}
 
 SageMakerService::~SageMakerService() { Stop(); }
 
 Status SageMakerService::Recover() {
   std::lock_guard lock(mu_);
-  return Ops::RecoverLocked(*this);
+  Ops::SyncNodes(*this);
+  CARVE_RETURN_IF_ERROR(Ops::RecoverLocked(*this));
+  Ops::PublishWorkloads(*this);  // Agents that reconnect find their copies still desired.
+  return OkStatus();
 }
 
 ApiResponse SageMakerService::Handle(const ApiRequest& request) {
@@ -91,9 +97,12 @@ void SageMakerService::Loop() {
 }
 
 void SageMakerService::ReconcileOnce() {
+  if (options_.registry != nullptr) options_.registry->Sweep();
   std::lock_guard lock(mu_);
+  Ops::SyncNodes(*this);
   Ops::ReconcileEndpoints(*this);
   Ops::ReconcileComponents(*this);
+  Ops::PublishWorkloads(*this);
 }
 
 void SageMakerService::WaitForCarves() {

@@ -37,6 +37,10 @@
 #include "server/api.h"
 #include "server/fleet/fleet.h"
 #include "server/fleet/node_driver.h"
+#include "server/nodes/fleet_lease.h"
+#include "server/nodes/node_registry.h"
+#include "server/sagemaker/route_table.h"
+#include "server/sagemaker/runtimes.h"
 #include "store/store.h"
 
 namespace carve::server::sagemaker {
@@ -46,14 +50,20 @@ struct ServiceOptions {
   const Clock* clock = nullptr;      // nullptr: SystemClock.
   // How often the background reconciler runs when nothing wakes it.
   std::chrono::milliseconds reconcile_interval{500};
+  // Agent mode: nodes come from the registry, copies run as processes on their agents and count
+  // as current only once running (healthy), and copies on NotReady nodes are rescheduled.
+  // nullptr: simulated mode, where a placed copy counts as running.
+  nodes::NodeRegistry* registry = nullptr;
+  RuntimeCatalog runtimes = BuiltinRuntimes(false);
+  std::string carve_binary;  // absolute path of the carve executable ({carve} in runtimes)
 };
 
-class SageMakerService {
+class SageMakerService final : public nodes::FleetLease {
  public:
   // `store` and `driver` must outlive the service.
   SageMakerService(store::Store& store, fleet::Fleet fleet, fleet::NodeDriver& driver,
                    ServiceOptions options = {});
-  ~SageMakerService();  // Stop()s.
+  ~SageMakerService() override;  // Stop()s.
   SageMakerService(const SageMakerService&) = delete;
   SageMakerService& operator=(const SageMakerService&) = delete;
 
@@ -89,6 +99,17 @@ class SageMakerService {
   };
   Snapshot TakeSnapshot();
 
+  // The runtime router's view: which copies of which component are in rotation (agent mode).
+  const RouteTable& routes() const { return routes_; }
+
+  // FleetLease: whole nodes for mGPU queues (claims with account "" and endpoint = owner).
+  Result<std::vector<NodeId>> Claim(const std::string& owner, std::string_view instance_type,
+                                    int count) override;
+  Status ClaimSpecific(const std::string& owner, const std::vector<NodeId>& nodes) override;
+  void Release(const std::string& owner) override;
+  std::vector<nodes::LeasedNode> NodesOf(const std::string& owner) const override;
+  std::vector<nodes::LeasedNode> AllNodes() const override;
+
   class Ops;  // The handlers (one file per resource) reach state through this.
 
  private:
@@ -115,6 +136,7 @@ class SageMakerService {
   bool stopping_ = false;
   std::thread loop_;
   std::atomic<bool> abort_carves_{false};  // Set by Stop(): carve workers give up between GPUs.
+  RouteTable routes_;  // Rebuilt after every reconcile pass; has its own lock.
 };
 
 }  // namespace carve::server::sagemaker

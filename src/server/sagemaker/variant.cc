@@ -43,6 +43,12 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   v.Integer(in, "ContainerStartupHealthCheckTimeoutInSeconds", path, {60, 3600}, false);
   v.Integer(in, "VariantInstanceProvisionTimeoutInSeconds", path, {300, 3600}, false);
   v.Bool(in, "EnableSSMAccess", path, false);
+  if (const json* routing = v.Object(in, "RoutingConfig", path, false)) {
+    static constexpr std::string_view kRouting[] = {"LEAST_OUTSTANDING_REQUESTS", "RANDOM"};
+    auto strategy = v.String(*routing, "RoutingStrategy", MemberPath(path, "RoutingConfig"),
+                             EnumRule(kRouting), true);
+    if (strategy) spec.routing_strategy = *strategy;
+  }
   if (type && !catalog::FindInstanceType(*type).has_value()) {
     v.Fail(MemberPath(path, "InstanceType"), *type,
            "Member must satisfy enum value set: " + InstanceTypeEnum());
@@ -135,7 +141,8 @@ json VariantToJson(const VariantSpec& v) {
             {"ModelName", v.model_name},
             {"InstanceType", v.instance_type},
             {"InitialInstanceCount", v.instance_count},
-            {"Nodes", v.nodes}};
+            {"Nodes", v.nodes},
+            {"RoutingStrategy", v.routing_strategy}};
   if (v.partition_types) j["PartitionTypes"] = *v.partition_types;
   return j;
 }
@@ -152,6 +159,7 @@ Result<VariantSpec> VariantFromJson(const json& j) {
       v.layout_entries = 1;
     }
     v.nodes = j.value("Nodes", std::vector<std::string>{});
+    v.routing_strategy = j.value("RoutingStrategy", std::string("LEAST_OUTSTANDING_REQUESTS"));
     return v;
   } catch (const json::exception& e) {
     return Internal(fmt::format("stored variant is malformed: {}", e.what()));

@@ -23,6 +23,8 @@ struct VariantSpec {
   std::optional<std::vector<std::string>> partition_types;
   int layout_entries = 0;          // How many AcceleratorPartitionLayouts were given.
   std::vector<std::string> nodes;  // Claimed fleet nodes (endpoint records only).
+  // RoutingConfig.RoutingStrategy: how InvokeEndpoint picks a copy.
+  std::string routing_strategy = "LEAST_OUTSTANDING_REQUESTS";
 };
 
 // Validates one ProductionVariant member (at `path`), recording violations. Returns the spec

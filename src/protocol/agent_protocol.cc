@@ -1,0 +1,91 @@
+#include "protocol/agent_protocol.h"
+
+namespace carve::protocol {
+
+// Field-by-field mapping; a missing field takes the struct's default, a wrong type throws
+// (caught below and turned into InvalidArgument).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInventory, index, uuid, name, pci_device_id,
+                                                memory_mib, mig_capable, mig_mode_current,
+                                                mig_mode_pending, catalog_model)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Registration, node_id, instance_type, driver,
+                                                driver_version, hostname, data_dir, gpus,
+                                                catalog_diffs)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RegisterReply, node_id, epoch,
+                                                heartbeat_interval_ms, node_timeout_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PartitionSpec, profile, start)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuDesired, index, mig, partitions)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShareSpec, core_percent, memory_mib, enforcement,
+                                                burstable)
+
+void to_json(nlohmann::json& j, const DeviceRequest& v) {
+  j = {{"gpus", v.gpus}, {"partition", v.partition}};
+  if (v.share) j["share"] = *v.share;
+}
+void from_json(const nlohmann::json& j, DeviceRequest& v) {
+  v = DeviceRequest{};
+  if (j.contains("gpus")) j.at("gpus").get_to(v.gpus);
+  if (j.contains("partition")) j.at("partition").get_to(v.partition);
+  if (j.contains("share") && !j.at("share").is_null()) v.share = j.at("share").get<ShareSpec>();
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadDesired, id, kind, name, index, command,
+                                                values, image, environment, device, cpu_milli,
+                                                memory_mib, restart, max_retries, health_check)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredState, node_id, epoch, version, gpus,
+                                                workloads)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CarvedPartition, profile, start, uuid)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProcessMemory, pid, used_mib)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStatus, index, mig, partitions, applied,
+                                                pending_reset, error, utilization_percent,
+                                                memory_used_mib, processes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadStatus, id, state, pid, port, address,
+                                                restarts, exit_codes, message, log_dir,
+                                                core_used_percent, memory_used_mib)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReport, node_id, epoch, applied_version,
+                                                gpus, workloads, events)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReply, desired_epoch, desired_version,
+                                                reregister)
+
+namespace {
+
+template <typename T>
+Result<T> Parse(const nlohmann::json& j, std::string_view what) {
+  if (!j.is_object()) return InvalidArgument(std::string(what) + ": expected a JSON object");
+  try {
+    return j.get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string(what) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const Registration& v) { return v; }
+nlohmann::json ToJson(const RegisterReply& v) { return v; }
+nlohmann::json ToJson(const DesiredState& v) { return v; }
+nlohmann::json ToJson(const WorkloadDesired& v) { return v; }
+nlohmann::json ToJson(const StatusReport& v) { return v; }
+nlohmann::json ToJson(const WorkloadStatus& v) { return v; }
+nlohmann::json ToJson(const StatusReply& v) { return v; }
+
+Result<Registration> RegistrationFromJson(const nlohmann::json& j) {
+  CARVE_ASSIGN_OR_RETURN(auto r, Parse<Registration>(j, "registration"));
+  if (r.node_id.empty()) return InvalidArgument("registration: node_id must not be empty");
+  return r;
+}
+Result<RegisterReply> RegisterReplyFromJson(const nlohmann::json& j) {
+  return Parse<RegisterReply>(j, "register reply");
+}
+Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j) {
+  return Parse<DesiredState>(j, "desired state");
+}
+Result<StatusReport> StatusReportFromJson(const nlohmann::json& j) {
+  CARVE_ASSIGN_OR_RETURN(auto r, Parse<StatusReport>(j, "status report"));
+  if (r.node_id.empty()) return InvalidArgument("status report: node_id must not be empty");
+  return r;
+}
+Result<StatusReply> StatusReplyFromJson(const nlohmann::json& j) {
+  return Parse<StatusReply>(j, "status reply");
+}
+
+}  // namespace carve::protocol

@@ -1,0 +1,212 @@
+// The agent <-> server protocol: JSON bodies exchanged between `carve agent` (one per GPU node,
+// or embedded in `carve server`) and the control plane. Every call is SigV4-signed with the same
+// credentials the aws CLI uses (service "sagemaker").
+//
+//   POST /v1/agent/register        Registration       -> RegisterReply
+//   GET  /v1/agent/desired?node=ID&after=V&wait_ms=N  -> DesiredState
+//        long-poll: answers as soon as the node's desired version exceeds `after`, or after
+//        wait_ms (at most 30 s) with the current state; `after=0` answers at once.
+//   POST /v1/agent/status          StatusReport       -> StatusReply
+//        the heartbeat: sent every heartbeat interval and at once after any change.
+//
+// The server owns the desired state; the agent owns what actually runs. Applying a desired
+// state is idempotent: the agent compares it with what it has (GPU layouts, workload ids) and
+// changes only the difference. A workload's id is stable for the life of one placement (a
+// rescheduled copy gets a new id), so "same id" means "same process may stay", and an id that is
+// no longer desired is stopped. This is how a node that comes back after NotReady reconciles:
+// its stale copies are no longer in its desired state, so they are killed, never run twice.
+//
+// Versioning: DesiredState.version grows monotonically per node for the life of one server
+// process; `epoch` changes when the server restarts, so an agent that sees another epoch treats
+// the state as new even if the version number went down.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace carve::protocol {
+
+// ---- Registration ----------------------------------------------------------------------------
+
+struct GpuInventory {
+  int index = 0;
+  std::string uuid;             // "GPU-..."
+  std::string name;             // NVML's product name
+  uint32_t pci_device_id = 0;   // PCI device id (upper 16 bits of NVML's pciDeviceId)
+  int64_t memory_mib = 0;
+  bool mig_capable = false;
+  int mig_mode_current = 0;     // 0 disabled, 1 enabled
+  int mig_mode_pending = 0;
+  std::string catalog_model;    // carve catalog id ("a100-40gb"), "" when unknown
+};
+
+struct Registration {
+  std::string node_id;
+  std::string instance_type;    // given, or derived from the GPUs ("ml.p4d.24xlarge")
+  std::string driver;           // "nvml" or "sim"
+  std::string driver_version;   // NVML's system driver version ("550.54.15"); "" for sim
+  std::string hostname;
+  std::string data_dir;         // absolute; workload logs live under it
+  std::vector<GpuInventory> gpus;
+  // Live NVML profile/placement data that differs from the catalog (live data wins), one line
+  // each, e.g. "gpu 0 1g.10gb: NVML allows starts {0,1,2,3,4,5,6}, catalog {0,...}".
+  std::vector<std::string> catalog_diffs;
+};
+
+struct RegisterReply {
+  std::string node_id;
+  std::string epoch;                  // server process identity (random per start)
+  int64_t heartbeat_interval_ms = 2000;
+  int64_t node_timeout_ms = 15000;    // NotReady after this long without a status report
+};
+
+// ---- Desired state ---------------------------------------------------------------------------
+
+struct PartitionSpec {
+  std::string profile;  // NVML profile name without "mig-": "1g.5gb"
+  int start = 0;        // placement start slice chosen by the layout engine
+  friend bool operator==(const PartitionSpec&, const PartitionSpec&) = default;
+};
+
+struct GpuDesired {
+  int index = 0;
+  // true: the GPU carries exactly `partitions` (MIG). false: used whole (no instances).
+  bool mig = false;
+  std::vector<PartitionSpec> partitions;
+  friend bool operator==(const GpuDesired&, const GpuDesired&) = default;
+};
+
+// An mGPU share of one card.
+struct ShareSpec {
+  int core_percent = 100;        // 5..100
+  int64_t memory_mib = 0;        // 0: no quota (whole card memory)
+  std::string enforcement = "interposer";  // "interposer" or "mps"
+  bool burstable = false;
+  friend bool operator==(const ShareSpec&, const ShareSpec&) = default;
+};
+
+// Where a workload runs on the node's GPUs.
+struct DeviceRequest {
+  // Partition: gpu + partition index into that GPU's desired partitions.
+  // Whole GPUs: gpus lists them, partition = -1.
+  // Share: gpus has one card, share is set.
+  // No GPU: gpus empty.
+  std::vector<int> gpus;
+  int partition = -1;
+  std::optional<ShareSpec> share;
+  friend bool operator==(const DeviceRequest&, const DeviceRequest&) = default;
+};
+
+struct WorkloadDesired {
+  std::string id;     // stable per placement: "<account>/<component>/<uid>"
+  std::string kind;   // "copy" (inference-component copy) or "task" (job task / ray process)
+  std::string name;   // component or job name: the log directory
+  int index = 0;      // copy or task index, for `carve logs NAME --copy N`
+  // Either a command template (placeholders {port}, {model_data} and any in `values`) ...
+  std::vector<std::string> command;
+  std::map<std::string, std::string> values;
+  // ... or an OCI image run with podman/docker (when command is empty).
+  std::string image;
+  std::map<std::string, std::string> environment;  // passed through (CreateModel Environment)
+  DeviceRequest device;
+  int64_t cpu_milli = 0;    // host CPU limit (cgroup); 0: none
+  int64_t memory_mib = 0;   // host memory limit (cgroup); 0: none
+  std::string restart = "always";  // "always" (copies), "on-failure", "never"
+  int max_retries = -1;            // on-failure: -1 unlimited
+  bool health_check = true;        // running only after GET /ping answers 200
+  friend bool operator==(const WorkloadDesired&, const WorkloadDesired&) = default;
+};
+
+struct DesiredState {
+  std::string node_id;
+  std::string epoch;
+  uint64_t version = 0;
+  std::vector<GpuDesired> gpus;          // only GPUs the server has decided about
+  std::vector<WorkloadDesired> workloads;
+};
+
+// ---- Status ----------------------------------------------------------------------------------
+
+struct CarvedPartition {
+  std::string profile;
+  int start = 0;
+  std::string uuid;  // "MIG-..."
+};
+
+struct ProcessMemory {
+  uint32_t pid = 0;
+  int64_t used_mib = 0;
+};
+
+struct GpuStatus {
+  int index = 0;
+  bool mig = false;
+  std::vector<CarvedPartition> partitions;  // what is carved now, in desired order when applied
+  bool applied = false;        // matches the desired entry for this GPU (if any)
+  bool pending_reset = false;  // MIG mode change waits for a GPU reset: reported, not retried
+  std::string error;           // why the desired layout could not be applied; "" when fine
+  int utilization_percent = -1;  // -1 unknown
+  int64_t memory_used_mib = -1;
+  std::vector<ProcessMemory> processes;
+};
+
+// Workload states, as the server sees them.
+//   starting  process started, /ping not yet answering
+//   running   healthy (answers /ping, or started when health_check is false)
+//   backoff   crashed, restart scheduled
+//   succeeded exited 0 and will not restart (tasks)
+//   failed    exited non-zero with no restarts left, or could not start (message says why)
+//   stopped   stopped on request
+struct WorkloadStatus {
+  std::string id;
+  std::string state;
+  int pid = 0;
+  int port = 0;            // 127.0.0.1 port (or host address below) the workload serves on
+  std::string address;     // "host:port" reachable from the server; "" when not serving
+  int restarts = 0;
+  std::vector<int> exit_codes;
+  std::string message;     // last event or error
+  std::string log_dir;     // absolute, on the node
+  double core_used_percent = -1;   // enforcement layer's measure; -1 unknown
+  int64_t memory_used_mib = -1;
+  friend bool operator==(const WorkloadStatus&, const WorkloadStatus&) = default;
+};
+
+struct StatusReport {
+  std::string node_id;
+  std::string epoch;              // the epoch the agent last registered with
+  // The last desired version the agent acted on: applied, or failed with the failures reported
+  // in GpuStatus.error / WorkloadStatus.message.
+  uint64_t applied_version = 0;
+  std::vector<GpuStatus> gpus;
+  std::vector<WorkloadStatus> workloads;
+  std::vector<std::string> events;  // since the last report ("copy X exited with 3, restarting")
+};
+
+struct StatusReply {
+  std::string desired_epoch;
+  uint64_t desired_version = 0;
+  bool reregister = false;  // the server does not know this node (restarted, lost it): register
+};
+
+// JSON (de)serialisation. FromJson errors are InvalidArgument naming the field.
+nlohmann::json ToJson(const Registration& v);
+nlohmann::json ToJson(const RegisterReply& v);
+nlohmann::json ToJson(const DesiredState& v);
+nlohmann::json ToJson(const WorkloadDesired& v);
+nlohmann::json ToJson(const StatusReport& v);
+nlohmann::json ToJson(const WorkloadStatus& v);
+nlohmann::json ToJson(const StatusReply& v);
+Result<Registration> RegistrationFromJson(const nlohmann::json& j);
+Result<RegisterReply> RegisterReplyFromJson(const nlohmann::json& j);
+Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j);
+Result<StatusReport> StatusReportFromJson(const nlohmann::json& j);
+Result<StatusReply> StatusReplyFromJson(const nlohmann::json& j);
+
+}  // namespace carve::protocol

@@ -1,0 +1,90 @@
+#include "protocol/agent_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace carve::protocol {
+namespace {
+
+TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
+  DesiredState d;
+  d.node_id = "node-a";
+  d.epoch = "e1";
+  d.version = 7;
+  d.gpus = {{0, true, {{"3g.40gb", 0}, {"1g.10gb", 6}}}, {1, false, {}}};
+  WorkloadDesired w;
+  w.id = "111111111111/ic-a/abc";
+  w.kind = "copy";
+  w.name = "ic-a";
+  w.index = 2;
+  w.command = {"carve", "testmodel", "--port", "{port}"};
+  w.values = {{"model_data", "s3://b/m.tar.gz"}};
+  w.environment = {{"MODEL", "llama"}};
+  w.device.gpus = {0};
+  w.device.partition = 1;
+  w.device.share = ShareSpec{30, 1000, "mps", true};
+  w.cpu_milli = 2000;
+  w.memory_mib = 4096;
+  w.restart = "on-failure";
+  w.max_retries = 3;
+  w.health_check = false;
+  d.workloads = {w};
+
+  auto back = DesiredStateFromJson(nlohmann::json::parse(ToJson(d).dump()));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->version, 7u);
+  EXPECT_EQ(back->gpus, d.gpus);
+  ASSERT_EQ(back->workloads.size(), 1u);
+  EXPECT_EQ(back->workloads[0], w);
+}
+
+TEST(AgentProtocol, MissingFieldsTakeDefaults) {
+  auto r = DesiredStateFromJson(nlohmann::json{{"version", 3},
+                                               {"workloads", {{{"id", "x"}}}}});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->workloads.size(), 1u);
+  EXPECT_EQ(r->workloads[0].restart, "always");
+  EXPECT_TRUE(r->workloads[0].health_check);
+  EXPECT_FALSE(r->workloads[0].device.share.has_value());
+  EXPECT_EQ(r->workloads[0].device.partition, -1);
+}
+
+TEST(AgentProtocol, WrongTypesAreInvalidArgumentNotExceptions) {
+  auto r = StatusReportFromJson(nlohmann::json{{"node_id", "n"}, {"applied_version", "seven"}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("status report"), std::string::npos);
+  EXPECT_FALSE(RegistrationFromJson(nlohmann::json::array()).has_value());
+}
+
+TEST(AgentProtocol, RegistrationNeedsANodeId) {
+  auto r = RegistrationFromJson(nlohmann::json{{"instance_type", "ml.p4d.24xlarge"}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("node_id"), std::string::npos);
+}
+
+TEST(AgentProtocol, StatusReportRoundTrips) {
+  StatusReport s;
+  s.node_id = "n";
+  s.epoch = "e";
+  s.applied_version = 4;
+  GpuStatus g;
+  g.index = 1;
+  g.mig = true;
+  g.partitions = {{"1g.5gb", 6, "MIG-abc"}};
+  g.applied = true;
+  g.processes = {{42, 100}};
+  s.gpus = {g};
+  WorkloadStatus w{"id", "running", 10, 5000, "127.0.0.1:5000", 1, {3}, "ok", "/d", 29.5, 900};
+  s.workloads = {w};
+  s.events = {"copy restarted"};
+  auto back = StatusReportFromJson(ToJson(s));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->workloads, s.workloads);
+  ASSERT_EQ(back->gpus.size(), 1u);
+  EXPECT_EQ(back->gpus[0].partitions[0].uuid, "MIG-abc");
+  EXPECT_EQ(back->gpus[0].processes[0].pid, 42u);
+  EXPECT_EQ(back->events, s.events);
+}
+
+}  // namespace
+}  // namespace carve::protocol

@@ -1,0 +1,105 @@
+#include "protocol/signed_client.h"
+
+#include <httplib.h>
+
+#include <ctime>
+
+#include "server/credentials.h"
+#include "server/sigv4.h"
+
+namespace carve::protocol {
+
+Result<ClientCredentials> LoadClientCredentials(const std::string& path,
+                                                const std::string& profile) {
+  CARVE_ASSIGN_OR_RETURN(auto all, server::Credentials::Load(path));
+  for (const auto& c : all.all()) {
+    if (c.profile == profile) return ClientCredentials{c.access_key_id, c.secret_access_key};
+  }
+  return NotFound("credentials file " + path + " has no profile [" + profile + "]");
+}
+
+SignedClient::SignedClient(std::string base_url, ClientCredentials credentials)
+    : base_url_(std::move(base_url)), credentials_(std::move(credentials)) {
+  std::string_view rest = base_url_;
+  if (rest.starts_with("http://")) rest.remove_prefix(7);
+  host_header_ = std::string(rest.substr(0, rest.find('/')));
+}
+
+Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view path,
+                                     std::string_view body, std::chrono::milliseconds timeout,
+                                     std::string_view content_type) const {
+  const size_t q = path.find('?');
+  server::SigV4Request req;
+  req.method = std::string(method);
+  req.path = std::string(path.substr(0, q));
+  req.query = q == std::string_view::npos ? "" : std::string(path.substr(q + 1));
+  req.body = std::string(body);
+  req.headers = {{"Host", host_header_}};
+  if (!body.empty()) req.headers.emplace_back("Content-Type", std::string(content_type));
+  if (!credentials_.access_key_id.empty()) {
+    server::sigv4::SignRequest(req, credentials_.access_key_id, credentials_.secret_access_key,
+                               credentials_.region, "sagemaker",
+                               server::sigv4::FormatAmzDate(std::time(nullptr)));
+  }
+  httplib::Client client(base_url_);
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(timeout - secs);
+  client.set_connection_timeout(std::chrono::seconds(3));
+  client.set_read_timeout(secs.count(), usecs.count());
+  client.set_write_timeout(secs.count(), usecs.count());
+  httplib::Headers headers;
+  for (const auto& [k, v] : req.headers) {
+    if (k != "Host" && k != "Content-Type") headers.emplace(k, v);
+  }
+  const std::string target(path);
+  const std::string ctype(content_type);
+  auto send = [&]() -> Result<httplib::Result> {
+    if (method == "GET") return client.Get(target, headers);
+    if (method == "DELETE") return client.Delete(target, headers, req.body, ctype);
+    if (method == "PUT") return client.Put(target, headers, req.body, ctype);
+    if (method == "POST") return client.Post(target, headers, req.body, ctype);
+    return InvalidArgument("method " + std::string(method) + " is not supported");
+  };
+  CARVE_ASSIGN_OR_RETURN(httplib::Result r, send());
+  if (!r) {
+    return Unavailable(std::string(method) + " " + base_url_ + target + ": " +
+                       httplib::to_string(r.error()));
+  }
+  HttpReply reply{r->status, r->body, {}};
+  for (const auto& [k, v] : r->headers) reply.headers.emplace(k, v);
+  return reply;
+}
+
+Result<nlohmann::json> SignedClient::Json(std::string_view method, std::string_view path,
+                                          const nlohmann::json* body,
+                                          std::chrono::milliseconds timeout) const {
+  CARVE_ASSIGN_OR_RETURN(HttpReply reply,
+                         Send(method, path, body == nullptr ? "" : body->dump(), timeout));
+  nlohmann::json parsed = nlohmann::json::parse(reply.body, nullptr, false);
+  if (reply.status >= 200 && reply.status < 300) {
+    if (parsed.is_discarded()) {
+      return Internal(std::string(path) + ": the reply is not JSON: " + reply.body.substr(0, 200));
+    }
+    return parsed;
+  }
+  std::string message = reply.body;
+  if (!parsed.is_discarded() && parsed.is_object()) {
+    if (parsed.contains("error") && parsed["error"].is_string()) {
+      message = parsed["error"].get<std::string>();
+    } else if (parsed.contains("message") && parsed["message"].is_string()) {
+      message = parsed["message"].get<std::string>();
+    }
+  }
+  switch (reply.status) {
+    case 400: return InvalidArgument(message);
+    case 401:
+    case 403: return FailedPrecondition("access denied: " + message);
+    case 404: return NotFound(message);
+    case 409: return FailedPrecondition(message);
+    default:
+      if (reply.status >= 500) return Unavailable(message);
+      return Internal("HTTP " + std::to_string(reply.status) + ": " + message);
+  }
+}
+
+}  // namespace carve::protocol

@@ -1,0 +1,65 @@
+// SignedClient: carve's own HTTP client for its native JSON routes and the agent protocol. Every
+// request is SigV4-signed (service "sagemaker") with a key from an AWS shared-credentials file,
+// exactly as the aws CLI would sign it, so the server needs one verification path.
+//
+// Thread-safe: each call opens its own connection (agent and CLI traffic is a few calls a
+// second; the load generator has its own pooled clients).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace carve::protocol {
+
+struct ClientCredentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string region = "us-east-1";
+};
+
+// Reads `profile` from an AWS shared-credentials file (the file `carve server` writes).
+// NotFound when the file or the profile is missing; InvalidArgument naming the line otherwise.
+Result<ClientCredentials> LoadClientCredentials(const std::string& path,
+                                                const std::string& profile = "default");
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  std::multimap<std::string, std::string> headers;
+};
+
+class SignedClient {
+ public:
+  // `base_url`: "http://host:port" (no path). An empty access key sends unsigned requests
+  // (for servers run with --insecure-no-auth).
+  SignedClient(std::string base_url, ClientCredentials credentials);
+
+  // One request. `path` may carry a query ("/v1/agent/desired?node=a&after=3"). Unavailable
+  // when the server cannot be reached or the read times out; otherwise the reply, whatever its
+  // status.
+  Result<HttpReply> Send(std::string_view method, std::string_view path, std::string_view body,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                         std::string_view content_type = "application/json") const;
+
+  // Send + JSON: a 2xx reply's body parsed. Non-2xx becomes an error whose message is the
+  // server's {"error": ...} text (or the body), with the code from the status: 400
+  // InvalidArgument, 403 FailedPrecondition, 404 NotFound, 409 AlreadyExists/FailedPrecondition,
+  // 5xx and unreachable Unavailable.
+  Result<nlohmann::json> Json(std::string_view method, std::string_view path,
+                              const nlohmann::json* body = nullptr,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  std::string base_url_;
+  std::string host_header_;
+  ClientCredentials credentials_;
+};
+
+}  // namespace carve::protocol

@@ -1,0 +1,25 @@
+#include "server/nodes/agent_node_driver.h"
+
+namespace carve::server::nodes {
+
+protocol::GpuDesired GpuDesiredFor(GpuIndex gpu, const core::Layout& layout) {
+  protocol::GpuDesired d;
+  d.index = static_cast<int>(gpu.value());
+  d.mig = !layout.instances.empty();
+  for (const auto& inst : layout.instances) {
+    d.partitions.push_back({std::string(inst.profile->name), inst.start});
+  }
+  return d;
+}
+
+Status AgentNodeDriver::CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) {
+  registry_.SetGpuLayout(node, GpuDesiredFor(gpu, layout));
+  return registry_.WaitForGpu(node, static_cast<int>(gpu.value()), carve_timeout_);
+}
+
+Status AgentNodeDriver::ResetGpu(const NodeId& node, GpuIndex gpu) {
+  registry_.SetGpuLayout(node, GpuDesiredFor(gpu, core::Layout{}));
+  return OkStatus();
+}
+
+}  // namespace carve::server::nodes

@@ -1,0 +1,35 @@
+// AgentNodeDriver: the fleet::NodeDriver for nodes run by agents. A carve becomes the GPU's entry
+// in the node's desired state; the call returns once the agent reports that GPU carved exactly
+// so (its MIG UUIDs are then in the registry), or fails with the agent's own error, or with
+// Unavailable when the node goes NotReady or the agent does not answer within `carve_timeout`.
+// Idempotent like every NodeDriver: the same layout again is a no-op on the agent.
+#pragma once
+
+#include <chrono>
+
+#include "server/fleet/node_driver.h"
+#include "server/nodes/node_registry.h"
+
+namespace carve::server::nodes {
+
+class AgentNodeDriver final : public fleet::NodeDriver {
+ public:
+  explicit AgentNodeDriver(NodeRegistry& registry,
+                           std::chrono::milliseconds carve_timeout = std::chrono::minutes(2))
+      : registry_(registry), carve_timeout_(carve_timeout) {}
+
+  Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) override;
+  // Asks for the GPU whole again and returns at once (it runs under the service's lock): the
+  // agent first stops the copies no longer desired, then clears the GPU; a NotReady node's
+  // agent does so when it returns, because its desired state says so.
+  Status ResetGpu(const NodeId& node, GpuIndex gpu) override;
+
+ private:
+  NodeRegistry& registry_;
+  const std::chrono::milliseconds carve_timeout_;
+};
+
+// The desired-state entry for one GPU carved as `layout` (no instances: whole).
+protocol::GpuDesired GpuDesiredFor(GpuIndex gpu, const core::Layout& layout);
+
+}  // namespace carve::server::nodes

@@ -1,0 +1,412 @@
+#include "server/nodes/node_registry.h"
+
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "catalog/catalog.h"
+
+namespace carve::server::nodes {
+namespace {
+
+constexpr std::string_view kNodeKind = "Node";
+
+std::string RandomEpoch() {
+  unsigned char bytes[8];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    return std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  return fmt::format("{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", bytes[0], bytes[1],
+                     bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]);
+}
+
+// What the control plane reacts to in a report: workload states and GPU carve outcomes, not
+// the utilization figures that change every heartbeat.
+bool SameOutcome(const protocol::StatusReport& a, const protocol::StatusReport& b) {
+  if (a.workloads != b.workloads || a.gpus.size() != b.gpus.size() ||
+      a.applied_version != b.applied_version) {
+    return false;
+  }
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    const auto& x = a.gpus[i];
+    const auto& y = b.gpus[i];
+    if (x.index != y.index || x.mig != y.mig || x.applied != y.applied || x.error != y.error ||
+        x.pending_reset != y.pending_reset || x.partitions.size() != y.partitions.size()) {
+      return false;
+    }
+    for (size_t p = 0; p < x.partitions.size(); ++p) {
+      if (x.partitions[p].uuid != y.partitions[p].uuid) return false;
+    }
+  }
+  return true;
+}
+
+bool Matches(const protocol::GpuDesired& want, const protocol::GpuStatus& have) {
+  if (!have.applied || have.mig != want.mig) return false;
+  if (have.partitions.size() != want.partitions.size()) return false;
+  for (size_t i = 0; i < want.partitions.size(); ++i) {
+    if (have.partitions[i].profile != want.partitions[i].profile ||
+        have.partitions[i].start != want.partitions[i].start) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+NodeRegistry::NodeRegistry(store::Store& store, NodeRegistryOptions options)
+    : store_(store),
+      options_(options),
+      clock_(options.clock != nullptr ? *options.clock : SystemClock::Get()),
+      epoch_(RandomEpoch()) {}
+
+Status NodeRegistry::Recover() {
+  CARVE_ASSIGN_OR_RETURN(auto records, store_.List("", std::string(kNodeKind), {}));
+  std::lock_guard lock(mu_);
+  for (const auto& rec : records) {
+    auto parsed = nlohmann::json::parse(rec.body, nullptr, false);
+    auto reg = protocol::RegistrationFromJson(parsed);
+    if (!reg.has_value()) {
+      spdlog::warn("node record {} is unreadable: {}", rec.key.name, reg.error().message);
+      continue;
+    }
+    // Recovered nodes get one node_timeout of grace: their agents normally reconnect within
+    // seconds, and declaring them lost at once would reschedule every copy after each restart.
+    Entry& e = nodes_[reg->node_id];
+    e.registration = *reg;
+    e.ready = true;
+    e.not_ready_reason.clear();
+    e.last_report = clock_.Now();
+  }
+  spdlog::info("recovered {} nodes from the store; each is NotReady unless its agent reports "
+               "within {} ms", records.size(), options_.node_timeout.count());
+  return OkStatus();
+}
+
+Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registration& reg) {
+  auto type = catalog::FindInstanceType(reg.instance_type);
+  if (!type.has_value()) {
+    return InvalidArgument("registration of node " + reg.node_id + ": instance_type '" +
+                           reg.instance_type + "': " + type.error().message);
+  }
+  if (!reg.gpus.empty() && static_cast<int>(reg.gpus.size()) != (*type)->gpu_count) {
+    return InvalidArgument(fmt::format(
+        "registration of node {}: {} has {} GPUs but the agent found {}", reg.node_id,
+        reg.instance_type, (*type)->gpu_count, reg.gpus.size()));
+  }
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(reg.node_id);
+    if (it != nodes_.end() && it->second.registration.instance_type != reg.instance_type) {
+      return InvalidArgument("registration of node " + reg.node_id + ": instance_type '" +
+                             reg.instance_type + "' differs from the registered '" +
+                             it->second.registration.instance_type +
+                             "'; remove the node before re-registering it as another type");
+    }
+  }
+  // Durable before acknowledged: a restarted server knows the node before its agent returns.
+  CARVE_RETURN_IF_ERROR(
+      store_.Commit({store::Put{{"", std::string(kNodeKind), reg.node_id},
+                                protocol::ToJson(reg).dump(), int64_t{0}}}));
+  {
+    std::lock_guard lock(mu_);
+    Entry& e = nodes_[reg.node_id];
+    const bool was_ready = e.ready;
+    e.registration = reg;
+    e.connected = true;
+    e.ready = true;
+    e.not_ready_reason.clear();
+    e.last_report = clock_.Now();
+    e.last_report_ms = clock_.UnixMillis();
+    ++e.version;  // The agent (maybe restarted) must fetch the whole desired state again.
+    if (!was_ready) spdlog::info("node {} ({}) is Ready", reg.node_id, reg.instance_type);
+    for (const auto& diff : reg.catalog_diffs) {
+      spdlog::warn("node {}: live NVML data differs from the catalog: {}", reg.node_id, diff);
+    }
+  }
+  changed_.notify_all();
+  NotifyListeners();
+  return protocol::RegisterReply{reg.node_id, epoch_, options_.heartbeat_interval.count(),
+                                 options_.node_timeout.count()};
+}
+
+protocol::StatusReply NodeRegistry::ReportStatus(const protocol::StatusReport& report) {
+  protocol::StatusReply reply;
+  reply.desired_epoch = epoch_;
+  bool notify = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(report.node_id);
+    if (it == nodes_.end() || !it->second.connected || report.epoch != epoch_) {
+      reply.reregister = true;
+      return reply;
+    }
+    Entry& e = it->second;
+    notify = !SameOutcome(e.status, report) || !e.ready;
+    if (!e.ready) spdlog::info("node {} is Ready again", report.node_id);
+    for (const auto& event : report.events) spdlog::info("node {}: {}", report.node_id, event);
+    e.status = report;
+    e.status.events.clear();
+    e.ready = true;
+    e.not_ready_reason.clear();
+    e.last_report = clock_.Now();
+    e.last_report_ms = clock_.UnixMillis();
+    reply.desired_version = e.version;
+  }
+  if (notify) {
+    changed_.notify_all();
+    NotifyListeners();
+  }
+  return reply;
+}
+
+protocol::DesiredState NodeRegistry::DesiredLocked(const Entry& e) const {
+  protocol::DesiredState d;
+  d.node_id = e.registration.node_id;
+  d.epoch = epoch_;
+  d.version = e.version;
+  for (const auto& [index, gpu] : e.gpus) d.gpus.push_back(gpu);
+  for (const auto& [source, list] : e.workloads) {
+    d.workloads.insert(d.workloads.end(), list.begin(), list.end());
+  }
+  return d;
+}
+
+Result<protocol::DesiredState> NodeRegistry::WaitDesired(const std::string& node,
+                                                         const std::string& epoch, uint64_t after,
+                                                         std::chrono::milliseconds wait) {
+  wait = std::clamp(wait, std::chrono::milliseconds(0), options_.max_long_poll);
+  std::unique_lock lock(mu_);
+  auto ready = [&] {
+    auto it = nodes_.find(node);
+    return it == nodes_.end() || epoch != epoch_ || it->second.version > after;
+  };
+  changed_.wait_for(lock, wait, ready);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NotFound("node " + node + " is not registered");
+  return DesiredLocked(it->second);
+}
+
+void NodeRegistry::SetGpuLayout(const NodeId& node, const protocol::GpuDesired& gpu) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node.value());
+    if (it == nodes_.end()) {
+      spdlog::warn("SetGpuLayout: node {} is not registered", node.value());
+      return;
+    }
+    auto [slot, inserted] = it->second.gpus.try_emplace(gpu.index, gpu);
+    if (!inserted && slot->second == gpu) return;
+    slot->second = gpu;
+    ++it->second.version;
+  }
+  changed_.notify_all();
+}
+
+void NodeRegistry::SetWorkloads(std::string_view source, const NodeId& node,
+                                std::vector<protocol::WorkloadDesired> workloads) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node.value());
+    if (it == nodes_.end()) return;
+    auto& lists = it->second.workloads;
+    auto cur = lists.find(source);
+    if (cur == lists.end()) {
+      if (workloads.empty()) return;
+      lists.emplace(std::string(source), std::move(workloads));
+    } else {
+      if (cur->second == workloads) return;
+      cur->second = std::move(workloads);
+    }
+    ++it->second.version;
+  }
+  changed_.notify_all();
+}
+
+void NodeRegistry::RetainWorkloadNodes(std::string_view source, const std::vector<NodeId>& keep) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, e] : nodes_) {
+      if (std::find(keep.begin(), keep.end(), NodeId(name)) != keep.end()) continue;
+      auto cur = e.workloads.find(source);
+      if (cur == e.workloads.end()) continue;
+      e.workloads.erase(cur);
+      ++e.version;
+      changed = true;
+    }
+  }
+  if (changed) changed_.notify_all();
+}
+
+Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint64_t target = 0;
+  while (true) {
+    auto it = nodes_.find(node.value());
+    if (it == nodes_.end()) return NotFound("node " + node.value() + " is not registered");
+    const Entry& e = it->second;
+    auto want = e.gpus.find(gpu);
+    if (want == e.gpus.end()) return NotFound(fmt::format("GPU {} of {} has no desired layout",
+                                                          gpu, node.value()));
+    if (target == 0) target = e.version;
+    if (!e.ready) {
+      return Unavailable("node " + node.value() + " is NotReady: " + e.not_ready_reason);
+    }
+    for (const auto& have : e.status.gpus) {
+      if (have.index != gpu) continue;
+      if (Matches(want->second, have)) return OkStatus();
+      if (e.status.applied_version >= target) {
+        if (have.pending_reset) {
+          return FailedPrecondition(fmt::format(
+              "GPU {} of {}: MIG mode is pending a GPU reset; reset the GPU, then retry", gpu,
+              node.value()));
+        }
+        if (!have.error.empty()) {
+          return FailedPrecondition(fmt::format("GPU {} of {}: {}", gpu, node.value(),
+                                                have.error));
+        }
+      }
+    }
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      return Unavailable(fmt::format("GPU {} of {}: the agent did not apply the layout within {} s",
+                                     gpu, node.value(),
+                                     std::chrono::duration_cast<std::chrono::seconds>(timeout)
+                                         .count()));
+    }
+  }
+}
+
+std::optional<protocol::WorkloadStatus> NodeRegistry::Workload(std::string_view id) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [name, e] : nodes_) {
+    for (const auto& w : e.status.workloads) {
+      if (w.id == id) return w;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<protocol::GpuStatus> NodeRegistry::Gpu(const NodeId& node, int gpu) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node.value());
+  if (it == nodes_.end()) return std::nullopt;
+  for (const auto& g : it->second.status.gpus) {
+    if (g.index == gpu) return g;
+  }
+  return std::nullopt;
+}
+
+namespace {
+NodeView ViewOf(const auto& e) {
+  NodeView v;
+  v.registration = e.registration;
+  v.ready = e.ready;
+  v.connected = e.connected;
+  v.last_report_ms = e.last_report_ms;
+  v.not_ready_reason = e.not_ready_reason;
+  v.desired_version = e.version;
+  v.applied_version = e.status.applied_version;
+  v.last_status = e.status;
+  return v;
+}
+}  // namespace
+
+std::optional<NodeView> NodeRegistry::Node(const NodeId& node) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node.value());
+  if (it == nodes_.end()) return std::nullopt;
+  return ViewOf(it->second);
+}
+
+std::vector<NodeView> NodeRegistry::Nodes() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeView> out;
+  for (const auto& [name, e] : nodes_) out.push_back(ViewOf(e));
+  return out;
+}
+
+bool NodeRegistry::IsReady(const NodeId& node) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node.value());
+  return it != nodes_.end() && it->second.ready;
+}
+
+std::vector<NodeId> NodeRegistry::Sweep() {
+  std::vector<NodeId> lost;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = clock_.Now();
+    for (auto& [name, e] : nodes_) {
+      if (!e.ready || now - e.last_report < options_.node_timeout) continue;
+      e.ready = false;
+      e.not_ready_reason = fmt::format(
+          "no status report for {} s",
+          std::chrono::duration_cast<std::chrono::seconds>(now - e.last_report).count());
+      spdlog::warn("node {} is NotReady: {}", name, e.not_ready_reason);
+      lost.emplace_back(name);
+    }
+  }
+  if (!lost.empty()) {
+    changed_.notify_all();
+    NotifyListeners();
+  }
+  return lost;
+}
+
+void NodeRegistry::AddListener(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+void NodeRegistry::NotifyListeners() {
+  std::vector<std::function<void()>> copy;
+  {
+    std::lock_guard lock(mu_);
+    copy = listeners_;
+  }
+  for (const auto& l : copy) l();
+}
+
+nlohmann::json NodeRegistry::ToJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : Nodes()) {
+    nlohmann::json n{{"NodeId", v.registration.node_id},
+                     {"InstanceType", v.registration.instance_type},
+                     {"Driver", v.registration.driver},
+                     {"DriverVersion", v.registration.driver_version},
+                     {"Hostname", v.registration.hostname},
+                     {"Status", v.ready ? "Ready" : "NotReady"},
+                     {"LastReportMs", v.last_report_ms},
+                     {"DesiredVersion", v.desired_version},
+                     {"AppliedVersion", v.applied_version},
+                     {"Gpus", nlohmann::json::array()},
+                     {"Workloads", nlohmann::json::array()}};
+    if (!v.ready) n["Reason"] = v.not_ready_reason;
+    if (!v.registration.catalog_diffs.empty()) n["CatalogDiffs"] = v.registration.catalog_diffs;
+    for (const auto& g : v.registration.gpus) {
+      nlohmann::json gj{{"Index", g.index}, {"Uuid", g.uuid}, {"Name", g.name},
+                        {"Model", g.catalog_model}};
+      for (const auto& s : v.last_status.gpus) {
+        if (s.index != g.index) continue;
+        gj["Utilization"] = s.utilization_percent;
+        if (!s.error.empty()) gj["Error"] = s.error;
+        if (s.pending_reset) gj["PendingReset"] = true;
+        nlohmann::json parts = nlohmann::json::array();
+        for (const auto& p : s.partitions) {
+          parts.push_back({{"Profile", p.profile}, {"Start", p.start}, {"Uuid", p.uuid}});
+        }
+        gj["Partitions"] = parts;
+      }
+      n["Gpus"].push_back(gj);
+    }
+    for (const auto& w : v.last_status.workloads) n["Workloads"].push_back(protocol::ToJson(w));
+    out.push_back(n);
+  }
+  return {{"Nodes", out}};
+}
+
+}  // namespace carve::server::nodes

@@ -1,0 +1,141 @@
+// NodeRegistry: the control plane's side of the agent protocol (protocol/agent_protocol.h).
+//
+// It knows every node an agent ever registered (persisted in the Store as kind "Node" with
+// account "", so a restarted server knows its fleet before the agents reconnect), whether each
+// is Ready, the node's desired state, and what its agent last reported.
+//
+// Desired state has two parts, both set by the control plane:
+//   - GPU layouts, one entry per GPU (SetGpuLayout), written by AgentNodeDriver when an endpoint
+//     carves;
+//   - workloads, grouped by source ("sagemaker" for inference-component copies, "queues" for
+//     job tasks): SetWorkloads replaces one source's list for one node. The node's desired
+//     workloads are the union over sources.
+// Any change bumps the node's version and wakes its long-poll.
+//
+// Readiness: a node is Ready from its registration (or from recovery, see Recover) until no
+// status report arrived for
+// node_timeout (Sweep, called by the server's reconciler, marks it NotReady). A report from a
+// NotReady node makes it Ready again. Listeners (AddListener) are told after any registration,
+// readiness change, or status change worth reacting to (a workload's state, a GPU's carve).
+//
+// Thread-safe. Listeners are called without the registry's lock held, on the calling thread
+// (an HTTP worker or the sweeper), so they may call back into the registry.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/result.h"
+#include "protocol/agent_protocol.h"
+#include "store/store.h"
+
+namespace carve::server::nodes {
+
+struct NodeRegistryOptions {
+  std::chrono::milliseconds heartbeat_interval{2000};
+  std::chrono::milliseconds node_timeout{15000};
+  std::chrono::milliseconds max_long_poll{30000};
+  const Clock* clock = nullptr;  // nullptr: SystemClock
+};
+
+struct NodeView {
+  protocol::Registration registration;
+  bool ready = false;
+  bool connected = false;          // registered with this server process (since its start)
+  int64_t last_report_ms = 0;      // Unix millis of the last status report; 0 never
+  std::string not_ready_reason;    // "no status report for 15 s"; "" when ready
+  uint64_t desired_version = 0;
+  uint64_t applied_version = 0;
+  protocol::StatusReport last_status;
+};
+
+class NodeRegistry {
+ public:
+  // `store` must outlive the registry.
+  NodeRegistry(store::Store& store, NodeRegistryOptions options = {});
+
+  // Loads persisted nodes, not connected; each counts as Ready for one node_timeout (the grace
+  // its agent has to reconnect before its work is rescheduled). Call once before serving.
+  Status Recover();
+
+  // ---- agent side (called by the /v1/agent routes) ----
+  // Persists the inventory (an acknowledged registration survives a crash). InvalidArgument when
+  // the instance type is not in the catalog or the GPU count does not match it.
+  Result<protocol::RegisterReply> Register(const protocol::Registration& registration);
+  // Records the report (the heartbeat). reregister is set when the node is unknown or the
+  // report's epoch is not this server's.
+  protocol::StatusReply ReportStatus(const protocol::StatusReport& report);
+  // Long-poll: returns when the node's version exceeds `after` (or `epoch` differs from this
+  // server's), or after `wait` (capped at max_long_poll). NotFound for an unknown node.
+  Result<protocol::DesiredState> WaitDesired(const std::string& node, const std::string& epoch,
+                                             uint64_t after, std::chrono::milliseconds wait);
+
+  // ---- control-plane side ----
+  void SetGpuLayout(const NodeId& node, const protocol::GpuDesired& gpu);
+  void SetWorkloads(std::string_view source, const NodeId& node,
+                    std::vector<protocol::WorkloadDesired> workloads);
+  // Drops every workload of `source` on nodes not in `nodes` (a source's full resync).
+  void RetainWorkloadNodes(std::string_view source, const std::vector<NodeId>& nodes);
+
+  // Blocks until the node reports `gpu` applied with exactly the desired partitions (OK), an
+  // error for it (FailedPrecondition/Internal with the agent's message), the node going
+  // NotReady (Unavailable), or `timeout` (Unavailable).
+  Status WaitForGpu(const NodeId& node, int gpu, std::chrono::milliseconds timeout);
+
+  // The last reported status of a workload, wherever it runs. nullopt when no node reported it.
+  std::optional<protocol::WorkloadStatus> Workload(std::string_view id) const;
+  // The last reported GPU status; nullopt when unknown.
+  std::optional<protocol::GpuStatus> Gpu(const NodeId& node, int gpu) const;
+  std::optional<NodeView> Node(const NodeId& node) const;
+  std::vector<NodeView> Nodes() const;
+  bool IsReady(const NodeId& node) const;
+
+  // Marks nodes NotReady whose last report is older than node_timeout; returns those that
+  // changed (the caller reschedules their work).
+  std::vector<NodeId> Sweep();
+
+  void AddListener(std::function<void()> listener);
+
+  const std::string& epoch() const { return epoch_; }
+  const NodeRegistryOptions& options() const { return options_; }
+
+  // GET /v1/nodes body.
+  nlohmann::json ToJson() const;
+
+ private:
+  struct Entry {
+    protocol::Registration registration;
+    bool connected = false;
+    bool ready = false;
+    int64_t last_report_ms = 0;
+    std::chrono::steady_clock::time_point last_report{};
+    std::string not_ready_reason = "its agent has not connected since the server started";
+    uint64_t version = 1;
+    std::map<int, protocol::GpuDesired> gpus;
+    std::map<std::string, std::vector<protocol::WorkloadDesired>, std::less<>> workloads;
+    protocol::StatusReport status;
+  };
+  void NotifyListeners();
+  protocol::DesiredState DesiredLocked(const Entry& e) const;
+
+  store::Store& store_;
+  const NodeRegistryOptions options_;
+  const Clock& clock_;
+  const std::string epoch_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;          // any desired or status change
+  std::map<std::string, Entry> nodes_;       // guarded by mu_
+  std::vector<std::function<void()>> listeners_;
+};
+
+}  // namespace carve::server::nodes

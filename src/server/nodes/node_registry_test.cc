@@ -1,0 +1,232 @@
+#include "server/nodes/node_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "catalog/catalog.h"
+#include "common/fake_clock.h"
+#include "server/nodes/agent_node_driver.h"
+#include "store/fake_store.h"
+
+namespace carve::server::nodes {
+namespace {
+
+using namespace std::chrono_literals;
+
+protocol::Registration P4d(const std::string& id) {
+  protocol::Registration r;
+  r.node_id = id;
+  r.instance_type = "ml.p4d.24xlarge";
+  r.driver = "sim";
+  for (int i = 0; i < 8; ++i) {
+    protocol::GpuInventory g;
+    g.index = i;
+    g.uuid = "GPU-" + std::to_string(i);
+    r.gpus.push_back(g);
+  }
+  return r;
+}
+
+class NodeRegistryTest : public ::testing::Test {
+ protected:
+  NodeRegistryOptions Options() {
+    NodeRegistryOptions o;
+    o.clock = &clock_;
+    o.node_timeout = 10s;
+    return o;
+  }
+  protocol::StatusReport Report(const std::string& node) {
+    protocol::StatusReport s;
+    s.node_id = node;
+    s.epoch = registry_.epoch();
+    return s;
+  }
+  FakeClock clock_;
+  store::FakeStore store_{clock_};
+  NodeRegistry registry_{store_, Options()};
+};
+
+TEST_F(NodeRegistryTest, RegistrationNamesAnUnknownInstanceTypeAndAWrongGpuCount) {
+  auto bad = P4d("a");
+  bad.instance_type = "ml.nothing.large";
+  auto r = registry_.Register(bad);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("ml.nothing.large"), std::string::npos);
+  auto short_node = P4d("b");
+  short_node.gpus.pop_back();
+  r = registry_.Register(short_node);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("has 8 GPUs but the agent found 7"), std::string::npos);
+  EXPECT_TRUE(registry_.Nodes().empty());
+}
+
+TEST_F(NodeRegistryTest, ARegisteredNodeSurvivesARestartWithOneTimeoutOfGrace) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  EXPECT_TRUE(registry_.IsReady(NodeId("a")));
+  NodeRegistry restarted(store_, Options());
+  ASSERT_TRUE(restarted.Recover().ok());
+  auto view = restarted.Node(NodeId("a"));
+  ASSERT_TRUE(view.has_value());
+  EXPECT_TRUE(view->ready);
+  EXPECT_FALSE(view->connected);
+  clock_.Advance(11s);
+  EXPECT_EQ(restarted.Sweep().size(), 1u);
+  EXPECT_FALSE(restarted.IsReady(NodeId("a")));
+  EXPECT_EQ(view->registration.instance_type, "ml.p4d.24xlarge");
+  EXPECT_NE(restarted.epoch(), registry_.epoch());
+  // Its agent's next report carries the old epoch: it is told to register again.
+  auto stale = Report("a");
+  stale.epoch = registry_.epoch();
+  EXPECT_TRUE(restarted.ReportStatus(stale).reregister);
+}
+
+TEST_F(NodeRegistryTest, LongPollAnswersWhenTheDesiredStateChanges) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  auto first = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
+  ASSERT_TRUE(first.has_value());
+  auto waiter = std::async(std::launch::async, [&] {
+    return registry_.WaitDesired("a", registry_.epoch(), first->version, 5s);
+  });
+  EXPECT_EQ(waiter.wait_for(50ms), std::future_status::timeout);
+  protocol::WorkloadDesired w;
+  w.id = "acct/ic/1";
+  registry_.SetWorkloads("sagemaker", NodeId("a"), {w});
+  auto got = waiter.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_GT(got->version, first->version);
+  ASSERT_EQ(got->workloads.size(), 1u);
+  EXPECT_EQ(got->workloads[0].id, "acct/ic/1");
+  // The same list again changes nothing; another source's list is added to it.
+  registry_.SetWorkloads("sagemaker", NodeId("a"), {w});
+  EXPECT_EQ(registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->version, got->version);
+  protocol::WorkloadDesired task;
+  task.id = "acct/q/job/0";
+  registry_.SetWorkloads("queues", NodeId("a"), {task});
+  EXPECT_EQ(registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->workloads.size(), 2u);
+  registry_.RetainWorkloadNodes("queues", {});
+  EXPECT_EQ(registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->workloads.size(), 1u);
+}
+
+TEST_F(NodeRegistryTest, AnotherEpochAnswersAtOnce) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  auto d = registry_.WaitDesired("a", "old-epoch", 1'000'000, 5s);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->epoch, registry_.epoch());
+  EXPECT_FALSE(registry_.WaitDesired("zz", registry_.epoch(), 0, 0ms).has_value());
+}
+
+TEST_F(NodeRegistryTest, SilenceMakesANodeNotReadyAndAReportMakesItReady) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  int notified = 0;
+  registry_.AddListener([&] { ++notified; });
+  clock_.Advance(9s);
+  EXPECT_TRUE(registry_.Sweep().empty());
+  clock_.Advance(2s);
+  auto lost = registry_.Sweep();
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0], NodeId("a"));
+  EXPECT_FALSE(registry_.IsReady(NodeId("a")));
+  EXPECT_NE(registry_.Node(NodeId("a"))->not_ready_reason.find("no status report for 11 s"),
+            std::string::npos);
+  EXPECT_EQ(notified, 1);
+  EXPECT_FALSE(registry_.ReportStatus(Report("a")).reregister);
+  EXPECT_TRUE(registry_.IsReady(NodeId("a")));
+  EXPECT_EQ(notified, 2);
+}
+
+TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  ASSERT_TRUE(registry_.Register(P4d("b")).has_value());
+  auto s = Report("b");
+  protocol::WorkloadStatus w7;
+  w7.id = "acct/ic/7";
+  w7.state = "running";
+  w7.pid = 42;
+  w7.port = 5000;
+  w7.address = "127.0.0.1:5000";
+  s.workloads.push_back(w7);
+  registry_.ReportStatus(s);
+  auto w = registry_.Workload("acct/ic/7");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->state, "running");
+  EXPECT_EQ(w->address, "127.0.0.1:5000");
+  EXPECT_FALSE(registry_.Workload("acct/ic/8").has_value());
+}
+
+class CarveThroughAgentTest : public NodeRegistryTest {
+ protected:
+  core::Layout TwoPartitions() {
+    auto gpu = catalog::FindGpu("a100-40gb");
+    core::Layout l{*gpu, {}};
+    l.instances.push_back({*catalog::FindProfile(**gpu, "4g.20gb"), 0});
+    l.instances.push_back({*catalog::FindProfile(**gpu, "3g.20gb"), 4});
+    return l;
+  }
+};
+
+TEST_F(CarveThroughAgentTest, CarveReturnsWhenTheAgentReportsTheLayout) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  AgentNodeDriver driver(registry_, 5s);
+  auto carve = std::async(std::launch::async,
+                          [&] { return driver.CarveGpu(NodeId("a"), GpuIndex(3), TwoPartitions()); });
+  // Play the agent: read the desired state, report it applied.
+  protocol::DesiredState d;
+  for (int i = 0; i < 100 && d.gpus.empty(); ++i) {
+    d = *registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
+    if (d.gpus.empty()) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(d.gpus.size(), 1u);
+  EXPECT_EQ(d.gpus[0].index, 3);
+  EXPECT_TRUE(d.gpus[0].mig);
+  ASSERT_EQ(d.gpus[0].partitions.size(), 2u);
+  EXPECT_EQ(d.gpus[0].partitions[1], (protocol::PartitionSpec{"3g.20gb", 4}));
+  auto s = Report("a");
+  s.applied_version = d.version;
+  protocol::GpuStatus g;
+  g.index = 3;
+  g.mig = true;
+  g.applied = true;
+  g.partitions = {{"4g.20gb", 0, "MIG-x"}, {"3g.20gb", 4, "MIG-y"}};
+  s.gpus = {g};
+  registry_.ReportStatus(s);
+  Status st = carve.get();
+  EXPECT_TRUE(st.ok()) << st.error().message;
+}
+
+TEST_F(CarveThroughAgentTest, TheAgentsErrorFailsTheCarve) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  AgentNodeDriver driver(registry_, 5s);
+  auto carve = std::async(std::launch::async,
+                          [&] { return driver.CarveGpu(NodeId("a"), GpuIndex(0), TwoPartitions()); });
+  protocol::DesiredState d;
+  for (int i = 0; i < 100 && d.gpus.empty(); ++i) {
+    d = *registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
+    if (d.gpus.empty()) std::this_thread::sleep_for(10ms);
+  }
+  auto s = Report("a");
+  s.applied_version = d.version;
+  protocol::GpuStatus g;
+  g.index = 0;
+  g.error = "GPU 0 has running processes (pid 4242); not re-carving";
+  s.gpus = {g};
+  registry_.ReportStatus(s);
+  Status st = carve.get();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("pid 4242"), std::string::npos);
+}
+
+TEST_F(CarveThroughAgentTest, ANotReadyNodeFailsTheCarveAsUnavailable) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  clock_.Advance(11s);
+  registry_.Sweep();
+  AgentNodeDriver driver(registry_, 5s);
+  Status st = driver.CarveGpu(NodeId("a"), GpuIndex(0), TwoPartitions());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace carve::server::nodes

@@ -1,0 +1,260 @@
+// The service in agent mode: nodes come from a NodeRegistry, carving goes through
+// AgentNodeDriver, copies become workloads in each node's desired state and count only once
+// their agent reports them running, and a NotReady node's copies are rescheduled. The agents are
+// played in-process by a pump thread that applies every desired state at once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "common/fake_clock.h"
+#include "server/nodes/agent_node_driver.h"
+#include "server/nodes/node_registry.h"
+#include "server/sagemaker/service.h"
+#include "store/fake_store.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kAccount[] = "111111111111";
+
+class AgentModeTest : public ::testing::Test {
+ protected:
+  AgentModeTest() : store_(clock_), registry_(store_, RegistryOptions()), driver_(registry_, 5s) {
+    for (const char* id : {"node-a", "node-b"}) {
+      protocol::Registration r;
+      r.node_id = id;
+      r.instance_type = "ml.p4d.24xlarge";
+      r.driver = "sim";
+      EXPECT_TRUE(registry_.Register(r).has_value());
+      healthy_.insert(id);
+    }
+    ServiceOptions options;
+    options.clock = &clock_;
+    options.registry = &registry_;
+    auto fleet = fleet::Fleet::Create({});
+    service_ = std::make_unique<SageMakerService>(store_, std::move(fleet).value(), driver_,
+                                                  options);
+    EXPECT_TRUE(service_->Recover().ok());
+    pump_ = std::thread([this] {
+      while (!stop_) {
+        Pump();
+        std::this_thread::sleep_for(2ms);
+      }
+    });
+  }
+  ~AgentModeTest() override {
+    stop_ = true;
+    pump_.join();
+  }
+  nodes::NodeRegistryOptions RegistryOptions() {
+    nodes::NodeRegistryOptions o;
+    o.clock = &clock_;
+    o.node_timeout = 10s;
+    return o;
+  }
+
+  // Every healthy node's agent applies its desired state and reports it.
+  void Pump() {
+    for (const auto& view : registry_.Nodes()) {
+      const std::string& id = view.registration.node_id;
+      {
+        std::lock_guard lock(mu_);
+        if (!healthy_.contains(id)) continue;
+      }
+      auto d = registry_.WaitDesired(id, registry_.epoch(), 0, 0ms);
+      if (!d.has_value()) continue;
+      protocol::StatusReport s;
+      s.node_id = id;
+      s.epoch = registry_.epoch();
+      s.applied_version = d->version;
+      for (const auto& g : d->gpus) {
+        protocol::GpuStatus gs;
+        gs.index = g.index;
+        gs.mig = g.mig;
+        gs.applied = true;
+        for (const auto& p : g.partitions) {
+          gs.partitions.push_back({p.profile, p.start, "MIG-" + id + "-" + p.profile});
+        }
+        s.gpus.push_back(gs);
+      }
+      int port = 9000;
+      for (const auto& w : d->workloads) {
+        protocol::WorkloadStatus ws;
+        ws.id = w.id;
+        ws.state = serving_ ? "running" : "starting";
+        ws.port = ++port;
+        ws.address = "127.0.0.1:" + std::to_string(port);
+        s.workloads.push_back(ws);
+      }
+      registry_.ReportStatus(s);
+    }
+  }
+
+  json Ok(const std::string& op, const json& body) {
+    ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
+    EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
+    return json::parse(r.body);
+  }
+  void Settle() {
+    for (int i = 0; i < 4; ++i) {
+      service_->ReconcileOnce();
+      service_->WaitForCarves();
+      std::this_thread::sleep_for(10ms);  // One pump after the pass.
+    }
+  }
+  void Deploy(const std::string& image, int copies) {
+    Ok("CreateModel", {{"ModelName", "m"},
+                       {"PrimaryContainer",
+                        {{"Image", image},
+                         {"ModelDataUrl", "s3://bucket/model.tar.gz"},
+                         {"Environment", {{"CARVE_MODEL", "llama-3.1-8b"}}}}}});
+    json variant = {{"VariantName", "AllTraffic"},
+                    {"InstanceType", "ml.p4d.24xlarge"},
+                    {"InitialInstanceCount", 2},
+                    {"AcceleratorPartitionLayouts",
+                     {{{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-3g.20gb"}}}}}};
+    Ok("CreateEndpointConfig", {{"EndpointConfigName", "ep"}, {"ProductionVariants", {variant}}});
+    Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});
+    Settle();
+    Ok("CreateInferenceComponent",
+       {{"InferenceComponentName", "ic"},
+        {"EndpointName", "ep"},
+        {"VariantName", "AllTraffic"},
+        {"Specification",
+         {{"ModelName", "m"},
+          {"ComputeResourceRequirements",
+           {{"AcceleratorPartitionType", "mig-3g.20gb"},
+            {"NumberOfAcceleratorDevicesRequired", 1},
+            {"NumberOfCpuCoresRequired", 1},
+            {"MinMemoryRequiredInMb", 1024}}}}},
+        {"RuntimeConfig", {{"CopyCount", copies}}}});
+    Settle();
+  }
+  json Describe() { return Ok("DescribeInferenceComponent", {{"InferenceComponentName", "ic"}}); }
+  std::vector<protocol::WorkloadDesired> Workloads(const std::string& node) {
+    return registry_.WaitDesired(node, registry_.epoch(), 0, 0ms)->workloads;
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_;
+  nodes::NodeRegistry registry_;
+  nodes::AgentNodeDriver driver_;
+  std::unique_ptr<SageMakerService> service_;
+  std::mutex mu_;
+  std::set<std::string> healthy_;  // Guarded by mu_.
+  std::atomic<bool> serving_{true};
+  std::atomic<bool> stop_{false};
+  std::thread pump_;
+};
+
+TEST_F(AgentModeTest, CopiesRunAsWorkloadsBoundToTheirPartition) {
+  Deploy("carve/testmodel", 2);
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "InService") << d.dump();
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 2);
+  // SPREAD: one copy per node, each a testmodel process on a 3g.20gb partition.
+  for (const char* node : {"node-a", "node-b"}) {
+    auto w = Workloads(node);
+    ASSERT_EQ(w.size(), 1u) << node;
+    EXPECT_EQ(w[0].kind, "copy");
+    EXPECT_EQ(w[0].command[0], "{carve}");
+    EXPECT_EQ(w[0].command[1], "testmodel");
+    EXPECT_EQ(w[0].values.at("model_data"), "s3://bucket/model.tar.gz");
+    EXPECT_EQ(w[0].environment.at("CARVE_MODEL"), "llama-3.1-8b");
+    EXPECT_EQ(w[0].environment.at("CARVE_TARGET"), "a100-40gb:mig-3g.20gb");
+    ASSERT_EQ(w[0].device.gpus.size(), 1u);
+    EXPECT_EQ(w[0].device.partition, 1);  // The layout's second partition is the 3g.20gb.
+    EXPECT_TRUE(w[0].health_check);
+  }
+  // Every GPU of both nodes is carved with the layout.
+  auto d_a = registry_.WaitDesired("node-a", registry_.epoch(), 0, 0ms);
+  ASSERT_EQ(d_a->gpus.size(), 8u);
+  EXPECT_EQ(d_a->gpus[7].partitions[1], (protocol::PartitionSpec{"3g.20gb", 4}));
+}
+
+TEST_F(AgentModeTest, ACopyCountsOnlyOnceItsProcessServes) {
+  serving_ = false;
+  Deploy("carve/testmodel", 2);
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Creating");
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 0);
+  EXPECT_NE(d["StatusMessage"].get<std::string>().find("not serving yet"), std::string::npos)
+      << d.dump();
+  auto r = service_->routes().Resolve(kAccount, "ep", "ic");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->copies.empty());  // None in rotation: the router answers ModelNotReady.
+  serving_ = true;
+  Settle();
+  EXPECT_EQ(Describe()["RuntimeConfig"]["CurrentCopyCount"], 2);
+  auto route = service_->routes().Resolve(kAccount, "ep", "ic");
+  ASSERT_TRUE(route.has_value()) << route.error().message;
+  EXPECT_EQ(route->copies.size(), 2u);
+  EXPECT_EQ(route->variant, "AllTraffic");
+  EXPECT_EQ(route->strategy, "LEAST_OUTSTANDING_REQUESTS");
+  auto missing = service_->routes().Resolve(kAccount, "ep", "");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::kInvalidArgument);
+  auto unknown = service_->routes().Resolve(kAccount, "ep", "nope");
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(service_->routes().Resolve("222222222222", "ep", "ic").error().code,
+            ErrorCode::kNotFound);
+}
+
+TEST_F(AgentModeTest, AnImageNoRuntimeNamesIsRunAsAnOciImage) {
+  Deploy("123456789012.dkr.ecr.us-east-1.amazonaws.com/llm:1", 1);
+  std::vector<protocol::WorkloadDesired> all = Workloads("node-a");
+  auto more = Workloads("node-b");
+  all.insert(all.end(), more.begin(), more.end());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(all[0].command.empty());
+  EXPECT_EQ(all[0].image, "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm:1");
+}
+
+TEST_F(AgentModeTest, ANotReadyNodesCopiesMoveToTheOtherInstance) {
+  Deploy("carve/testmodel", 2);
+  ASSERT_EQ(Workloads("node-b").size(), 1u);
+  const std::string moved_id = Workloads("node-b")[0].id;
+  {
+    std::lock_guard lock(mu_);
+    healthy_.erase("node-b");  // Its agent goes silent.
+  }
+  clock_.Advance(5s);
+  Settle();
+  EXPECT_EQ(Describe()["RuntimeConfig"]["CurrentCopyCount"], 2);  // Not yet timed out.
+  clock_.Advance(6s);
+  Settle();
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "InService") << d.dump();
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 2);
+  auto on_a = Workloads("node-a");
+  ASSERT_EQ(on_a.size(), 2u);  // Rescheduled onto node-a's free 3g.20gb partitions.
+  for (const auto& w : on_a) EXPECT_NE(w.id, moved_id);  // A new placement, a new id.
+  EXPECT_TRUE(Workloads("node-b").empty());  // The returning agent stops its stale copy.
+  json ep = Ok("DescribeEndpoint", {{"EndpointName", "ep"}});
+  const json& v = ep["ProductionVariants"][0];
+  EXPECT_EQ(v["CurrentInstanceCount"], 1);
+  EXPECT_EQ(v["DesiredInstanceCount"], 2);
+  EXPECT_NE(v["VariantStatus"][0]["StatusMessage"].get<std::string>().find(
+                "1 of 2 instances NotReady: node-b (no status report for"),
+            std::string::npos)
+      << v.dump();
+  // The node comes back: Ready again, full capacity, and nothing runs twice.
+  {
+    std::lock_guard lock(mu_);
+    healthy_.insert("node-b");
+  }
+  Settle();
+  EXPECT_EQ(Ok("DescribeEndpoint", {{"EndpointName", "ep"}})["ProductionVariants"][0]
+                ["CurrentInstanceCount"],
+            2);
+  EXPECT_TRUE(Workloads("node-b").empty());
+  EXPECT_EQ(Workloads("node-a").size(), 2u);
+}
+
+}  // namespace
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,58 @@
+// RouteTable: the runtime router's read-mostly view of which copies serve which inference
+// component. The service rebuilds it after every reconcile pass (and a pass follows every agent
+// report that changes a copy's state), so a copy joins the rotation once its /ping answers and
+// leaves it when its agent reports it unhealthy, dead or its node NotReady.
+//
+// Resolve answers with SageMaker runtime semantics: NotFound for an endpoint the account does
+// not have; InvalidArgument when the endpoint has inference components and none (or an unknown
+// one) is named; FailedPrecondition when the endpoint is not InService. An endpoint with no
+// components is served by its variant's own copies (none in carve: models run as components).
+// Thread-safe (a shared mutex: many concurrent resolves, one writer per pass).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace carve::server::sagemaker {
+
+struct RouteCopy {
+  std::string id;       // workload id on its node
+  std::string address;  // "127.0.0.1:PORT"
+  friend bool operator==(const RouteCopy&, const RouteCopy&) = default;
+};
+
+struct RouteEndpoint {
+  std::string status;   // EndpointStatus
+  std::string variant;
+  std::string strategy = "LEAST_OUTSTANDING_REQUESTS";
+  std::chrono::milliseconds timeout{60000};
+  std::map<std::string, std::vector<RouteCopy>> components;  // name -> copies in rotation
+};
+
+struct ResolvedRoute {
+  std::string variant;
+  std::string component;
+  std::string strategy;
+  std::chrono::milliseconds timeout{60000};
+  std::vector<RouteCopy> copies;
+};
+
+class RouteTable {
+ public:
+  using Key = std::pair<std::string, std::string>;  // (account, endpoint)
+  void Replace(std::map<Key, RouteEndpoint> table);
+  Result<ResolvedRoute> Resolve(const std::string& account, const std::string& endpoint,
+                                const std::string& component) const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<Key, RouteEndpoint> table_;
+};
+
+}  // namespace carve::server::sagemaker
