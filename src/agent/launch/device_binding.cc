@@ -36,6 +36,17 @@ Result<EnvVars> BindingEnv(const DeviceBinding& binding) {
                    {"LD_PRELOAD", mgpu->interposer_path},
                    {"CARVE_MGPU_LEDGER", mgpu->ledger_path}};
   }
+  if (const auto* gpus = std::get_if<GpuBinding>(&binding)) {
+    if (gpus->gpu_uuids.empty()) return InvalidArgument("GPU binding lists no GPU uuid");
+    std::string visible;
+    for (const std::string& uuid : gpus->gpu_uuids) {
+      CARVE_RETURN_IF_ERROR(NonEmpty(uuid, "GPU uuid"));
+      visible += (visible.empty() ? "" : ",") + uuid;
+    }
+    EnvVars env{{"CUDA_VISIBLE_DEVICES", visible}};
+    env.insert(env.end(), gpus->extra.begin(), gpus->extra.end());
+    return env;
+  }
   const auto& mps = std::get<MpsBinding>(binding);
   CARVE_RETURN_IF_ERROR(NonEmpty(mps.gpu_uuid, "GPU uuid"));
   return agent::mps::MpsWorkerEnv(mps.dirs, mps.gpu_uuid, mps.share);

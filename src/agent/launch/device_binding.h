@@ -4,12 +4,15 @@
 //     libcarve-mgpu.so and CARVE_MGPU_LEDGER=<ledger file> (docs/interposer.md); the agent
 //     creates the ledger with CreateWorkerLedger before starting the worker, and owns it.
 //   mGPU share, MPS mode: the card's UUID plus the MPS worker variables (agent/mps/mps_env.h).
+//   Whole GPUs: CUDA_VISIBLE_DEVICES=GPU-<uuid>[,GPU-<uuid>...]; `extra` variables ride along
+//     (the agent passes a share's limits this way when no enforcement library is installed).
 // Pure apart from CreateWorkerLedger, which writes the ledger file.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "agent/launch/launcher.h"
 #include "agent/mps/mps_env.h"
@@ -30,8 +33,13 @@ struct MpsBinding {
   agent::mps::MpsDirs dirs;
   agent::mps::MpsShare share;
 };
+struct GpuBinding {
+  std::vector<std::string> gpu_uuids;  // at least one
+  EnvVars extra;                       // added after CUDA_VISIBLE_DEVICES
+};
 // monostate: no GPU (CUDA_VISIBLE_DEVICES is set empty, so a CPU workload sees no device).
-using DeviceBinding = std::variant<std::monostate, MigBinding, MgpuBinding, MpsBinding>;
+using DeviceBinding =
+    std::variant<std::monostate, MigBinding, MgpuBinding, MpsBinding, GpuBinding>;
 
 // InvalidArgument naming the field when a UUID is empty or a path is not absolute; the MPS
 // share's errors are mps_env's.

@@ -46,6 +46,14 @@ TEST(DeviceBinding, NoGpuHidesEveryDevice) {
   EXPECT_EQ(Get(BindingEnv(std::monostate{}).value(), "CUDA_VISIBLE_DEVICES"), "");
 }
 
+TEST(DeviceBinding, WholeGpusListEveryCardAndCarryExtraVariables) {
+  auto env = BindingEnv(GpuBinding{{"GPU-a", "GPU-b"}, {{"CARVE_MGPU_CORE_PERCENT", "30"}}});
+  ASSERT_TRUE(env.has_value());
+  EXPECT_EQ(Get(*env, "CUDA_VISIBLE_DEVICES"), "GPU-a,GPU-b");
+  EXPECT_EQ(Get(*env, "CARVE_MGPU_CORE_PERCENT"), "30");
+  EXPECT_FALSE(BindingEnv(GpuBinding{}).has_value());
+}
+
 TEST(DeviceBinding, CreatesTheWorkerLedgerTheInterposerOpens) {
   const std::string path = testing::TempDir() + "/w1.ledger";
   interposer::LedgerSettings s;

@@ -1,0 +1,179 @@
+// The agent's three threads: watcher (registration + desired-state long-poll), apply loop and
+// status reporter. See agent.h for the contract.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <functional>
+
+#include "agent/node/agent.h"
+#include "agent/node/backoff.h"
+
+namespace carve::agent::node {
+namespace {
+
+constexpr size_t kMaxPendingEvents = 1000;
+
+uint64_t SeedFor(const std::string& node_id, int salt) {
+  return std::hash<std::string>{}(node_id) ^
+         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         static_cast<uint64_t>(salt);
+}
+
+}  // namespace
+
+void Agent::WatchLoop() {
+  Backoff backoff(options_.retry_initial, options_.retry_max, SeedFor(options_.node_id, 1));
+  uint64_t after = 0;
+  while (!stopping_) {
+    if (need_register_) {
+      if (!RegisterOnce()) {
+        if (!SleepFor(backoff.Next())) return;
+        continue;
+      }
+      backoff.Reset();
+      after = 0;  // A new registration fetches the whole desired state again.
+    }
+    const std::string epoch = this->epoch();
+    Result<protocol::DesiredState> d =
+        control_.WatchDesired(options_.node_id, epoch, after, options_.watch_wait);
+    if (!d) {
+      if (d.error().code == ErrorCode::kNotFound) need_register_ = true;
+      spdlog::warn("node {}: desired-state watch failed: {}", options_.node_id,
+                   d.error().message);
+      if (!SleepFor(backoff.Next())) return;
+      continue;
+    }
+    backoff.Reset();
+    if (d->epoch != epoch) {
+      // The server restarted: its versions start over, so the state counts as new, and it
+      // does not know this agent's registration yet.
+      spdlog::info("node {}: server epoch changed ({} -> {}); registering again",
+                   options_.node_id, epoch, d->epoch);
+      need_register_ = true;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (!desired_ || desired_->epoch != d->epoch || desired_->version != d->version) {
+        desired_ = *d;
+        desired_new_ = true;
+        cv_.notify_all();
+      }
+    }
+    after = d->version;
+  }
+}
+
+void Agent::ApplyLoop() {
+  while (!stopping_) {
+    ApplyOnce();
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, options_.loop_interval, [&] { return stopping_ || desired_new_; });
+  }
+}
+
+void Agent::ApplyOnce() {
+  std::optional<protocol::DesiredState> d;
+  {
+    std::lock_guard lock(mu_);
+    d = desired_;
+    desired_new_ = false;
+  }
+  std::vector<std::string> events;
+  if (d) {
+    workloads_->StopUndesired(d->workloads);
+    for (std::string& e : gpus_->Apply(d->gpus, workloads_->BusyGpus())) {
+      events.push_back(std::move(e));
+    }
+    workloads_->StartMissing(d->workloads);
+  }
+  workloads_->Poll();
+  for (std::string& e : workloads_->TakeEvents()) events.push_back(std::move(e));
+  bool changed = workloads_->TakeChanged() || !events.empty();
+
+  const bool metrics_due = clock_.Now() - last_metrics_ >= Heartbeat();
+  if (metrics_due) last_metrics_ = clock_.Now();
+  std::vector<protocol::GpuStatus> gpus = gpus_->Statuses(metrics_due);
+  std::vector<protocol::WorkloadStatus> workloads = workloads_->Statuses();
+  bool all_placed = true;
+  for (const auto& w : workloads) {
+    const bool terminal = w.state == "failed" || w.state == "succeeded" || w.state == "stopped";
+    all_placed = all_placed && (w.pid != 0 || terminal);
+  }
+
+  std::lock_guard lock(mu_);
+  if (!metrics_due) {
+    for (protocol::GpuStatus& g : gpus) {
+      for (const protocol::GpuStatus& old : status_.gpus) {
+        if (old.index != g.index) continue;
+        g.utilization_percent = old.utilization_percent;
+        g.memory_used_mib = old.memory_used_mib;
+        g.processes = old.processes;
+      }
+    }
+  }
+  uint64_t applied = status_.applied_version;
+  if (d && gpus_->AllApplied() && all_placed) applied = d->version;
+  changed = changed || applied != status_.applied_version;
+  status_.applied_version = applied;
+  status_.gpus = std::move(gpus);
+  status_.workloads = std::move(workloads);
+  for (std::string& e : events) pending_events_.push_back(std::move(e));
+  if (pending_events_.size() > kMaxPendingEvents) {
+    pending_events_.erase(pending_events_.begin(),
+                          pending_events_.end() - static_cast<long>(kMaxPendingEvents));
+  }
+  if (changed) {
+    report_now_ = true;
+    cv_.notify_all();
+  }
+}
+
+void Agent::ReportLoop() {
+  Backoff backoff(options_.retry_initial, options_.retry_max, SeedFor(options_.node_id, 2));
+  auto next = std::chrono::steady_clock::now();
+  while (!stopping_) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, next, [&] { return stopping_ || report_now_; });
+      if (stopping_) return;
+      report_now_ = false;
+    }
+    next = std::chrono::steady_clock::now() + Heartbeat();
+    if (need_register_) {
+      // The watcher registers (one backoff, one writer); RegisterOnce wakes us when done.
+      next = std::chrono::steady_clock::now() + options_.loop_interval;
+      continue;
+    }
+    protocol::StatusReport report;
+    {
+      std::lock_guard lock(mu_);
+      report = status_;
+      report.node_id = options_.node_id;
+      report.epoch = epoch_;
+      report.events.swap(pending_events_);
+    }
+    Result<protocol::StatusReply> reply = control_.Report(report);
+    if (!reply) {
+      {
+        std::lock_guard lock(mu_);  // Keep the events for the next report.
+        pending_events_.insert(pending_events_.begin(), report.events.begin(),
+                               report.events.end());
+      }
+      if (reply.error().code == ErrorCode::kNotFound) need_register_ = true;
+      spdlog::warn("node {}: status report failed: {}", options_.node_id, reply.error().message);
+      // Back off, but wake early when the watcher registers again (report_now_): after a
+      // server restart the first report must follow the registration at once, or the node
+      // times out while this loop still sleeps off the outage.
+      next = std::chrono::steady_clock::now() + backoff.Next();
+      continue;
+    }
+    backoff.Reset();
+    if (reply->reregister) {
+      spdlog::info("node {}: the server asks this node to register again", options_.node_id);
+      need_register_ = true;
+      next = std::chrono::steady_clock::now();
+    }
+  }
+}
+
+}  // namespace carve::agent::node

@@ -1,0 +1,51 @@
+// ControlPlane: the node agent's view of the server side of the agent protocol
+// (protocol/agent_protocol.h). HttpControlPlane speaks it over SigV4-signed HTTP; tests use
+// FakeControlPlane (fake_control_plane.h).
+//
+// Errors follow SignedClient: Unavailable when the server cannot be reached (retry with
+// backoff), NotFound when the server does not know the node (register again), InvalidArgument
+// when the server rejects the body (a registration whose instance type does not match, say).
+// Implementations are thread-safe: the agent's watcher and reporter call concurrently.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/result.h"
+#include "protocol/agent_protocol.h"
+#include "protocol/signed_client.h"
+
+namespace carve::agent::node {
+
+class ControlPlane {
+ public:
+  virtual ~ControlPlane() = default;
+  // POST /v1/agent/register.
+  virtual Result<protocol::RegisterReply> Register(const protocol::Registration& registration) = 0;
+  // GET /v1/agent/desired: the long-poll. Answers once the node's version exceeds `after` (or
+  // the server's epoch is not `epoch`), else after `wait` with the current state.
+  virtual Result<protocol::DesiredState> WatchDesired(const std::string& node,
+                                                      const std::string& epoch, uint64_t after,
+                                                      std::chrono::milliseconds wait) = 0;
+  // POST /v1/agent/status: the heartbeat.
+  virtual Result<protocol::StatusReply> Report(const protocol::StatusReport& report) = 0;
+};
+
+class HttpControlPlane final : public ControlPlane {
+ public:
+  explicit HttpControlPlane(protocol::SignedClient client) : client_(std::move(client)) {}
+
+  Result<protocol::RegisterReply> Register(const protocol::Registration& registration) override;
+  Result<protocol::DesiredState> WatchDesired(const std::string& node, const std::string& epoch,
+                                              uint64_t after,
+                                              std::chrono::milliseconds wait) override;
+  Result<protocol::StatusReply> Report(const protocol::StatusReport& report) override;
+
+ private:
+  protocol::SignedClient client_;
+};
+
+// Percent-encodes a query value (RFC 3986 unreserved characters stay as they are).
+std::string QueryEscape(const std::string& value);
+
+}  // namespace carve::agent::node

@@ -1,0 +1,420 @@
+#include "agent/node/workload_manager.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/launch/health.h"
+#include "agent/launch/pid_file.h"
+#include "interposer/process_probe.h"
+
+namespace carve::agent::node {
+namespace fs = std::filesystem;
+
+struct WorkloadManager::Workload {
+  protocol::WorkloadDesired desired;
+  std::string dir;              // <data_dir>/workloads/<WorkloadDirName(id)>
+  int port = 0;
+  std::unique_ptr<launch::Supervisor> supervisor;  // null until started
+  std::string failed;           // could not start; terminal until the desired entry changes
+  std::string waiting;          // start deferred (its partition is not carved yet)
+  std::string message;          // last event about it
+  std::string log_dir;
+  bool healthy = false;
+  int probe_failures = 0;
+  std::chrono::steady_clock::time_point next_probe{};
+  std::optional<launch::ProcessId> process;  // as last written to the pid file
+  std::unique_ptr<interposer::Ledger> ledger;  // interposer shares
+};
+
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+bool PingOnce(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(0, 300'000);
+  client.set_read_timeout(1, 0);
+  auto r = client.Get("/ping");
+  return r && r->status == 200;
+}
+
+launch::RestartPolicy PolicyOf(const std::string& restart) {
+  if (restart == "never") return launch::RestartPolicy::kNever;
+  if (restart == "on-failure") return launch::RestartPolicy::kOnFailure;
+  return launch::RestartPolicy::kAlways;
+}
+
+std::string Label(const protocol::WorkloadDesired& d) {
+  return fmt::format("{}/{}", d.name, d.index);
+}
+
+}  // namespace
+
+WorkloadManager::WorkloadManager(WorkloadOptions options, launch::Launcher& launcher,
+                                 const Clock& clock, const GpuApplier& gpus)
+    : options_(std::move(options)),
+      launcher_(launcher),
+      clock_(clock),
+      gpus_(gpus),
+      cgroups_(options_.cgroup_root),
+      mps_(options_.mps_control_path) {}
+
+WorkloadManager::~WorkloadManager() = default;
+
+std::string WorkloadManager::DirOf(const std::string& id) const {
+  return options_.command.data_dir + "/workloads/" + WorkloadDirName(id);
+}
+
+void WorkloadManager::AddEvent(std::string event) {
+  spdlog::info("{}", event);
+  events_.push_back(std::move(event));
+  changed_ = true;
+}
+
+void WorkloadManager::AdoptFromPidFiles(const std::vector<protocol::WorkloadDesired>& desired) {
+  const fs::path root = options_.command.data_dir + "/workloads";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
+    std::ifstream id_file(entry.path() / "id");
+    std::string id;
+    if (!std::getline(id_file, id) || id.empty()) continue;
+    const protocol::WorkloadDesired* want = nullptr;
+    for (const auto& d : desired) {
+      if (d.id == id) want = &d;
+    }
+    auto r = launch::ReconcilePidFile((entry.path() / "pid").string(), launcher_, want != nullptr,
+                                      options_.stop_grace);
+    if (!r) {
+      spdlog::warn("workload {}: pid file {}: {}", id, (entry.path() / "pid").string(),
+                   r.error().message);
+      continue;
+    }
+    if (r->outcome == launch::Reconcile::kAdopted) {
+      auto w = std::make_unique<Workload>();
+      w->desired = *want;
+      w->dir = entry.path().string();
+      Start(*w, r->record);
+      workloads_[id] = std::move(w);
+      continue;
+    }
+    if (r->outcome == launch::Reconcile::kKilled) {
+      AddEvent(fmt::format("stopped {} (pid {}): left from an earlier agent, no longer desired",
+                           id, r->record->process.pid));
+    }
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+void WorkloadManager::StopUndesired(const std::vector<protocol::WorkloadDesired>& desired) {
+  if (!reconciled_) {
+    AdoptFromPidFiles(desired);
+    reconciled_ = true;
+  }
+  std::set<std::string> wanted;
+  for (const auto& d : desired) wanted.insert(d.id);
+  for (auto it = workloads_.begin(); it != workloads_.end();) {
+    if (wanted.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    Stop(*it->second);
+    AddEvent(fmt::format("stopped {} ({}): no longer desired", Label(it->second->desired),
+                         it->first));
+    it = workloads_.erase(it);
+  }
+}
+
+void WorkloadManager::StartMissing(const std::vector<protocol::WorkloadDesired>& desired) {
+  for (const auto& d : desired) {
+    auto it = workloads_.find(d.id);
+    if (it == workloads_.end()) {
+      auto w = std::make_unique<Workload>();
+      w->desired = d;
+      w->dir = DirOf(d.id);
+      Workload& ref = *w;
+      workloads_[d.id] = std::move(w);
+      Start(ref, std::nullopt);
+      continue;
+    }
+    Workload& w = *it->second;
+    if (w.supervisor) continue;  // Same id: the same process may stay.
+    if (!w.waiting.empty() || (!w.failed.empty() && !(w.desired == d))) {
+      w.desired = d;
+      Start(w, std::nullopt);
+    }
+  }
+}
+
+Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
+                                                         const protocol::ShareSpec& share) {
+  CARVE_ASSIGN_OR_RETURN(std::string uuid, gpus_.GpuUuid(gpu));
+  CARVE_ASSIGN_OR_RETURN(int64_t card_mib, gpus_.GpuMemoryMib(gpu));
+  const int64_t mib = share.memory_mib > 0 ? share.memory_mib : card_mib;
+  if (share.enforcement == "mps") {
+    CARVE_ASSIGN_OR_RETURN(mps::MpsDirs dirs,
+                           mps::MpsDirsFor(options_.command.data_dir + "/mps", uuid));
+    if (!mps_cards_.contains(gpu)) {
+      CARVE_RETURN_IF_ERROR(mps_.Start(dirs, uuid));
+      mps_cards_.insert(gpu);
+      AddEvent(fmt::format("started the MPS control daemon of GPU {} ({})", gpu, uuid));
+    }
+    return launch::DeviceBinding{launch::MpsBinding{
+        uuid, dirs,
+        mps::MpsShare{static_cast<uint32_t>(share.core_percent), static_cast<uint64_t>(mib)}}};
+  }
+  if (share.enforcement != "interposer") {
+    return InvalidArgument(fmt::format("share enforcement \"{}\" of {} is not interposer or mps",
+                                       share.enforcement, w.desired.id));
+  }
+  const std::string& lib = options_.interposer_path;
+  if (lib.empty() || ::access(lib.c_str(), R_OK) != 0) {
+    // No enforcement library on this node: the limits travel as plain variables.
+    return launch::DeviceBinding{launch::GpuBinding{
+        {uuid},
+        {{"CARVE_MGPU_CORE_PERCENT", std::to_string(share.core_percent)},
+         {"CARVE_MGPU_MEMORY_MIB", std::to_string(mib)},
+         {"CARVE_MGPU_BURSTABLE", share.burstable ? "1" : "0"}}}};
+  }
+  const std::string ledger_path = w.dir + "/ledger";
+  auto probe = std::make_shared<interposer::ProcfsProcessProbe>();
+  if (auto open = interposer::Ledger::Open(ledger_path, probe); open.has_value() && w.process) {
+    w.ledger = std::move(open).value();  // Adopted worker: keep its ledger and its charges.
+  } else {
+    std::error_code ec;
+    fs::remove(ledger_path, ec);
+    interposer::LedgerSettings settings;
+    settings.worker_id = "carve-" + w.dir.substr(w.dir.size() - 8);
+    settings.memory_limit_bytes = static_cast<uint64_t>(mib) * kMiB;
+    settings.core_percent = static_cast<uint32_t>(share.core_percent);
+    settings.burstable = share.burstable;
+    CARVE_ASSIGN_OR_RETURN(w.ledger, launch::CreateWorkerLedger(ledger_path, settings));
+  }
+  return launch::DeviceBinding{launch::MgpuBinding{uuid, lib, ledger_path}};
+}
+
+Result<launch::DeviceBinding> WorkloadManager::Bind(Workload& w) {
+  const protocol::DeviceRequest& dev = w.desired.device;
+  if (dev.gpus.empty()) return launch::DeviceBinding{std::monostate{}};
+  if (dev.share) return BindShare(w, dev.gpus.front(), *dev.share);
+  if (dev.partition >= 0) {
+    Result<std::string> uuid = gpus_.PartitionUuid(dev.gpus.front(), dev.partition);
+    if (!uuid && uuid.error().code == ErrorCode::kFailedPrecondition) {
+      return Unavailable(fmt::format("waiting for partition {} of GPU {}: {}", dev.partition,
+                                     dev.gpus.front(), uuid.error().message));
+    }
+    if (!uuid) return uuid.error();
+    return launch::DeviceBinding{launch::MigBinding{*uuid}};
+  }
+  launch::GpuBinding whole;
+  for (int g : dev.gpus) {
+    CARVE_ASSIGN_OR_RETURN(std::string uuid, gpus_.GpuUuid(g));
+    whole.gpu_uuids.push_back(uuid);
+  }
+  return launch::DeviceBinding{std::move(whole)};
+}
+
+void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt) {
+  const std::string label = Label(w.desired);
+  w.waiting.clear();
+  w.failed.clear();
+  if (adopt) w.process = adopt->process;
+  std::error_code ec;
+  fs::create_directories(w.dir, ec);
+  std::ofstream(w.dir + "/id") << w.desired.id << "\n";
+  auto fail = [&](const Error& e) {
+    if (e.code == ErrorCode::kUnavailable) {
+      if (w.waiting != e.message) changed_ = true;
+      w.waiting = e.message;
+      return;
+    }
+    w.failed = e.message;
+    w.message = e.message;
+    AddEvent(fmt::format("{} ({}) could not start: {}", label, w.desired.id, e.message));
+  };
+  Result<launch::DeviceBinding> binding = Bind(w);
+  if (!binding) return fail(binding.error());
+  int port = adopt ? adopt->port : 0;
+  if (!adopt) {
+    Result<int> free_port = launch::FindFreePort();
+    if (!free_port) return fail(free_port.error());
+    port = *free_port;
+  }
+  Result<launch::LaunchRequest> request =
+      BuildLaunchRequest(w.desired, port, *binding, options_.command);
+  if (!request) return fail(request.error());
+  w.log_dir = fs::path(request->stdout_path).parent_path().string();
+  launch::RestartRules rules;
+  rules.policy = PolicyOf(w.desired.restart);
+  rules.max_retries = w.desired.max_retries;
+  rules.initial_backoff = options_.initial_backoff;
+  rules.max_backoff = options_.max_backoff;
+  w.supervisor = std::make_unique<launch::Supervisor>(
+      label, launcher_, clock_, std::move(request).value(), rules,
+      [this, &w](const launch::SupervisorEvent& e) {
+        w.message = e.message;
+        AddEvent(e.message);
+      });
+  if (adopt) {
+    w.supervisor->Adopt(adopt->process);
+  } else if (Status s = w.supervisor->Start(); !s) {
+    w.supervisor.reset();
+    return fail(s.error());
+  }
+  w.port = port;
+  w.healthy = false;
+  w.probe_failures = 0;
+  w.process.reset();
+  PollOne(w);  // Writes the pid file and applies host limits for the new process.
+  AddEvent(fmt::format("{} {} ({}) pid {} port {}", adopt ? "adopted" : "started", label,
+                       w.desired.id, w.process ? w.process->pid : 0, port));
+}
+
+void WorkloadManager::PollOne(Workload& w) {
+  if (!w.supervisor) return;
+  if (Status s = w.supervisor->Poll(); !s) w.message = s.error().message;
+  const std::optional<launch::ProcessId> p = w.supervisor->process();
+  if (p != w.process) {
+    w.process = p;
+    w.healthy = false;
+    w.probe_failures = 0;
+    changed_ = true;
+    std::error_code ec;
+    if (!p) {
+      fs::remove(w.dir + "/pid", ec);
+    } else {
+      if (Status s = launch::WritePidFile(w.dir + "/pid", {*p, w.port}); !s) {
+        spdlog::warn("{}: {}", w.desired.id, s.error().message);
+      }
+      if (w.desired.cpu_milli > 0 || w.desired.memory_mib > 0) {
+        launch::HostLimits limits;
+        if (w.desired.cpu_milli > 0) limits.cpu_millicores = w.desired.cpu_milli;
+        if (w.desired.memory_mib > 0) limits.memory_bytes = w.desired.memory_mib * kMiB;
+        cgroups_.ApplyOrWarn(fs::path(w.dir).filename().string(), p->pid, limits);
+      }
+    }
+  }
+  if (p && w.desired.health_check) Probe(w);
+}
+
+void WorkloadManager::Probe(Workload& w) {
+  const auto now = clock_.Now();
+  if (now < w.next_probe) return;
+  const bool ok = PingOnce(w.port);
+  const std::string label = Label(w.desired);
+  if (ok) {
+    w.probe_failures = 0;
+    if (!w.healthy) {
+      w.healthy = true;
+      w.message = "healthy: GET /ping answered 200";
+      AddEvent(fmt::format("{} ({}) is healthy on port {}", label, w.desired.id, w.port));
+    }
+    w.next_probe = now + options_.probe_interval;
+    return;
+  }
+  if (!w.healthy) {
+    w.next_probe = now + std::chrono::milliseconds(200);
+    return;
+  }
+  w.next_probe = now + options_.probe_interval;
+  if (++w.probe_failures >= options_.unhealthy_after) {
+    w.healthy = false;
+    w.message = fmt::format("unhealthy: {} health probes in a row failed", w.probe_failures);
+    AddEvent(fmt::format("{} ({}) is {}; out of rotation", label, w.desired.id, w.message));
+  }
+}
+
+void WorkloadManager::Poll() {
+  for (auto& [id, w] : workloads_) PollOne(*w);
+}
+
+void WorkloadManager::Stop(Workload& w) {
+  if (w.supervisor) {
+    if (Status s = w.supervisor->Stop(options_.stop_grace); !s) {
+      spdlog::warn("stopping {}: {}", w.desired.id, s.error().message);
+    }
+  }
+  w.ledger.reset();
+  std::error_code ec;
+  if (w.desired.cpu_milli > 0 || w.desired.memory_mib > 0) {
+    (void)cgroups_.Remove(fs::path(w.dir).filename().string());
+  }
+  fs::remove_all(w.dir, ec);
+}
+
+void WorkloadManager::StopAll() {
+  for (auto& [id, w] : workloads_) Stop(*w);
+  workloads_.clear();
+  for (int gpu : mps_cards_) {
+    auto uuid = gpus_.GpuUuid(gpu);
+    if (!uuid) continue;
+    if (auto dirs = mps::MpsDirsFor(options_.command.data_dir + "/mps", *uuid); dirs) {
+      (void)mps_.Stop(*dirs, *uuid);
+    }
+  }
+  mps_cards_.clear();
+  changed_ = true;
+}
+
+std::map<int, std::vector<std::string>> WorkloadManager::BusyGpus() const {
+  std::map<int, std::vector<std::string>> busy;
+  for (const auto& [id, w] : workloads_) {
+    if (!w->supervisor) continue;
+    const launch::CopyState s = w->supervisor->state();
+    if (s == launch::CopyState::kSucceeded || s == launch::CopyState::kFailed ||
+        s == launch::CopyState::kStopped) {
+      continue;
+    }
+    for (int g : w->desired.device.gpus) busy[g].push_back(id);
+  }
+  return busy;
+}
+
+std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {
+  std::vector<protocol::WorkloadStatus> out;
+  for (const auto& [id, w] : workloads_) {
+    protocol::WorkloadStatus s;
+    s.id = id;
+    s.port = w->port;
+    s.log_dir = w->log_dir;
+    s.message = w->message;
+    if (!w->failed.empty()) {
+      s.state = "failed";
+      s.message = w->failed;
+    } else if (!w->supervisor) {
+      s.state = "starting";
+      s.message = w->waiting;
+    } else {
+      switch (w->supervisor->state()) {
+        case launch::CopyState::kStarting:
+        case launch::CopyState::kRunning:
+          s.state = w->desired.health_check && !w->healthy ? "starting" : "running";
+          break;
+        case launch::CopyState::kBackoff: s.state = "backoff"; break;
+        case launch::CopyState::kSucceeded: s.state = "succeeded"; break;
+        case launch::CopyState::kFailed: s.state = "failed"; break;
+        case launch::CopyState::kStopped: s.state = "stopped"; break;
+      }
+      if (auto p = w->supervisor->process()) s.pid = p->pid;
+      s.restarts = w->supervisor->restarts();
+      s.exit_codes = w->supervisor->exit_codes();
+    }
+    if ((s.state == "running" || s.state == "starting") && s.pid != 0) {
+      s.address = fmt::format("127.0.0.1:{}", w->port);
+    }
+    if (w->ledger) s.memory_used_mib = static_cast<int64_t>(w->ledger->Snapshot().used_bytes / kMiB);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::string> WorkloadManager::TakeEvents() { return std::exchange(events_, {}); }
+
+bool WorkloadManager::TakeChanged() { return std::exchange(changed_, false); }
+
+}  // namespace carve::agent::node

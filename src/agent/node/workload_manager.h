@@ -1,0 +1,104 @@
+// WorkloadManager: runs the node's desired workloads as supervised OS processes.
+//
+// Reconcile(desired) stops workloads that are no longer desired (SIGTERM, SIGKILL after the
+// grace period) and starts the missing ones: a free port, the device binding (MIG partition,
+// whole GPUs, mGPU share through the interposer or MPS), cgroup host limits, logs under
+// <data_dir>/logs/<name>/copy-<index>/, and a pid file under <data_dir>/workloads/<dir>/ so a
+// restarted agent adopts what still runs. The first Reconcile reads those pid files: a live
+// process that is still desired (same id) is adopted, one that is not is killed. Nothing acts
+// on pid files before that first desired state.
+//
+// Poll() drives the supervisors (restart with backoff, exit codes), re-tries starts that wait
+// for their partition to be carved, and probes health: a health-checked workload is "starting"
+// until GET /ping answers 200, then "running"; it is probed every probe_interval and goes back
+// to "starting" after `unhealthy_after` failed probes in a row.
+//
+// Processes run in their own session: destroying the manager (or the agent crashing) leaves
+// them running. StopAll() stops them. Not thread-safe: the agent's apply loop owns it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/launch/cgroup.h"
+#include "agent/launch/pid_file.h"
+#include "agent/launch/launcher.h"
+#include "agent/launch/supervisor.h"
+#include "agent/mps/mps_control.h"
+#include "agent/node/gpu_applier.h"
+#include "agent/node/workload_command.h"
+#include "common/clock.h"
+#include "interposer/ledger.h"
+#include "protocol/agent_protocol.h"
+
+namespace carve::agent::node {
+
+struct WorkloadOptions {
+  CommandContext command;        // node id, data dir, {carve}, PATH for podman/docker
+  std::string interposer_path;   // libcarve-mgpu.so; "" or missing: limits as env variables
+  std::string mps_control_path = mps::kDefaultMpsControlPath;
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::chrono::milliseconds stop_grace{10'000};
+  std::chrono::milliseconds initial_backoff{1000};
+  std::chrono::milliseconds max_backoff{60'000};
+  std::chrono::milliseconds probe_interval{2000};
+  int unhealthy_after = 3;
+};
+
+class WorkloadManager {
+ public:
+  WorkloadManager(WorkloadOptions options, launch::Launcher& launcher, const Clock& clock,
+                  const GpuApplier& gpus);
+  // Leaves every process running (see StopAll).
+  ~WorkloadManager();
+  WorkloadManager(const WorkloadManager&) = delete;
+  WorkloadManager& operator=(const WorkloadManager&) = delete;
+
+  // Stops what is no longer desired (and, the first time, adopts or kills what pid files name).
+  // Call before carving so that freed GPUs count as idle.
+  void StopUndesired(const std::vector<protocol::WorkloadDesired>& desired);
+  // Starts desired workloads that have no process yet. Call after carving.
+  void StartMissing(const std::vector<protocol::WorkloadDesired>& desired);
+  void Poll();
+
+  // Our workloads per GPU index (by id), for the carver's "never re-carve busy GPUs" rule.
+  std::map<int, std::vector<std::string>> BusyGpus() const;
+  std::vector<protocol::WorkloadStatus> Statuses();
+  // Events since the last call ("copy ic/0 exited with status 3, restarting in 1000 ms").
+  std::vector<std::string> TakeEvents();
+  // True when something a report shows changed since the last call.
+  bool TakeChanged();
+  // Stops every workload and the MPS daemons this manager started; removes their pid files.
+  void StopAll();
+
+ private:
+  struct Workload;
+
+  void AdoptFromPidFiles(const std::vector<protocol::WorkloadDesired>& desired);
+  void Start(Workload& w, std::optional<launch::PidRecord> adopt);
+  Result<launch::DeviceBinding> Bind(Workload& w);
+  Result<launch::DeviceBinding> BindShare(Workload& w, int gpu, const protocol::ShareSpec& share);
+  void Stop(Workload& w);
+  void PollOne(Workload& w);
+  void Probe(Workload& w);
+  void AddEvent(std::string event);
+  std::string DirOf(const std::string& id) const;
+
+  const WorkloadOptions options_;
+  launch::Launcher& launcher_;
+  const Clock& clock_;
+  const GpuApplier& gpus_;
+  launch::CgroupManager cgroups_;
+  mps::MpsControl mps_;
+  std::set<int> mps_cards_;  // GPUs whose MPS daemon we started
+  bool reconciled_ = false;  // pid files read (first desired state seen)
+  std::map<std::string, std::unique_ptr<Workload>> workloads_;  // by id
+  std::vector<std::string> events_;
+  bool changed_ = false;
+};
+
+}  // namespace carve::agent::node

@@ -1,0 +1,283 @@
+#include "agent/node/workload_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/launch/process_launcher.h"
+#include "agent/node/test_support.h"
+#include "agent/nvml/fake_nvml.h"
+
+namespace carve::agent::node {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Eventually;
+using testing::ProcessExists;
+using testing::ReadFile;
+using testing::ShellCopy;
+
+class WorkloadManagerTest : public ::testing::Test {
+ protected:
+  WorkloadManagerTest()
+      : dir_(testing::TempDir()),
+        nvml_(FakeNvml::FromText("gpus: 2 x a100-40gb").value()),
+        gpus_(*nvml_, SystemClock::Get()) {
+    EXPECT_TRUE(gpus_.Init().ok());
+    options_.command = {"node-a", dir_ + "/data", "/usr/local/bin/carve", "/usr/bin:/bin"};
+    options_.cgroup_root = dir_ + "/no-cgroups";
+    options_.stop_grace = 2s;
+    options_.initial_backoff = 50ms;
+    options_.max_backoff = 200ms;
+    options_.probe_interval = 50ms;
+  }
+  ~WorkloadManagerTest() override {
+    if (manager_) manager_->StopAll();
+    std::filesystem::remove_all(dir_);
+  }
+
+  WorkloadManager& Manager() {
+    if (!manager_) manager_ = std::make_unique<WorkloadManager>(options_, launcher_,
+                                                                SystemClock::Get(), gpus_);
+    return *manager_;
+  }
+  // One apply pass, as the agent's loop runs it.
+  void Apply(const std::vector<protocol::WorkloadDesired>& desired) {
+    Manager().StopUndesired(desired);
+    (void)gpus_.Apply(gpu_desired_, Manager().BusyGpus());
+    Manager().StartMissing(desired);
+    Manager().Poll();
+  }
+  std::optional<protocol::WorkloadStatus> Find(const std::string& id) {
+    for (auto& s : Manager().Statuses()) {
+      if (s.id == id) return s;
+    }
+    return std::nullopt;
+  }
+  bool HasEvent(const std::vector<std::string>& events, const std::string& part) {
+    for (const auto& e : events) {
+      if (e.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  std::string dir_;
+  std::unique_ptr<FakeNvml> nvml_;
+  GpuApplier gpus_;
+  launch::ProcessLauncher launcher_;
+  WorkloadOptions options_;
+  std::vector<protocol::GpuDesired> gpu_desired_;
+  std::unique_ptr<WorkloadManager> manager_;
+};
+
+TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
+  gpu_desired_ = {{1, true, {{"3g.20gb", 0}, {"3g.20gb", 4}}}};
+  auto w = ShellCopy("acct/ic-test/1", "env > {out}; echo carve={carve}; exec sleep 30");
+  w.values["out"] = dir_ + "/env.txt";
+  w.device.gpus = {1};
+  w.device.partition = 1;
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") !=
+                                      std::string::npos; }));
+  const std::string env = ReadFile(dir_ + "/env.txt");
+  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.PartitionUuid(1, 1).value()),
+            std::string::npos) << env;
+  auto s = Find(w.id);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "running");
+  EXPECT_GT(s->pid, 0);
+  EXPECT_EQ(s->address, "127.0.0.1:" + std::to_string(s->port));
+  EXPECT_NE(env.find("CARVE_PORT=" + std::to_string(s->port)), std::string::npos) << env;
+  EXPECT_EQ(s->log_dir, dir_ + "/data/logs/ic-test/copy-0");
+  EXPECT_TRUE(Eventually([&] {
+    return ReadFile(s->log_dir + "/stdout.log").find("carve=/usr/local/bin/carve") !=
+           std::string::npos;
+  }));
+}
+
+TEST_F(WorkloadManagerTest, ApplyingTheSameStateTwiceKeepsTheSameProcess) {
+  auto w = ShellCopy("acct/ic-test/2", "exec sleep 30");
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  ASSERT_GT(pid, 0);
+  Apply({w});
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->pid, pid);
+  EXPECT_EQ(Find(w.id)->restarts, 0);
+}
+
+TEST_F(WorkloadManagerTest, RemovingAWorkloadStopsItAndLeavesNoProcess) {
+  auto w = ShellCopy("acct/ic-test/3", "sleep 30 & exec sleep 30");
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  ASSERT_TRUE(ProcessExists(pid));
+  (void)Manager().TakeEvents();
+  Apply({});
+  EXPECT_FALSE(ProcessExists(pid));
+  EXPECT_TRUE(launch::LiveGroupMembers(pid).empty());  // The forked sleep went too.
+  EXPECT_FALSE(Find(w.id).has_value());
+  EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "no longer desired"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/data/workloads"));
+}
+
+TEST_F(WorkloadManagerTest, ACrashedCopyIsRestartedWithBackoffAndAnEvent) {
+  auto w = ShellCopy("acct/ic-test/4", "exit 3");
+  Apply({w});
+  std::vector<std::string> events;
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    for (auto& e : Manager().TakeEvents()) events.push_back(e);
+    return Find(w.id)->restarts >= 2;
+  }));
+  auto s = Find(w.id);
+  ASSERT_GE(s->exit_codes.size(), 2u);
+  EXPECT_EQ(s->exit_codes[0], 3);
+  EXPECT_TRUE(HasEvent(events, "exited with status 3, restarting in")) << events.size();
+}
+
+TEST_F(WorkloadManagerTest, ATaskThatSucceedsIsNotRestarted) {
+  auto w = ShellCopy("acct/job/5", "exit 0");
+  w.kind = "task";
+  w.restart = "on-failure";
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->state == "succeeded";
+  }));
+  EXPECT_EQ(Find(w.id)->exit_codes, std::vector<int>{0});
+  EXPECT_EQ(Find(w.id)->restarts, 0);
+}
+
+TEST_F(WorkloadManagerTest, ANewManagerAdoptsDesiredProcessesAndKillsTheOthers) {
+  auto keep = ShellCopy("acct/ic-test/6", "exec sleep 30");
+  auto drop = ShellCopy("acct/ic-test/7", "exec sleep 30");
+  drop.index = 1;
+  Apply({keep, drop});
+  const int keep_pid = Find(keep.id)->pid;
+  const int drop_pid = Find(drop.id)->pid;
+  const int keep_port = Find(keep.id)->port;
+  manager_.reset();  // The agent goes away; its processes stay.
+  ASSERT_TRUE(ProcessExists(keep_pid));
+  ASSERT_TRUE(ProcessExists(drop_pid));
+
+  Apply({keep});
+  EXPECT_FALSE(ProcessExists(drop_pid));
+  auto s = Find(keep.id);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->pid, keep_pid);
+  EXPECT_EQ(s->port, keep_port);
+  EXPECT_EQ(s->state, "running");
+  EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "no longer desired"));
+}
+
+TEST_F(WorkloadManagerTest, PidFilesAreNotTouchedBeforeTheFirstDesiredState) {
+  auto w = ShellCopy("acct/ic-test/8", "exec sleep 30");
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  manager_.reset();
+  Manager().Poll();  // No desired state yet: nothing is adopted or killed.
+  EXPECT_TRUE(Manager().Statuses().empty());
+  EXPECT_TRUE(ProcessExists(pid));
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->pid, pid);
+}
+
+TEST_F(WorkloadManagerTest, AnImageWithoutPodmanOrDockerFailsWithAClearMessage) {
+  options_.command.search_path = dir_;  // Holds neither.
+  protocol::WorkloadDesired w;
+  w.id = "acct/ic-img/1";
+  w.name = "ic-img";
+  w.image = "registry.example/model:1";
+  Apply({w});
+  auto s = Find(w.id);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->message,
+            "image registry.example/model:1 needs podman or docker on node node-a; neither is "
+            "installed");
+}
+
+TEST_F(WorkloadManagerTest, AHealthCheckedCopyRunsOnlyOncePingAnswers) {
+  const std::string server = testing::WritePingServer(dir_);
+  const std::string sick = dir_ + "/sick";
+  protocol::WorkloadDesired w;
+  w.id = "acct/ic-ping/1";
+  w.name = "ic-ping";
+  w.command = {"/usr/bin/python3", server, "{port}", sick};
+  std::ofstream(sick) << "";
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->state, "starting");
+  std::filesystem::remove(sick);
+  ASSERT_TRUE(Eventually([&] {
+    Manager().Poll();
+    return Find(w.id)->state == "running";
+  }));
+  std::ofstream(sick) << "";  // Three failed probes in a row take it out of rotation.
+  ASSERT_TRUE(Eventually([&] {
+    Manager().Poll();
+    return Find(w.id)->state == "starting";
+  }));
+  EXPECT_NE(Find(w.id)->message.find("unhealthy"), std::string::npos);
+  EXPECT_GT(Find(w.id)->pid, 0);
+}
+
+TEST_F(WorkloadManagerTest, AShareWithoutTheInterposerGetsItsLimitsAsVariables) {
+  auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
+  w.values["out"] = dir_ + "/env.txt";
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{30, 2048, "interposer", false};
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") !=
+                                      std::string::npos; }));
+  const std::string env = ReadFile(dir_ + "/env.txt");
+  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.GpuUuid(0).value()), std::string::npos);
+  EXPECT_NE(env.find("CARVE_MGPU_CORE_PERCENT=30"), std::string::npos) << env;
+  EXPECT_NE(env.find("CARVE_MGPU_MEMORY_MIB=2048"), std::string::npos) << env;
+  EXPECT_EQ(Find(w.id)->memory_used_mib, -1);
+}
+
+TEST_F(WorkloadManagerTest, AnInterposerShareGetsItsLedgerAndReportsItsMemory) {
+  options_.interposer_path = dir_ + "/libcarve-mgpu.so";
+  std::ofstream(options_.interposer_path) << "";
+  auto w = ShellCopy("acct/ic-share/2", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  Apply({w});
+  auto s = Find(w.id);
+  ASSERT_EQ(s->state, "running") << s->message;
+  EXPECT_EQ(s->memory_used_mib, 0);
+  bool ledger = false;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/workloads")) {
+    ledger = ledger || e.path().filename() == "ledger";
+  }
+  EXPECT_TRUE(ledger);
+}
+
+TEST_F(WorkloadManagerTest, AnMpsShareWithoutTheControlBinaryFailsNamingIt) {
+  options_.mps_control_path = dir_ + "/nvidia-cuda-mps-control";
+  auto w = ShellCopy("acct/ic-mps/1", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{30, 1024, "mps", false};
+  Apply({w});
+  auto s = Find(w.id);
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_NE(s->message.find(options_.mps_control_path), std::string::npos) << s->message;
+}
+
+TEST_F(WorkloadManagerTest, ACopyWaitsForItsPartitionToBeCarved) {
+  auto w = ShellCopy("acct/ic-test/9", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.partition = 0;
+  Apply({w});  // No GPU entry yet.
+  EXPECT_EQ(Find(w.id)->state, "starting");
+  EXPECT_EQ(Find(w.id)->pid, 0);
+  EXPECT_NE(Find(w.id)->message.find("waiting for partition 0 of GPU 0"), std::string::npos);
+  gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
+  Apply({w});
+  EXPECT_GT(Find(w.id)->pid, 0);
+  EXPECT_EQ(Manager().BusyGpus().at(0), std::vector<std::string>{w.id});
+}
+
+}  // namespace
+}  // namespace carve::agent::node

@@ -1,0 +1,145 @@
+"""`carve agent` and `carve logs` driven as a user would."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+CARVE = os.environ.get("CARVE_BIN", "carve")
+
+
+def run(*args):
+    return subprocess.run([CARVE, *args], capture_output=True, text=True, timeout=60)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AgentHelpTest(unittest.TestCase):
+    def test_help_says_workloads_keep_running_and_how_to_stop(self):
+        r = run("agent", "--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = " ".join(r.stdout.split())
+        self.assertIn("SIGTERM", text)
+        self.assertIn("leaves its workloads running", text)
+        self.assertIn("adopts them", text)
+        for flag in ("--server", "--credentials", "--profile", "--driver", "--instance-type",
+                     "--sim-config", "--node-id", "--data-dir"):
+            self.assertIn(flag, r.stdout)
+
+    def test_server_and_credentials_are_required(self):
+        r = run("agent")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--server", r.stderr)
+
+    def test_a_missing_credentials_file_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "nope.ini")
+            r = run("agent", "--server", "http://127.0.0.1:1", "--credentials", missing)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(missing, r.stderr)
+
+    def test_an_unknown_driver_is_rejected(self):
+        r = run("agent", "--server", "http://x", "--credentials", "c", "--driver", "cuda")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cuda", r.stderr)
+
+
+class AgentRunTest(unittest.TestCase):
+    def test_runs_with_simulated_gpus_while_the_server_is_down_and_stops_on_sigterm(self):
+        with tempfile.TemporaryDirectory() as d:
+            creds = os.path.join(d, "credentials")
+            with open(creds, "w") as f:
+                f.write("[default]\naws_access_key_id = AKIDEXAMPLE\n"
+                        "aws_secret_access_key = wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n")
+            proc = subprocess.Popen(
+                [CARVE, "agent", "--server", f"http://127.0.0.1:{free_port()}",
+                 "--credentials", creds, "--driver", "sim", "--instance-type",
+                 "ml.p4d.24xlarge", "--node-id", "cli-node", "--data-dir",
+                 os.path.join(d, "data")],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                seen = []
+                for _ in range(50):  # Log lines (spdlog writes to stdout) may come first.
+                    line = proc.stdout.readline()
+                    seen.append(line)
+                    if not line or "serving" in line:
+                        break
+                self.assertIn("node cli-node (ml.p4d.24xlarge, 8 GPUs, driver sim)",
+                              "".join(seen))
+                time.sleep(0.5)  # It retries the unreachable server instead of exiting.
+                self.assertIsNone(proc.poll())
+                proc.send_signal(signal.SIGTERM)
+                self.assertEqual(proc.wait(timeout=30), 0)
+                self.assertIn("registration failed", proc.stdout.read() + proc.stderr.read())
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+
+    def test_an_instance_type_that_does_not_match_the_gpus_is_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            creds = os.path.join(d, "credentials")
+            with open(creds, "w") as f:
+                f.write("[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n")
+            r = run("agent", "--server", "http://127.0.0.1:1", "--credentials", creds,
+                    "--driver", "sim", "--sim-config", "gpus: 3 x a100-40gb", "--data-dir",
+                    os.path.join(d, "data"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("a100-40gb", r.stderr)
+            self.assertIn("--instance-type", r.stderr)
+
+
+class LogsTest(unittest.TestCase):
+    def write_logs(self, root, name, copy, out, err):
+        d = os.path.join(root, "logs", name, f"copy-{copy}")
+        os.makedirs(d)
+        with open(os.path.join(d, "stdout.log"), "w") as f:
+            f.write(out)
+        with open(os.path.join(d, "stderr.log"), "w") as f:
+            f.write(err)
+
+    def test_nothing_there_names_the_directory(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run("logs", "ic-chat", "--copy", "2", "--data-dir", d)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(os.path.join(d, "logs", "ic-chat", "copy-2"), r.stderr)
+
+    def test_a_name_that_is_not_plain_is_an_input_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run("logs", "../etc", "--data-dir", d)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("../etc", r.stderr)
+
+    def test_prints_both_streams_and_only_stderr_on_request(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write_logs(d, "ic-chat", 1, "line1\nline2\nserving\n", "warming up\n")
+            r = run("logs", "ic-chat", "--copy", "1", "--data-dir", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("serving", r.stdout)
+            self.assertIn("warming up", r.stdout)
+            r = run("logs", "ic-chat", "--copy", "1", "--data-dir", d, "--stderr")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("serving", r.stdout)
+            self.assertIn("warming up", r.stdout)
+            r = run("logs", "ic-chat", "--copy", "1", "--data-dir", d, "--tail", "1")
+            self.assertNotIn("line1", r.stdout)
+            self.assertIn("serving", r.stdout)
+
+    def test_finds_the_logs_of_a_servers_embedded_agents(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write_logs(os.path.join(d, "nodes", "node-1"), "ic-x", 0, "from node 1\n", "")
+            r = run("logs", "ic-x", "--data-dir", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("from node 1", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,133 @@
+// `carve agent`: the node agent. Registers this machine's GPUs (NVML, or simulated ones) with a
+// carve server, carves them as the server decides and runs the workloads placed here as
+// processes, until SIGTERM or SIGINT. Workloads keep running when the agent stops.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "agent/node/agent.h"
+#include "agent/node/control_plane.h"
+#include "cli/commands.h"
+#include "protocol/signed_client.h"
+
+namespace carve::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct AgentFlags {
+  std::string server;
+  std::string credentials;
+  std::string profile = "default";
+  std::string driver;
+  std::string instance_type;
+  std::string sim_config;
+  std::string node_id;
+  std::string data_dir = "./carve-data";
+  std::string interposer;
+  std::string log_level = "info";
+};
+
+std::string Hostname() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
+}
+
+// libcarve-mgpu.so beside the binary (installed) or where the build tree puts it.
+std::string FindInterposer(const fs::path& carve) {
+  const fs::path dir = carve.parent_path();
+  for (const fs::path& p : {dir / "libcarve-mgpu.so", dir / "src/interposer/libcarve-mgpu.so",
+                            dir / "../lib/carve/libcarve-mgpu.so"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return fs::canonical(p, ec).string();
+  }
+  return "";
+}
+
+int RunAgent(const AgentFlags& f) {
+  if (auto level = spdlog::level::from_str(f.log_level); level != spdlog::level::off) {
+    spdlog::set_level(level);
+  }
+  auto credentials = protocol::LoadClientCredentials(f.credentials, f.profile);
+  if (!credentials) {
+    std::cerr << "carve agent: " << credentials.error().message << "\n";
+    return 2;
+  }
+  std::error_code ec;
+  const fs::path carve = fs::read_symlink("/proc/self/exe", ec);
+  agent::node::AgentOptions o;
+  o.node_id = f.node_id.empty() ? Hostname() : f.node_id;
+  o.instance_type = f.instance_type;
+  o.driver = f.driver;
+  o.sim_config = f.sim_config;
+  o.data_dir = f.data_dir;
+  o.carve_binary = carve.string();
+  o.interposer_path = f.interposer.empty() ? FindInterposer(carve) : f.interposer;
+  if (o.interposer_path.empty()) {
+    spdlog::warn("libcarve-mgpu.so not found (--interposer): mGPU shares get their limits as "
+                 "environment variables only");
+  }
+  agent::node::HttpControlPlane control(protocol::SignedClient(f.server, *credentials));
+  auto created = agent::node::Agent::Create(o, control);
+  if (!created) {
+    std::cerr << "carve agent: " << created.error().message << "\n";
+    return 2;
+  }
+  // Block the stop signals in every thread (the agent's threads inherit the mask) and wait for
+  // them here, so nothing runs in a signal handler.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  agent::node::Agent& a = **created;
+  a.Start();
+  std::cout << "carve agent: node " << o.node_id << " (" << a.registration().instance_type
+            << ", " << a.registration().gpus.size() << " GPUs, driver "
+            << a.registration().driver << ") serving " << f.server << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  spdlog::info("signal {}: stopping the agent; workloads keep running", sig);
+  a.Stop();
+  return 0;
+}
+
+}  // namespace
+
+void RegisterAgentCommands(CLI::App& app, Context& ctx) {
+  auto flags = std::make_shared<AgentFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "agent",
+      "Run the node agent: register this node's GPUs with a carve server, carve them as it "
+      "decides and run the workloads it places here as processes. Runs until SIGTERM or "
+      "SIGINT; stopping the agent leaves its workloads running, and an agent started again on "
+      "the same --data-dir adopts them (those no longer desired are stopped).");
+  cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")
+      ->required();
+  cmd->add_option("--credentials", flags->credentials,
+                  "AWS shared-credentials file with the server's key (the server writes one)")
+      ->required();
+  cmd->add_option("--profile", flags->profile, "Profile in the credentials file")
+      ->capture_default_str();
+  cmd->add_option("--driver", flags->driver,
+                  "nvml (real GPUs) or sim (simulated); default: nvml when libnvidia-ml.so.1 "
+                  "loads and sees a GPU, else sim")
+      ->check(CLI::IsMember({"nvml", "sim"}));
+  cmd->add_option("--instance-type", flags->instance_type,
+                  "Instance type, e.g. ml.p4d.24xlarge; default: derived from the GPUs found");
+  cmd->add_option("--sim-config", flags->sim_config,
+                  "Simulated GPUs, e.g. \"gpus: 8 x a100-40gb\"; default: the instance type's");
+  cmd->add_option("--node-id", flags->node_id, "This node's name; default: the hostname");
+  cmd->add_option("--data-dir", flags->data_dir, "Pid files, ledgers and workload logs")
+      ->capture_default_str();
+  cmd->add_option("--interposer", flags->interposer,
+                  "Path of libcarve-mgpu.so for mGPU shares; default: found beside carve");
+  cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  cmd->callback([flags, &ctx] { ctx.exit_code = RunAgent(*flags); });
+}
+
+}  // namespace carve::cli
