@@ -36,6 +36,11 @@ std::string ErrorBody(const std::string& type, const std::string& message) {
   return nlohmann::json{{"__type", type}, {"message", message}}.dump();
 }
 
+std::string AsciiLower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 bool IsOperationName(std::string_view op) {
   if (op.empty() || op.size() > 64) return false;
   for (char c : op) {
@@ -114,6 +119,9 @@ class HttpServer::Impl {
     const int threads = std::max(1, options_.threads);
     svr_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     svr_.set_keep_alive_max_count(100000);
+    // Headers and body are separate writes; without TCP_NODELAY the second waits for the
+    // client's delayed ACK (up to 40 ms on Linux). Streams need each chunk sent at once too.
+    svr_.set_tcp_nodelay(true);
     svr_.set_keep_alive_timeout(options_.keep_alive_timeout.count());
     svr_.set_payload_max_length(options_.max_body_bytes);
     auto dispatch = [this](const httplib::Request& req, httplib::Response& res) {
@@ -224,8 +232,11 @@ class HttpServer::Impl {
       for (const auto& [k, v] : req.params) nr.query.emplace(k, v);
       nr.body = req.body;
       nr.request_id = request_id;
+      for (const auto& [name, value] : req.headers) nr.headers[AsciiLower(name)] = value;
       NativeResponse out = r.handler(nr);
       res.status = out.http_status;
+      for (const auto& [name, value] : out.headers) res.set_header(name, value);
+      if (out.stream) return StreamBody(res, std::move(out));
       res.set_content(out.body, out.content_type);
       return;
     }
@@ -233,6 +244,20 @@ class HttpServer::Impl {
     res.set_content(
         ErrorBody("UnknownOperationException", "no route for " + req.method + " " + req.path),
         "application/json");
+  }
+
+  // Sends the body through a chunked content provider that runs the handler's stream function
+  // once; cpp-httplib writes each chunk to the socket as it is written.
+  static void StreamBody(httplib::Response& res, NativeResponse out) {
+    auto stream = std::make_shared<std::function<void(const StreamWriter&)>>(std::move(out.stream));
+    res.set_chunked_content_provider(
+        out.content_type, [stream](size_t, httplib::DataSink& sink) {
+          (*stream)([&sink](std::string_view chunk) {
+            return sink.is_writable() && sink.write(chunk.data(), chunk.size());
+          });
+          sink.done();
+          return true;
+        });
   }
 
   void ServeApi(const httplib::Request& req, httplib::Response& res,

@@ -28,7 +28,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -62,12 +64,23 @@ struct NativeRequest {
   std::string body;
   std::string account_id;  // "" on public routes.
   std::string request_id;
+  // Request headers with lowercased names (a repeated name keeps its last value).
+  std::map<std::string, std::string> headers{};
 };
+
+// Writes one chunk of a streamed response body and sends it at once; false once the client has
+// gone away (the stream should then stop).
+using StreamWriter = std::function<bool(std::string_view)>;
 
 struct NativeResponse {
   int http_status = 200;
   std::string body;
   std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers{};  // Extra response headers.
+  // When set, the body is streamed: `body` is ignored, the status and headers go out first with
+  // chunked transfer encoding, then `stream` runs once on the request's worker thread, writing
+  // the body through the StreamWriter and returning when it is complete.
+  std::function<void(const StreamWriter&)> stream{};
 };
 
 using ApiHandler = std::function<ApiResponse(const ApiRequest&)>;

@@ -51,6 +51,12 @@ TestmodelServer::TestmodelServer(TestmodelOptions options, std::unique_ptr<Engin
       http_(std::make_unique<httplib::Server>()) {
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Tokens and small answers go out at once: without TCP_NODELAY, Nagle holds a write behind the
+  // peer's delayed ACK (up to 40 ms on Linux) whenever a response takes two writes.
+  http_->set_tcp_nodelay(true);
+  // Keep client connections (a router's pool) open: cpp-httplib closes after 5 requests by
+  // default, and the reconnect churn exhausts ephemeral ports under load.
+  http_->set_keep_alive_max_count(1000000);
 }
 
 TestmodelServer::~TestmodelServer() {

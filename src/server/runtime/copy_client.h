@@ -1,0 +1,85 @@
+// CopyClient: the router's HTTP/1.1 client to model copies (`POST /invocations` on
+// "host:port"), with a pool of idle keep-alive connections per address so that a request does
+// not pay a TCP handshake.
+//
+// Outcomes are values (CopyOutcome), because each one drives a different routing decision:
+//   kConnectFailed  nothing was sent (refused / unreachable): safe to retry on another copy.
+//   kTimedOut       no byte arrived for `timeout` (cpp-httplib's read timeout is per read, so a
+//                   stream that keeps producing is never cut; a unary answer must start within it).
+//   kBroken         the connection failed after the request went out (reset, closed mid-body).
+//   kAborted        the caller's callback returned false (its client went away).
+//   kOk             a complete response arrived (any HTTP status).
+// Thread-safe: each call borrows its own connection.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace httplib {
+class Client;
+}
+
+namespace carve::server::runtime {
+
+enum class CopyOutcome { kOk, kConnectFailed, kTimedOut, kBroken, kAborted };
+std::string_view CopyOutcomeName(CopyOutcome outcome);
+
+struct CopyRequest {
+  std::string path = "/invocations";
+  std::string body;
+  std::string content_type;       // Sent as Content-Type when non-empty.
+  std::string accept;             // Sent as Accept when non-empty.
+  std::string custom_attributes;  // X-Amzn-SageMaker-Custom-Attributes when non-empty.
+  std::chrono::milliseconds timeout{60000};
+};
+
+struct CopyReply {
+  CopyOutcome outcome = CopyOutcome::kOk;
+  int status = 0;                 // HTTP status when headers arrived, else 0.
+  std::string body;               // Whole body (Call), or the body of a non-2xx answer (Stream).
+  std::string content_type;
+  std::string custom_attributes;
+  std::string detail;             // What failed, for messages ("Connection refused").
+};
+
+class CopyClient {
+ public:
+  explicit CopyClient(std::chrono::milliseconds connect_timeout = std::chrono::seconds(2),
+                      size_t max_idle_per_address = 256);
+  ~CopyClient();
+  CopyClient(const CopyClient&) = delete;
+  CopyClient& operator=(const CopyClient&) = delete;
+
+  // One request, whole response buffered.
+  CopyReply Call(const std::string& address, const CopyRequest& request);
+
+  // One request whose 2xx body is handed over as it arrives: `on_headers(reply)` runs once with
+  // status/content type filled; for a 2xx status `on_data` then gets each chunk. Either callback
+  // returning false aborts (kAborted). A non-2xx body is buffered into the reply instead.
+  CopyReply Stream(const std::string& address, const CopyRequest& request,
+                   const std::function<bool(const CopyReply&)>& on_headers,
+                   const std::function<bool(std::string_view)>& on_data);
+
+  // Closes idle connections to `address` (e.g. after a copy left the rotation).
+  void Forget(const std::string& address);
+
+ private:
+  std::unique_ptr<httplib::Client> Borrow(const std::string& address);
+  void Return(const std::string& address, std::unique_ptr<httplib::Client> client);
+  CopyReply Send(const std::string& address, const CopyRequest& request,
+                 const std::function<bool(const CopyReply&)>* on_headers,
+                 const std::function<bool(std::string_view)>* on_data);
+
+  const std::chrono::milliseconds connect_timeout_;
+  const size_t max_idle_per_address_;
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<httplib::Client>>> idle_;  // Guarded by mu_.
+};
+
+}  // namespace carve::server::runtime

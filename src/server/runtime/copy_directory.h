@@ -1,0 +1,32 @@
+// CopyDirectory: how the runtime router learns where an endpoint's model copies run. The
+// SageMaker service implements it from its endpoint and inference-component records; tests use
+// FakeCopyDirectory.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace carve::server::runtime {
+
+struct CopyTarget { std::string id; std::string address; };  // address "127.0.0.1:PORT"
+struct RouteInfo {
+  std::string variant;                 // x-Amzn-Invoked-Production-Variant
+  std::string component;               // resolved component name ("" when none)
+  std::string strategy = "LEAST_OUTSTANDING_REQUESTS";  // or "RANDOM"
+  std::chrono::milliseconds timeout{60000};
+  std::vector<CopyTarget> copies;      // copies in rotation (running + healthy) only
+};
+class CopyDirectory {
+ public:
+  virtual ~CopyDirectory() = default;
+  // NotFound: endpoint unknown for this account (message names it). InvalidArgument: the
+  // endpoint has components and `component` is empty, or names no component of the endpoint
+  // (message as SageMaker words it). FailedPrecondition: endpoint not InService.
+  virtual Result<RouteInfo> Resolve(const std::string& account, const std::string& endpoint,
+                                    const std::string& component) = 0;
+};
+
+}  // namespace carve::server::runtime

@@ -1,0 +1,177 @@
+#include "server/runtime/router.h"
+
+#include <set>
+#include <utility>
+
+namespace carve::server::runtime {
+
+namespace {
+
+constexpr const char* kVariantHeader = "x-Amzn-Invoked-Production-Variant";
+constexpr const char* kCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes";
+
+// ^[a-zA-Z0-9](-*[a-zA-Z0-9])*$ with at most 63 characters: the pattern botocore's model gives
+// EndpointName and InferenceComponentName.
+bool IsResourceName(const std::string& s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-') return false;
+  }
+  return true;
+}
+
+std::string Header(const NativeRequest& r, const std::string& lower_name) {
+  auto it = r.headers.find(lower_name);
+  return it == r.headers.end() ? "" : it->second;
+}
+
+std::string PatternError(const std::string& value, const std::string& member) {
+  return "1 validation error detected: Value '" + value + "' at '" + member +
+         "' failed to satisfy constraint: Member must satisfy regular expression pattern: "
+         "^[a-zA-Z0-9](-*[a-zA-Z0-9])* and have length less than or equal to 63";
+}
+
+}  // namespace
+
+Router::Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions options)
+    : directory_(directory),
+      options_(options),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
+      requests_(metrics.AddCounter("carve_runtime_requests_total",
+                                   "Runtime invocations by endpoint, component and result code.",
+                                   {"endpoint", "component", "code"})),
+      errors_(metrics.AddCounter("carve_runtime_errors_total",
+                                 "Failed runtime invocations by endpoint, component and error type.",
+                                 {"endpoint", "component", "type"})),
+      in_flight_(metrics.AddGauge("carve_runtime_in_flight",
+                                  "Runtime invocations in progress by endpoint and component.",
+                                  {"endpoint", "component"})),
+      latency_(metrics.AddHistogram("carve_runtime_request_duration_seconds",
+                                    "Runtime invocation latency to the last byte.",
+                                    {"endpoint", "component"})),
+      balancer_(clock_, options_.quarantine,
+                &metrics.AddGauge("carve_runtime_copy_in_flight",
+                                  "Invocations in progress per model copy.", {"component", "copy"}),
+                options_.seed),
+      client_(options_.connect_timeout) {}
+
+Router::~Router() = default;
+
+Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
+  call.started = clock_.Now();
+  auto it = request.path_params.find("EndpointName");
+  call.endpoint = it == request.path_params.end() ? "" : it->second;
+  if (!IsResourceName(call.endpoint)) return InvalidArgument(PatternError(call.endpoint, "endpointName"));
+  const std::string component = Header(request, "x-amzn-sagemaker-inference-component");
+  if (request.headers.count("x-amzn-sagemaker-inference-component") != 0 &&
+      !IsResourceName(component)) {
+    return InvalidArgument(PatternError(component, "inferenceComponentName"));
+  }
+  if (request.body.size() > options_.max_body_bytes) {
+    return InvalidArgument("1 validation error detected: Value at 'body' failed to satisfy "
+                           "constraint: Member must have length less than or equal to " +
+                           std::to_string(options_.max_body_bytes) + " (got " +
+                           std::to_string(request.body.size()) + " bytes)");
+  }
+  CARVE_ASSIGN_OR_RETURN(RouteInfo route,
+                         directory_.Resolve(request.account_id, call.endpoint, component));
+  call.labels = {call.endpoint, route.component};
+  in_flight_.Add(call.labels, 1);
+  call.counted_in_flight = true;
+  return route;
+}
+
+NativeResponse Router::Finish(Call& call, NativeResponse response) {
+  if (call.finished) return response;
+  call.finished = true;
+  if (call.counted_in_flight) in_flight_.Add(call.labels, -1);
+  std::string code = std::to_string(response.http_status);
+  for (const auto& [name, value] : response.headers) {
+    if (name == "X-Amzn-ErrorType") {
+      code = value;
+      errors_.Increment({call.labels[0], call.labels[1], value});
+    }
+  }
+  requests_.Increment({call.labels[0], call.labels[1], code});
+  latency_.Observe(call.labels,
+                   std::chrono::duration<double>(clock_.Now() - call.started).count());
+  return response;
+}
+
+NativeResponse Router::Fail(Call& call, const RuntimeError& error) {
+  return Finish(call, ErrorResponse(error));
+}
+
+NativeResponse Router::Invoke(const NativeRequest& request) {
+  Call call;
+  auto resolved = Prepare(request, call);
+  if (!resolved) return Fail(call, FromError(resolved.error()));
+  const RouteInfo& route = *resolved;
+  auto strategy = ParseStrategy(route.strategy);
+  if (!strategy) return Fail(call, InternalFailure(strategy.error().message));
+
+  CopyRequest req;
+  req.body = request.body;
+  req.content_type = Header(request, "content-type");
+  req.accept = Header(request, "accept");
+  req.custom_attributes = Header(request, "x-amzn-sagemaker-custom-attributes");
+  req.timeout = route.timeout;
+
+  std::set<std::string> tried;
+  std::optional<CopyReply> last;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
+    if (!lease) break;
+    tried.insert(lease->copy().id);
+    CopyReply reply = client_.Call(lease->copy().address, req);
+    if (reply.outcome == CopyOutcome::kConnectFailed) {
+      balancer_.Quarantine(lease->copy().id);
+      client_.Forget(lease->copy().address);
+      last = std::move(reply);
+      continue;
+    }
+    if (reply.outcome == CopyOutcome::kOk && reply.status >= 500) {
+      last = std::move(reply);  // Nothing reached the client yet: another copy may answer.
+      continue;
+    }
+    if (reply.outcome != CopyOutcome::kOk || reply.status < 200 || reply.status >= 300) {
+      return Fail(call, ModelErrorFor(route, call.endpoint, reply));
+    }
+    NativeResponse out;
+    out.body = std::move(reply.body);
+    out.content_type =
+        reply.content_type.empty() ? "application/octet-stream" : std::move(reply.content_type);
+    out.headers.emplace_back(kVariantHeader, route.variant);
+    if (!reply.custom_attributes.empty()) {
+      out.headers.emplace_back(kCustomAttributes, reply.custom_attributes);
+    }
+    return Finish(call, std::move(out));
+  }
+  if (!last) {
+    return Fail(call, ModelNotReady(
+                          route.copies.empty()
+                              ? "Endpoint " + call.endpoint + " has no copy of " + CopyName(route) +
+                                    " in service; wait for copies to start and retry."
+                              : "All " + std::to_string(route.copies.size()) + " copies of " +
+                                    CopyName(route) + " of endpoint " + call.endpoint +
+                                    " are out of rotation after failed connections; retry "
+                                    "shortly."));
+  }
+  if (last->outcome == CopyOutcome::kConnectFailed) {
+    return Fail(call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " +
+                                         call.endpoint + " accepted a connection (tried " +
+                                         std::to_string(tried.size()) + ", last: " +
+                                         last->detail + "); retry shortly."));
+  }
+  return Fail(call, ModelErrorFor(route, call.endpoint, *last));
+}
+
+void RegisterRuntimeRoutes(HttpServer& server, Router& router) {
+  server.AddRoute("POST", "/endpoints/{EndpointName}/invocations", RouteAuth::kSigV4,
+                  [&router](const NativeRequest& r) { return router.Invoke(r); });
+  server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream",
+                  RouteAuth::kSigV4,
+                  [&router](const NativeRequest& r) { return router.InvokeStream(r); });
+}
+
+}  // namespace carve::server::runtime

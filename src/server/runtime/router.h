@@ -1,0 +1,91 @@
+// Router: the SageMaker runtime API. It serves
+//   POST /endpoints/{EndpointName}/invocations                  (InvokeEndpoint)
+//   POST /endpoints/{EndpointName}/invocations-response-stream  (InvokeEndpointWithResponseStream)
+// on the control plane's listener, SigV4-verified and scoped to the caller's account. The
+// target component is named by X-Amzn-SageMaker-Inference-Component; the CopyDirectory resolves
+// it to the copies in rotation, a CopyBalancer picks one, and the body, Content-Type and Accept
+// (X-Amzn-SageMaker-Accept when streaming) go to that copy's POST /invocations. Responses carry
+// x-Amzn-Invoked-Production-Variant.
+//
+// Errors (runtime_error.h): directory errors map through FromError (unknown endpoint, missing or
+// unknown component -> ValidationError 400); no copy in rotation ->
+// ModelNotReadyException 429; every attempt failed to connect -> ServiceUnavailable 503; the copy
+// answered non-2xx, timed out or broke off -> ModelError 424 (OriginalStatusCode and
+// OriginalMessage when it answered).
+// Retries: a request moves to another copy (up to max_attempts copies) only while nothing has
+// reached the client: after a connect failure (the copy is also quarantined), and for
+// InvokeEndpoint after a 5xx answer. A stream whose copy fails after its 2xx headers ends with a
+// ModelStreamError frame; one whose copy answers non-2xx before any byte gets a ModelError.
+// Metrics: carve_runtime_requests_total{endpoint,component,code},
+// carve_runtime_errors_total{endpoint,component,type}, carve_runtime_in_flight{endpoint,component},
+// carve_runtime_request_duration_seconds{endpoint,component} (to the last byte),
+// carve_runtime_copy_in_flight{component,copy}.
+// Thread-safe; the directory and metrics registry must outlive the router.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/runtime/copy_balancer.h"
+#include "server/runtime/copy_client.h"
+#include "server/runtime/copy_directory.h"
+#include "server/runtime/runtime_error.h"
+
+namespace carve::server::runtime {
+
+struct RouterOptions {
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds quarantine{5000};  // A copy that refused a connection sits out.
+  int max_attempts = 3;                        // Copies tried per request.
+  size_t max_body_bytes = 6291456;             // InvokeEndpoint's documented payload limit.
+  const Clock* clock = nullptr;                // nullptr: SystemClock.
+  uint64_t seed = 0;                           // Tie-breaking RNG; 0: random.
+};
+
+class Router {
+ public:
+  Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions options = {});
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  // Handlers for the two routes; `request.path_params` holds "EndpointName".
+  NativeResponse Invoke(const NativeRequest& request);
+  NativeResponse InvokeStream(const NativeRequest& request);
+
+  const CopyBalancer& balancer() const { return balancer_; }
+
+ private:
+  // One invocation's bookkeeping, from Prepare to Finish.
+  struct Call {
+    std::chrono::steady_clock::time_point started;
+    std::string endpoint;               // As requested.
+    LabelValues labels{"", ""};         // {endpoint, component} once resolved; "" before.
+    bool counted_in_flight = false;
+    bool finished = false;
+  };
+  class Upstream;
+  Result<RouteInfo> Prepare(const NativeRequest& request, Call& call);
+  NativeResponse Finish(Call& call, NativeResponse response);
+  NativeResponse Fail(Call& call, const RuntimeError& error);
+
+  CopyDirectory& directory_;
+  const RouterOptions options_;
+  const Clock& clock_;
+  Counter& requests_;
+  Counter& errors_;
+  Gauge& in_flight_;
+  Histogram& latency_;
+  CopyBalancer balancer_;
+  CopyClient client_;
+};
+
+// Adds the two runtime routes (RouteAuth::kSigV4) to `server`; call before server.Start().
+void RegisterRuntimeRoutes(HttpServer& server, Router& router);
+
+}  // namespace carve::server::runtime

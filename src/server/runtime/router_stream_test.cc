@@ -1,0 +1,221 @@
+// InvokeEndpointWithResponseStream through the router: relay of a copy's SSE stream as
+// PayloadPart frames, ModelStreamError frames for failures after the first byte, and the
+// decisions still open before it (retry, ModelError). One test goes through HttpServer and has
+// botocore parse the response.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "server/runtime/event_stream.h"
+#include "server/runtime/fake_copy_directory.h"
+#include "server/runtime/router.h"
+#include "server/runtime/test_copy.h"
+
+namespace carve::server::runtime {
+namespace {
+
+namespace es = carve::runtime::eventstream;
+constexpr const char* kAccount = "111111111111";
+
+// Streams `events` as SSE, one chunk each; then ends normally, or cuts the connection when
+// `cut` is set.
+TestCopy::Handler Sse(std::vector<std::string> events, bool cut = false) {
+  return [events, cut](const httplib::Request&, httplib::Response& s) {
+    auto next = std::make_shared<size_t>(0);
+    s.set_chunked_content_provider("text/event-stream", [events, cut, next](
+                                                            size_t, httplib::DataSink& sink) {
+      if (*next == events.size()) {
+        if (cut) return false;
+        sink.done();
+        return true;
+      }
+      const std::string& e = events[(*next)++];
+      sink.write(e.data(), e.size());
+      return true;
+    });
+  };
+}
+
+RouteInfo Route(std::vector<CopyTarget> copies) {
+  RouteInfo r;
+  r.variant = "AllTraffic";
+  r.component = "ic-a";
+  r.copies = std::move(copies);
+  return r;
+}
+
+NativeRequest Request() {
+  NativeRequest r;
+  r.account_id = kAccount;
+  r.path_params["EndpointName"] = "ep";
+  r.headers["x-amzn-sagemaker-inference-component"] = "ic-a";
+  r.headers["content-type"] = "application/json";
+  r.body = R"({"inputs":"hi","stream":true})";
+  return r;
+}
+
+std::string HeaderOf(const NativeResponse& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+// Runs the response's stream and decodes what it wrote.
+std::vector<es::Message> Drain(const NativeResponse& out) {
+  std::string wire;
+  out.stream([&](std::string_view chunk) {
+    wire.append(chunk);
+    return true;
+  });
+  es::Decoder d;
+  auto msgs = d.Feed(wire);
+  EXPECT_TRUE(msgs.has_value());
+  EXPECT_EQ(d.buffered_bytes(), 0u);
+  return msgs.has_value() ? *msgs : std::vector<es::Message>{};
+}
+
+std::string HeaderIn(const es::Message& m, const std::string& name) {
+  for (const auto& h : m.headers) {
+    if (h.name == name) return h.value;
+  }
+  return "";
+}
+
+class RouterStreamTest : public ::testing::Test {
+ protected:
+  RouterOptions Options() {
+    RouterOptions o;
+    o.seed = 42;
+    return o;
+  }
+  FakeCopyDirectory dir_;
+  MetricsRegistry metrics_;
+};
+
+TEST_F(RouterStreamTest, RelaysEachSseEventAsAPayloadPart) {
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n", "data: {\"t\":2}\n\n"}));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  NativeResponse out = router.InvokeStream(Request());
+  ASSERT_EQ(out.http_status, 200) << out.body;
+  ASSERT_TRUE(out.stream);
+  EXPECT_EQ(out.content_type, "application/vnd.amazon.eventstream");
+  EXPECT_EQ(HeaderOf(out, "x-Amzn-Invoked-Production-Variant"), "AllTraffic");
+  EXPECT_EQ(HeaderOf(out, "X-Amzn-SageMaker-Content-Type"), "text/event-stream");
+  auto msgs = Drain(out);
+  ASSERT_EQ(msgs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(HeaderIn(msgs[i], ":event-type"), "PayloadPart");
+    EXPECT_EQ(HeaderIn(msgs[i], ":message-type"), "event");
+    EXPECT_EQ(HeaderIn(msgs[i], ":content-type"), "application/octet-stream");
+    EXPECT_EQ(msgs[i].payload, "data: {\"t\":" + std::to_string(i) + "}\n\n");
+  }
+  EXPECT_EQ(router.balancer().Outstanding("c1"), 0);
+}
+
+TEST_F(RouterStreamTest, AnSseErrorEventBecomesAModelStreamErrorFrame) {
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n",
+                     "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"},
+                    /*cut=*/true));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  auto msgs = Drain(router.InvokeStream(Request()));
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(HeaderIn(msgs[0], ":event-type"), "PayloadPart");
+  EXPECT_EQ(HeaderIn(msgs[1], ":message-type"), "exception");
+  EXPECT_EQ(HeaderIn(msgs[1], ":exception-type"), "ModelStreamError");
+  auto j = nlohmann::json::parse(msgs[1].payload);
+  EXPECT_EQ(j["Message"], "boom");
+  EXPECT_EQ(j["ErrorCode"], "ModelError");
+}
+
+TEST_F(RouterStreamTest, ACopyThatDisconnectsMidStreamIsNotRetried) {
+  TestCopy a(Sse({"data: {\"t\":0}\n\n"}, /*cut=*/true));
+  TestCopy b(Sse({"data: {\"t\":0}\n\n"}, /*cut=*/true));
+  dir_.SetRoute(kAccount, "ep", Route({{"a", a.address()}, {"b", b.address()}}));
+  Router router(dir_, metrics_, Options());
+  auto msgs = Drain(router.InvokeStream(Request()));
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].payload, "data: {\"t\":0}\n\n");
+  EXPECT_EQ(HeaderIn(msgs[1], ":exception-type"), "ModelStreamError");
+  EXPECT_EQ(nlohmann::json::parse(msgs[1].payload)["ErrorCode"], "StreamBroken");
+  EXPECT_EQ(a.hits() + b.hits(), 1);
+}
+
+TEST_F(RouterStreamTest, ANon2xxAnswerBeforeAnyByteIsAModelError) {
+  TestCopy copy([](const httplib::Request&, httplib::Response& s) {
+    s.status = 500;
+    s.set_content("{\"error\":\"injected\"}", "application/json");
+  });
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  NativeResponse out = router.InvokeStream(Request());
+  EXPECT_FALSE(out.stream);
+  EXPECT_EQ(out.http_status, 424);
+  EXPECT_EQ(HeaderOf(out, "X-Amzn-ErrorType"), "ModelError");
+  EXPECT_EQ(nlohmann::json::parse(out.body)["OriginalMessage"], "{\"error\":\"injected\"}");
+}
+
+TEST_F(RouterStreamTest, ARefusedConnectionMovesTheStreamToAnotherCopy) {
+  TestCopy good(Sse({"data: ok\n\n"}));
+  dir_.SetRoute(kAccount, "ep", Route({{"dead", DeadAddress()}, {"good", good.address()}}));
+  Router router(dir_, metrics_, Options());
+  for (int i = 0; i < 6; ++i) {
+    auto msgs = Drain(router.InvokeStream(Request()));
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].payload, "data: ok\n\n");
+  }
+  EXPECT_TRUE(router.balancer().IsQuarantined("dead"));
+}
+
+TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
+  if (std::system("python3 -c 'import botocore' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 with botocore not available";
+  }
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n",
+                     "data: {\"error\":{\"message\":\"stream failure injected\"}}\n\n"},
+                    /*cut=*/true));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  Credentials creds;
+  HttpServerOptions so;
+  so.insecure_no_auth = true;
+  so.insecure_account_id = kAccount;
+  HttpServer server(so, creds, metrics_);
+  RegisterRuntimeRoutes(server, router);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  httplib::Client cli("127.0.0.1", *port);
+  httplib::Headers h{{"X-Amzn-SageMaker-Inference-Component", "ic-a"}};
+  auto res = cli.Post("/endpoints/ep/invocations-response-stream", h, Request().body,
+                      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/vnd.amazon.eventstream");
+  EXPECT_EQ(res->get_header_value("x-Amzn-Invoked-Production-Variant"), "AllTraffic");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("carve_stream_" + std::to_string(getpid()) + ".bin");
+  std::ofstream(path, std::ios::binary) << res->body;
+  const std::string cmd = std::string("python3 ") + CARVE_RUNTIME_SRC_DIR +
+                          "/parse_response_stream.py " + path.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string got;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) got.append(buf, n);
+  EXPECT_EQ(pclose(p), 0);
+  std::filesystem::remove(path);
+  EXPECT_EQ(got,
+            "PART b'data: {\"t\":0}\\n\\n'\n"
+            "PART b'data: {\"t\":1}\\n\\n'\n"
+            "ERROR ModelStreamError stream failure injected\n");
+  server.Stop();
+  server.Wait();
+}
+
+}  // namespace
+}  // namespace carve::server::runtime

@@ -1,0 +1,77 @@
+#include "server/runtime/stream_relay.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/runtime/event_stream.h"
+
+namespace carve::server::runtime {
+namespace {
+
+namespace es = carve::runtime::eventstream;
+
+std::vector<es::Message> Decode(const std::string& wire) {
+  es::Decoder d;
+  auto got = d.Feed(wire);
+  EXPECT_TRUE(got.has_value());
+  return got.has_value() ? *got : std::vector<es::Message>{};
+}
+
+TEST(StreamRelay, CutsSseAtEventBoundariesAcrossChunks) {
+  StreamRelay relay(/*server_sent_events=*/true);
+  auto first = Decode(relay.Feed("data: {\"t\":1}\n\ndata: {\"t\""));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].payload, "data: {\"t\":1}\n\n");
+  auto second = Decode(relay.Feed(":2}\n\n"));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].payload, "data: {\"t\":2}\n\n");
+  EXPECT_EQ(relay.Finish(CopyOutcome::kOk, ""), "");
+}
+
+TEST(StreamRelay, RelaysNonSseBytesAsTheyCome) {
+  StreamRelay relay(false);
+  auto msgs = Decode(relay.Feed("abc"));
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].payload, "abc");
+}
+
+TEST(StreamRelay, FlushesAnUnterminatedLastEventOnCompletion) {
+  StreamRelay relay(true);
+  EXPECT_EQ(relay.Feed("data: tail"), "");
+  auto msgs = Decode(relay.Finish(CopyOutcome::kOk, ""));
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].payload, "data: tail");
+}
+
+TEST(StreamRelay, AnErrorEventEndsTheRelayWithModelStreamError) {
+  StreamRelay relay(true);
+  auto msgs = Decode(relay.Feed(
+      "data: {\"t\":1}\n\ndata: {\"error\":{\"message\":\"oom\"}}\n\ndata: {\"t\":2}\n\n"));
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[1].headers[0].value, "ModelStreamError");
+  EXPECT_EQ(nlohmann::json::parse(msgs[1].payload)["Message"], "oom");
+  EXPECT_TRUE(relay.failed());
+  EXPECT_EQ(relay.Feed("data: {\"t\":3}\n\n"), "");
+  EXPECT_EQ(relay.Finish(CopyOutcome::kBroken, "x"), "");
+}
+
+TEST(StreamRelay, ABrokenOrSilentCopyEndsWithTheMatchingErrorCode) {
+  StreamRelay broken(true);
+  auto a = Decode(broken.Finish(CopyOutcome::kBroken, "Read"));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(a[0].payload)["ErrorCode"], "StreamBroken");
+  StreamRelay silent(true);
+  auto b = Decode(silent.Finish(CopyOutcome::kTimedOut, "Read"));
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(b[0].payload)["ErrorCode"], "ModelInvocationTimeExceeded");
+}
+
+TEST(StreamRelay, OnlyJsonErrorMembersCountAsErrorEvents) {
+  EXPECT_EQ(SseErrorMessage("data: {\"error\":\"bad\"}\n\n"), "bad");
+  EXPECT_EQ(SseErrorMessage("data: {\"text\":\"the word \\\"error\\\"\"}\n\n"), "");
+  EXPECT_EQ(SseErrorMessage("data: \"error\" not json\n\n"), "");
+}
+
+}  // namespace
+}  // namespace carve::server::runtime

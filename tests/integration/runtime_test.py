@@ -1,0 +1,201 @@
+"""The SageMaker runtime API (InvokeEndpoint, InvokeEndpointWithResponseStream) against the real
+`carve server`, whose embedded agent runs every copy as a real `carve testmodel` process, driven
+by boto3's stock sagemaker-runtime client. Three components share one endpoint:
+  ic       two healthy copies (balancing, streaming, a killed copy)
+  ic-fail  one copy whose every invocation answers HTTP 500 (ModelError)
+  ic-cut   one copy whose streams break off after 3 tokens (ModelStreamError)"""
+
+import json
+import os
+import re
+import signal
+import threading
+import unittest
+import urllib.request
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, component_spec,
+                           pid_alive, poll, seed_variant)
+
+
+def body(tokens, stream=False):
+    return json.dumps({"inputs": "hello carve router", "parameters": {"max_new_tokens": tokens},
+                       "stream": stream})
+
+
+class RuntimeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = CarveServer().start()
+        try:
+            cls._deploy()
+        except Exception:
+            cls.server.cleanup()
+            raise
+
+    @classmethod
+    def _deploy(cls):
+        cls.sm = cls.server.client()
+        ak, sk = cls.server.profile_keys()
+        os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
+        cls.rt = boto3.session.Session().client(
+            "sagemaker-runtime", endpoint_url=cls.server.url, region_name=REGION,
+            aws_access_key_id=ak, aws_secret_access_key=sk,
+            config=botocore.config.Config(retries={"max_attempts": 1}, max_pool_connections=16))
+        models = {"m": {"CARVE_TESTMODEL_SPEED": "4"},
+                  "m-fail": {"CARVE_TESTMODEL_FAIL_INVOCATIONS": "1"},
+                  "m-cut": {"CARVE_TESTMODEL_SPEED": "20", "CARVE_TESTMODEL_FAIL_AFTER_TOKENS": "3"}}
+        for name, env in models.items():
+            cls.sm.create_model(ModelName=name, PrimaryContainer={
+                "Image": "carve/testmodel", "Environment": env})
+        cls.sm.create_endpoint_config(EndpointConfigName="ep",
+                                      ProductionVariants=[seed_variant(SEED_LAYOUT)])
+        cls.sm.create_endpoint(EndpointName="ep", EndpointConfigName="ep")
+        cls.sm.get_waiter("endpoint_in_service").wait(
+            EndpointName="ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+        for ic, model, copies in (("ic", "m", 2), ("ic-fail", "m-fail", 1), ("ic-cut", "m-cut", 1)):
+            cls.sm.create_inference_component(
+                InferenceComponentName=ic, EndpointName="ep", VariantName="AllTraffic",
+                Specification=component_spec(model, "mig-1g.5gb"),
+                RuntimeConfig={"CopyCount": copies})
+        for ic, copies in (("ic", 2), ("ic-fail", 1), ("ic-cut", 1)):
+            cls.wait_copies(ic, copies)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    @classmethod
+    def wait_copies(cls, ic, n, timeout_s=60):
+        def ready():
+            d = cls.sm.describe_inference_component(InferenceComponentName=ic)
+            return (d["InferenceComponentStatus"] == "InService" and
+                    d["RuntimeConfig"]["CurrentCopyCount"] == n) and d
+        return poll(ready, timeout_s=timeout_s, interval_s=0.2, what=f"{ic}: {n} copies serving")
+
+    def copies(self, ic):
+        """Running workloads (copy processes) of component `ic`, from the agents' reports."""
+        out = []
+        for node in self.server.nodes().values():
+            out += [w for w in node["Workloads"]
+                    if w["state"] == "running" and w["id"].split("/")[1:2] == [ic]]
+        return out
+
+    def copy_in_flight(self, ic):
+        """carve_runtime_copy_in_flight{component=ic} by copy, from GET /metrics."""
+        with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
+            text = r.read().decode()
+        pat = re.compile(r'^carve_runtime_copy_in_flight\{component="%s",copy="([^"]+)"\} (\S+)$'
+                         % re.escape(ic), re.M)
+        return {copy: float(v) for copy, v in pat.findall(text)}
+
+    def assertRuntimeError(self, ctx, code, status):
+        err = ctx.exception.response
+        self.assertEqual(err["Error"]["Code"], code, err)
+        self.assertEqual(err["ResponseMetadata"]["HTTPStatusCode"], status, err)
+
+    def test_invoke_by_component(self):
+        r = self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
+                                    ContentType="application/json", Body=body(4))
+        self.assertEqual(r["ResponseMetadata"]["HTTPStatusCode"], 200)
+        self.assertEqual(r["InvokedProductionVariant"], "AllTraffic")
+        answer = json.loads(r["Body"].read())
+        self.assertIn("tok", json.dumps(answer))
+
+    def test_missing_component_header_is_400(self):
+        with self.assertRaises(botocore.exceptions.ClientError) as ctx:
+            self.rt.invoke_endpoint(EndpointName="ep", ContentType="application/json",
+                                    Body=body(1))
+        self.assertRuntimeError(ctx, "ValidationError", 400)
+
+    def test_unknown_component_is_validation_error(self):
+        with self.assertRaises(self.rt.exceptions.ValidationError) as ctx:
+            self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic-none",
+                                    ContentType="application/json", Body=body(1))
+        self.assertRuntimeError(ctx, "ValidationError", 400)
+        self.assertIn("ic-none", ctx.exception.response["Error"]["Message"])
+
+    def test_unknown_endpoint_is_validation_error(self):
+        with self.assertRaises(self.rt.exceptions.ValidationError) as ctx:
+            self.rt.invoke_endpoint(EndpointName="nope", InferenceComponentName="ic",
+                                    ContentType="application/json", Body=body(1))
+        self.assertIn("nope", ctx.exception.response["Error"]["Message"])
+
+    def test_copy_returning_500_is_model_error_424(self):
+        with self.assertRaises(self.rt.exceptions.ModelError) as ctx:
+            self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic-fail",
+                                    ContentType="application/json", Body=body(1))
+        self.assertRuntimeError(ctx, "ModelError", 424)
+        self.assertEqual(ctx.exception.response["OriginalStatusCode"], 500)
+        self.assertIn("--fail-invocations", ctx.exception.response["OriginalMessage"])
+
+    def test_streaming_parses_in_boto3(self):
+        r = self.rt.invoke_endpoint_with_response_stream(
+            EndpointName="ep", InferenceComponentName="ic", ContentType="application/json",
+            Body=body(5, stream=True))
+        self.assertEqual(r["InvokedProductionVariant"], "AllTraffic")
+        parts = [e["PayloadPart"]["Bytes"] for e in r["Body"]]
+        self.assertEqual(len(parts), 5, parts)  # One PayloadPart per SSE event.
+        for p in parts:
+            self.assertTrue(p.startswith(b"data: "), p)
+
+    def test_streaming_mid_stream_error_is_model_stream_error(self):
+        r = self.rt.invoke_endpoint_with_response_stream(
+            EndpointName="ep", InferenceComponentName="ic-cut", ContentType="application/json",
+            Body=body(10, stream=True))
+        parts = []
+        with self.assertRaises(botocore.exceptions.EventStreamError) as ctx:
+            for e in r["Body"]:
+                parts.append(e["PayloadPart"]["Bytes"])
+        self.assertEqual(len(parts), 3, parts)
+        self.assertEqual(ctx.exception.response["Error"]["Code"], "ModelStreamError")
+
+    def test_least_outstanding_requests_spreads_concurrent_requests(self):
+        # Four long streams held open at once: two land on each copy.
+        streams = []
+        try:
+            for _ in range(4):
+                r = self.rt.invoke_endpoint_with_response_stream(
+                    EndpointName="ep", InferenceComponentName="ic",
+                    ContentType="application/json", Body=body(4000, stream=True))
+                next(iter(r["Body"]))  # It is being served.
+                streams.append(r)
+            in_flight = self.copy_in_flight("ic")
+            busy = {c: n for c, n in in_flight.items() if n > 0}
+            self.assertEqual(sorted(busy.values()), [2.0, 2.0], in_flight)
+        finally:
+            for r in streams:
+                r["Body"].close()
+        poll(lambda: all(n == 0 for n in self.copy_in_flight("ic").values()), timeout_s=30,
+             what="streams released")
+
+    def test_z_killed_copy_leaves_rotation_without_client_failures(self):
+        copies = self.copies("ic")
+        self.assertEqual(len(copies), 2, copies)
+        victim = copies[0]
+        os.kill(victim["pid"], signal.SIGKILL)
+        poll(lambda: not pid_alive(victim["pid"]), what="the copy died")
+        errors = []
+
+        def invoke():
+            try:
+                self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
+                                        ContentType="application/json", Body=body(2))
+            except botocore.exceptions.ClientError as e:
+                errors.append(e.response["Error"])
+        for _ in range(8):
+            invoke()
+        threads = [threading.Thread(target=invoke) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.wait_copies("ic", 2)  # The agent restarts it; the endpoint heals.
+
+
+if __name__ == "__main__":
+    unittest.main()
