@@ -1,0 +1,14 @@
+# carve_queues: mGPU queues and jobs (issue 7): queue and job records, request parsing and share
+# planning, placement on the queue's cards, the QueueService reconciler, the /v1/queues routes and
+# the queue gauges.
+set(qd ${CMAKE_CURRENT_SOURCE_DIR}/queues)
+carve_library(carve_queues
+  SRCS ${qd}/queue_model.cc ${qd}/queue_request.cc ${qd}/queue_cards.cc ${qd}/gpu_view.cc
+       ${qd}/queue_service.cc ${qd}/queue_reconcile.cc ${qd}/queue_view.cc ${qd}/queue_routes.cc
+  DEPS carve_nodes carve_protocol carve_placement carve_share carve_store carve_server_infra
+       nlohmann_json::nlohmann_json fmt::fmt spdlog::spdlog Threads::Threads)
+
+carve_test(queues_test
+  SRCS ${qd}/queue_request_test.cc ${qd}/queue_cards_test.cc ${qd}/queue_service_test.cc
+       ${qd}/queue_routes_test.cc
+  DEPS carve_queues)

@@ -1,0 +1,76 @@
+// QueueCards: the cards of one queue's nodes and the shares placed on them, over the placement
+// engine (core/placement.h), which owns the per-card rules: core sums to <= 100, memory to <= the
+// card's memory less the reserve, at most 16 workers per card, SPREAD or BINPACK.
+//
+// An mGPU queue puts every card in mGPU mode and places a task's share (core >= 100 takes that
+// many idle cards); a queue without mGPU uses cards whole. Tasks without a GPU (a Ray head
+// without head parameters, the Ray driver) need no capacity: they go to the head's node, or the
+// queue's first node.
+// Not thread-safe: the service serialises calls.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "core/placement.h"
+#include "server/queues/queue_model.h"
+
+namespace carve::server::queues {
+
+struct QueueNode {
+  std::string name;
+  std::string instance_type;
+};
+
+struct JobPlacement {
+  int placed = 0;        // Tasks placed by this call.
+  bool complete = true;  // Every pending task of the job is now placed.
+  std::string reason;    // When not complete: what did not fit.
+};
+
+class QueueCards {
+ public:
+  // NotFound for an instance type the catalog does not know; InvalidArgument when a card's
+  // memory does not exceed the reserve.
+  static Result<QueueCards> Create(bool mgpu, std::vector<QueueNode> nodes,
+                                   int64_t reserve_memory_mib);
+
+  // Places the job's Pending tasks in index order. Non-gang: one at a time, stopping at the first
+  // that does not fit. Gang: all or none. A placed task gets its allocation, node, a new attempt
+  // and state Placed; nothing changes for tasks that were not placed.
+  JobPlacement PlaceJob(JobRecord& job, core::Strategy strategy, bool gang);
+
+  // Whether the job's GPU tasks could all be placed on these nodes when every card is idle
+  // (gang) or each on its own (not gang); the reason when not.
+  Result<void> FitsWhenIdle(const JobRecord& job, bool gang) const;
+
+  // Frees an allocation made by PlaceJob or Restore; an unknown id is ignored.
+  void Release(core::AllocationId id);
+  // Re-applies a persisted allocation (after a restart). Errors are PlacementEngine::Restore's.
+  Status Restore(const core::AllocationRecord& allocation);
+
+  std::vector<core::GpuUsage> Gpus() const { return engine_.Gpus(); }
+  bool mgpu() const { return mgpu_; }
+  const std::vector<QueueNode>& nodes() const { return nodes_; }
+
+ private:
+  QueueCards(bool mgpu, std::vector<QueueNode> nodes, std::vector<core::NodeSpec> specs,
+             int64_t reserve, core::PlacementEngine engine)
+      : mgpu_(mgpu),
+        nodes_(std::move(nodes)),
+        specs_(std::move(specs)),
+        reserve_(reserve),
+        engine_(std::move(engine)) {}
+  static JobPlacement Place(core::PlacementEngine& engine, bool mgpu, JobRecord& job,
+                            core::Strategy strategy, bool gang, const std::string& first_node);
+
+  bool mgpu_;
+  std::vector<QueueNode> nodes_;
+  std::vector<core::NodeSpec> specs_;
+  int64_t reserve_;
+  core::PlacementEngine engine_;
+};
+
+}  // namespace carve::server::queues

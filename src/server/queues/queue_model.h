@@ -1,0 +1,122 @@
+// The persisted shape of mGPU queues and jobs (Store kinds "Queue" and "Job") and their JSON.
+//
+// A Queue record holds what the user asked for (allocation, mgpu switch, strategy, enforcement,
+// gang default) and the nodes it claimed, so a restarted server re-claims exactly those nodes.
+// A Job record holds the job's spec, its state and every task: share, placement (the placement
+// engine's AllocationRecord, by node name and card index), the stable workload id the agent runs
+// it under, and what the agent last reported. Job records are named "<queue>/<job id>".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "core/placement.h"
+#include "core/share.h"
+
+namespace carve::server::queues {
+
+inline constexpr std::string_view kQueueKind = "Queue";
+inline constexpr std::string_view kJobKind = "Job";
+
+enum class Enforcement { kInterposer, kMps };
+std::string_view EnforcementName(Enforcement e);  // "interposer", "mps"
+// InvalidArgument naming the field and the accepted values.
+Result<Enforcement> ParseEnforcement(std::string_view text, std::string_view field);
+
+struct QueueRecord {
+  std::string account;
+  std::string name;
+  bool mgpu = false;  // Fixed at creation.
+  core::Strategy strategy = core::Strategy::kBinpack;
+  Enforcement enforcement = Enforcement::kInterposer;
+  bool gang = false;  // Default for the queue's jobs.
+  // Allocation as asked: an instance type and count, or node names.
+  std::string instance_type;
+  int count = 0;
+  std::vector<std::string> requested_nodes;
+  std::vector<std::string> nodes;  // Claimed, sorted.
+  int64_t next_job_seq = 1;
+  int64_t created_ms = 0;
+
+  std::string Owner() const { return "queue/" + account + "/" + name; }
+};
+
+enum class JobType { kCustomJob, kRayJob, kRayCluster, kRayServe };
+std::string_view JobTypeName(JobType t);
+Result<JobType> ParseJobType(std::string_view text);
+
+// Submitted -> Pending -> Running -> Succeeded | Failed | Cancelled. A job whose parameters break
+// a share rule goes from Submitted straight to Failed.
+enum class JobState { kSubmitted, kPending, kRunning, kSucceeded, kFailed, kCancelled };
+std::string_view JobStateName(JobState s);
+bool IsTerminal(JobState s);
+
+// Pending: waiting for a card. Placed: published to the agent, no report yet. Running: the agent
+// reports it starting, running or in restart backoff. Stopped: a Ray process stopped because its
+// job ended.
+enum class TaskState { kPending, kPlaced, kRunning, kSucceeded, kFailed, kCancelled, kStopped };
+std::string_view TaskStateName(TaskState s);
+bool IsTerminal(TaskState s);
+
+struct TaskRecord {
+  int index = 0;      // Within the job, stable.
+  std::string role;   // "task", "head", "worker", "driver".
+  std::string group;  // Ray worker group name; "" otherwise.
+  int group_index = 0;
+  TaskState state = TaskState::kPending;
+  // The share; nullopt: the task uses no GPU (a Ray head without head parameters, the driver).
+  std::optional<core::MgpuShare> share;
+  int attempt = 0;          // Bumped on each placement; part of the workload id.
+  std::string workload_id;  // "" until placed.
+  std::optional<core::AllocationRecord> allocation;
+  std::string node;       // Where it runs (the allocation's node, or the head's node).
+  std::vector<int> gpus;  // Cards it was placed on (kept after the allocation is freed).
+  // What the agent last reported.
+  std::string agent_state;
+  std::vector<int> exit_codes;
+  int restarts = 0;
+  std::string message;
+  std::string log_dir;
+  std::string address;  // Ray head: "host:port".
+};
+
+struct JobRecord {
+  std::string account;
+  std::string queue;
+  std::string id;    // "job-0001"
+  std::string name;  // User's label (optional).
+  JobType type = JobType::kCustomJob;
+  JobState state = JobState::kSubmitted;
+  std::string reason;  // Why Failed / Cancelled, or why still Pending.
+  int priority = 0;    // Higher first; FIFO (seq) within a priority.
+  bool gang = false;
+  int64_t seq = 0;
+  int max_retries = 0;
+  std::vector<std::string> command;  // CustomJob argv.
+  std::string entrypoint;            // RayJob.
+  std::string parameters;            // The parameter text, as submitted.
+  std::map<std::string, std::string> environment;
+  std::vector<std::string> warnings;
+  std::string head_address;  // Ray: the head's address once it reports one.
+  int64_t submitted_ms = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+  std::vector<TaskRecord> tasks;
+
+  std::string StoreName() const { return queue + "/" + id; }
+};
+
+nlohmann::json ToJson(const QueueRecord& q);
+nlohmann::json ToJson(const JobRecord& j);
+nlohmann::json ToJson(const TaskRecord& t);
+// InvalidArgument naming the field when a stored body does not parse.
+Result<QueueRecord> QueueFromJson(const nlohmann::json& j);
+Result<JobRecord> JobFromJson(const nlohmann::json& j);
+
+}  // namespace carve::server::queues

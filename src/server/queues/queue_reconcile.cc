@@ -1,0 +1,295 @@
+// QueueService: the reconcile half. One pass reads what the agents report, moves tasks and jobs
+// through their states, places waiting tasks (strict FIFO per priority), writes changed jobs to
+// the Store, and only then publishes the desired processes to the agents, so that a process never
+// runs under a placement the Store does not hold.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "server/queues/queue_service.h"
+
+namespace carve::server::queues {
+namespace {
+
+// Maps an agent state onto the task; returns true when something a user sees changed.
+bool ApplyStatus(TaskRecord& t, const protocol::WorkloadStatus& st) {
+  TaskState next = t.state;
+  if (st.state == "starting" || st.state == "running" || st.state == "backoff") {
+    next = TaskState::kRunning;
+  } else if (st.state == "succeeded") {
+    next = TaskState::kSucceeded;
+  } else if (st.state == "failed" || st.state == "stopped") {
+    next = TaskState::kFailed;  // "stopped" without our asking: the agent gave up on it.
+  }
+  std::string address = st.address;
+  if (address.empty() && st.port > 0) address = fmt::format("127.0.0.1:{}", st.port);
+  bool changed = next != t.state || t.agent_state != st.state || t.exit_codes != st.exit_codes ||
+                 t.restarts != st.restarts || t.message != st.message || t.log_dir != st.log_dir ||
+                 t.address != address;
+  t.state = next;
+  t.agent_state = st.state;
+  t.exit_codes = st.exit_codes;
+  t.restarts = st.restarts;
+  t.message = st.message;
+  t.log_dir = st.log_dir;
+  t.address = address;
+  return changed;
+}
+
+std::string FailureOf(const TaskRecord& t, int max_retries) {
+  std::string codes =
+      t.exit_codes.empty() ? "none" : fmt::format("{}", fmt::join(t.exit_codes, ","));
+  return fmt::format("task {} ({}) failed: exit codes [{}], {} restart{} of {} allowed{}{}",
+                     t.index, t.role, codes, t.restarts, t.restarts == 1 ? "" : "s",
+                     max_retries < 0 ? std::string("unlimited") : std::to_string(max_retries),
+                     t.message.empty() ? "" : ": ", t.message);
+}
+
+}  // namespace
+
+bool QueueService::ObserveAgent(QueueState& /*q*/, JobRecord& job) {
+  bool changed = false;
+  for (auto& t : job.tasks) {
+    if (t.state != TaskState::kPlaced && t.state != TaskState::kRunning) continue;
+    auto st = registry_.Workload(t.workload_id);
+    if (!st) continue;
+    changed = ApplyStatus(t, *st) || changed;
+    if (t.role == "head" && job.head_address.empty() && !t.address.empty() &&
+        t.state == TaskState::kRunning) {
+      job.head_address = t.address;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool QueueService::AdvanceJob(QueueState& q, JobRecord& job) {
+  if (IsTerminal(job.state)) return false;
+  const JobState before = job.state;
+  const TaskRecord* failed = nullptr;
+  bool all_succeeded = !job.tasks.empty();
+  bool driver_succeeded = false;
+  bool any_placed = false;
+  for (const auto& t : job.tasks) {
+    if (t.state == TaskState::kFailed && failed == nullptr) failed = &t;
+    all_succeeded = all_succeeded && t.state == TaskState::kSucceeded;
+    driver_succeeded = driver_succeeded || (t.role == "driver" && t.state == TaskState::kSucceeded);
+    any_placed = any_placed || t.state != TaskState::kPending;
+  }
+  const bool ray = job.type != JobType::kCustomJob;
+  if (failed != nullptr) {
+    job.state = JobState::kFailed;
+    job.reason = FailureOf(*failed, job.max_retries);
+  } else if (job.type == JobType::kRayJob && driver_succeeded) {
+    job.state = JobState::kSucceeded;
+    job.reason.clear();
+  } else if (all_succeeded) {
+    job.state = JobState::kSucceeded;
+    job.reason.clear();
+  } else if (any_placed) {
+    job.state = JobState::kRunning;
+    if (job.started_ms == 0) job.started_ms = clock_.UnixMillis();
+  } else {
+    job.state = JobState::kPending;
+  }
+  if (IsTerminal(job.state)) {
+    job.finished_ms = clock_.UnixMillis();
+    for (auto& t : job.tasks) {
+      if (IsTerminal(t.state)) continue;
+      // Ray processes are stopped because their job ended; unfinished custom tasks are cancelled.
+      t.state =
+          (ray && t.state != TaskState::kPending) ? TaskState::kStopped : TaskState::kCancelled;
+    }
+  }
+  // Free the cards of tasks that ended (succeeded, failed, stopped, cancelled).
+  if (q.cards) {
+    for (auto& t : job.tasks) {
+      if (IsTerminal(t.state) && t.allocation) {
+        q.cards->Release(t.allocation->id);
+        t.allocation.reset();
+      }
+    }
+  }
+  return job.state != before;
+}
+
+void QueueService::Schedule(QueueState& q, std::vector<std::string>& changed) {
+  if (!q.cards) return;
+  std::vector<JobRecord*> order;
+  for (auto& [id, job] : q.jobs) {
+    if (!IsTerminal(job.state)) order.push_back(&job);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const JobRecord* a, const JobRecord* b) {
+    if (a->priority != b->priority) return a->priority > b->priority;
+    return a->seq < b->seq;
+  });
+  for (JobRecord* job : order) {
+    const bool waiting = std::any_of(job->tasks.begin(), job->tasks.end(), [](const TaskRecord& t) {
+      return t.state == TaskState::kPending;
+    });
+    if (!waiting) continue;
+    JobPlacement p = q.cards->PlaceJob(*job, q.record.strategy, job->gang);
+    bool job_changed = p.placed > 0;
+    for (auto& t : job->tasks) {
+      if (t.state != TaskState::kPlaced) continue;
+      std::string id = fmt::format("{}/{}/{}/{}-{}.{}", job->account, job->queue, job->id, t.role,
+                                   t.index, t.attempt);
+      if (t.workload_id != id) {
+        t.workload_id = std::move(id);
+        job_changed = true;
+      }
+    }
+    const std::string reason = p.complete ? "" : "waiting for cards: " + p.reason;
+    if (job->reason != reason) {
+      job->reason = reason;
+      job_changed = true;
+    }
+    if (job_changed) {
+      AdvanceJob(q, *job);
+      changed.push_back(job->id);
+    }
+    if (!p.complete) break;  // Strict FIFO: later jobs wait behind this one.
+  }
+}
+
+void QueueService::ReconcileOnce() {
+  std::lock_guard lock(mu_);
+  for (auto& [key, q] : queues_) {
+    std::vector<std::string> changed;
+    for (auto& [id, job] : q.jobs) {
+      if (IsTerminal(job.state)) continue;
+      bool c = ObserveAgent(q, job);
+      c = AdvanceJob(q, job) || c;
+      if (c) changed.push_back(id);
+    }
+    Schedule(q, changed);
+    std::sort(changed.begin(), changed.end());
+    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+    for (const auto& id : changed) {
+      if (Status st = PersistJob(q, q.jobs.at(id)); !st.ok()) {
+        spdlog::warn("queues: cannot save job {}: {}", id, st.error().message);
+      }
+    }
+  }
+  Publish();
+}
+
+void QueueService::Publish() {
+  std::map<std::string, std::vector<protocol::WorkloadDesired>> desired;
+  for (const auto& [key, q] : queues_) {
+    for (const auto& n : q.record.nodes) desired[n];
+    for (const auto& [id, job] : q.jobs) {
+      if (IsTerminal(job.state)) continue;
+      for (const auto& t : job.tasks) {
+        if (t.state != TaskState::kPlaced && t.state != TaskState::kRunning) continue;
+        if (auto w = Desired(q, job, t)) desired[t.node].push_back(std::move(*w));
+      }
+    }
+  }
+  for (const auto& [node, list] : published_) desired[node];  // Nodes that lost their queue.
+  bool any_change = false;
+  std::vector<NodeId> busy;
+  for (auto& [node, list] : desired) {
+    if (!list.empty()) busy.emplace_back(node);
+    auto it = published_.find(node);
+    if (it != published_.end() && it->second == list) continue;
+    registry_.SetWorkloads(kWorkloadSource, NodeId(node), list);
+    published_[node] = list;
+    any_change = true;
+  }
+  if (any_change) registry_.RetainWorkloadNodes(kWorkloadSource, busy);
+}
+
+std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState& q,
+                                                               const JobRecord& job,
+                                                               const TaskRecord& t) const {
+  const bool needs_head = t.role == "worker" || t.role == "driver";
+  if (needs_head && job.head_address.empty()) return std::nullopt;  // Waits for the head.
+  protocol::WorkloadDesired w;
+  w.id = t.workload_id;
+  w.kind = "task";
+  w.name = job.queue + "-" + job.id;
+  w.index = t.index;
+  std::vector<std::string> command;
+  if (t.role == "task") command = job.command;
+  if (t.role == "head") command = options_.ray_head_command;
+  if (t.role == "worker") command = options_.ray_worker_command;
+  if (t.role == "driver") command = options_.ray_driver_command;
+  // A user's argument with braces ("awk '{print}'") goes through a value, so that the agent's
+  // single-pass template expansion leaves it exactly as written.
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (t.role == "task" && command[i].find('{') != std::string::npos) {
+      w.values[fmt::format("arg_{}", i)] = command[i];
+      command[i] = fmt::format("{{arg_{}}}", i);
+    }
+  }
+  w.command = std::move(command);
+  const int cards = t.share ? t.share->card_count() : 0;
+  w.values["num_gpus"] = std::to_string(cards);
+  if (!job.head_address.empty()) w.values["head_address"] = job.head_address;
+  if (t.role == "driver") w.values["entrypoint"] = job.entrypoint;
+  w.environment = job.environment;
+  int role_count = 0;
+  for (const auto& other : job.tasks) role_count += other.role == t.role ? 1 : 0;
+  w.environment["CARVE_QUEUE"] = job.queue;
+  w.environment["CARVE_JOB_ID"] = job.id;
+  w.environment["CARVE_TASK_ROLE"] = t.role;
+  w.environment["CARVE_TASK_INDEX"] = std::to_string(t.role == "worker" ? t.group_index : t.index);
+  w.environment["CARVE_TASK_COUNT"] = std::to_string(role_count);
+  if (!job.head_address.empty()) w.environment["RAY_ADDRESS"] = job.head_address;
+  if (t.allocation) w.device.gpus = t.allocation->gpu_indexes;
+  if (t.share && t.allocation && q.record.mgpu && !t.share->whole_cards()) {
+    protocol::ShareSpec s;
+    s.core_percent = t.share->core_percent;
+    s.memory_mib = t.allocation->memory_mib;
+    s.enforcement = std::string(EnforcementName(q.record.enforcement));
+    w.device.share = s;
+    // Until the enforcement library binds them itself, the limits are also plain variables.
+    w.environment["CARVE_MGPU_CORE_PERCENT"] = std::to_string(s.core_percent);
+    w.environment["CARVE_MGPU_MEMORY_MIB"] = std::to_string(s.memory_mib);
+  }
+  w.restart = job.max_retries == 0 ? "never" : "on-failure";
+  w.max_retries = job.max_retries;
+  w.health_check = false;
+  return w;
+}
+
+void QueueService::Wake() {
+  {
+    std::lock_guard lock(wake_mu_);
+    wake_ = true;
+  }
+  wake_cv_.notify_all();
+}
+
+void QueueService::Start() {
+  std::lock_guard lock(wake_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void QueueService::Stop() {
+  {
+    std::lock_guard lock(wake_mu_);
+    stopping_ = true;
+  }
+  wake_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void QueueService::Loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(wake_mu_);
+      wake_cv_.wait_for(lock, options_.reconcile_interval, [this] { return wake_ || stopping_; });
+      if (stopping_) return;
+      wake_ = false;
+    }
+    ReconcileOnce();
+  }
+}
+
+}  // namespace carve::server::queues

@@ -1,0 +1,222 @@
+// Queue and job requests: field checks (400s) and share planning (accepted, then Failed).
+#include "server/queues/queue_request.h"
+
+#include <gtest/gtest.h>
+
+namespace carve::server::queues {
+namespace {
+
+using nlohmann::json;
+
+QueueRecord Queue(bool mgpu) {
+  QueueRecord q;
+  q.account = "123456789012";
+  q.name = "q1";
+  q.mgpu = mgpu;
+  return q;
+}
+
+JobSubmission Custom(std::string parameters, int tasks = 1) {
+  JobSubmission s;
+  s.command = {"true"};
+  s.task_count = tasks;
+  s.parameters = std::move(parameters);
+  return s;
+}
+
+TEST(ParseCreateQueue, ReadsAnInstanceTypeAllocation) {
+  auto r = ParseCreateQueue(json::parse(
+      R"({"name":"q1","mgpu":true,"strategy":"spread","allocation":{"instance_type":"ml.g5.48xlarge","count":1}})"));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->mgpu);
+  EXPECT_EQ(r->strategy, core::Strategy::kSpread);
+  EXPECT_EQ(r->instance_type, "ml.g5.48xlarge");
+  EXPECT_EQ(r->count, 1);
+}
+
+TEST(ParseCreateQueue, RejectsAMissingAllocationNamingTheField) {
+  auto r = ParseCreateQueue(json::parse(R"({"name":"q1","mgpu":true})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("allocation"), std::string::npos);
+}
+
+TEST(ParseCreateQueue, RejectsBothInstanceTypeAndNodes) {
+  auto r = ParseCreateQueue(json::parse(
+      R"({"name":"q1","allocation":{"instance_type":"ml.g5.48xlarge","nodes":["n1"]}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("either instance_type"), std::string::npos);
+}
+
+TEST(ParseCreateQueue, RejectsANonBooleanMgpuSwitch) {
+  auto r =
+      ParseCreateQueue(json::parse(R"({"name":"q1","mgpu":"yes","allocation":{"nodes":["n1"]}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "mgpu=\"yes\": must be true or false");
+}
+
+TEST(ParseCreateQueue, RejectsAQueueNameWithASlash) {
+  auto r = ParseCreateQueue(json::parse(R"({"name":"a/b","allocation":{"nodes":["n1"]}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("name='a/b'"), std::string::npos);
+}
+
+TEST(ParseCreateQueue, RejectsAnUnknownEnforcementNamingTheAcceptedValues) {
+  auto r = ParseCreateQueue(
+      json::parse(R"({"name":"q","enforcement":"cgroup","allocation":{"nodes":["n1"]}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "enforcement='cgroup': must be one of interposer, mps");
+}
+
+TEST(ApplyQueueUpdate, RefusesToChangeTheMgpuSwitchAndSaysANewQueueIsNeeded) {
+  auto r = ApplyQueueUpdate(Queue(true), json::parse(R"({"mgpu":false})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("mgpu=false"), std::string::npos);
+  EXPECT_NE(r.error().message.find("fixed when a queue is created"), std::string::npos);
+  EXPECT_NE(r.error().message.find("create a new queue"), std::string::npos);
+}
+
+TEST(ApplyQueueUpdate, AcceptsTheSameMgpuValueAndChangesTheStrategy) {
+  auto r = ApplyQueueUpdate(Queue(true), json::parse(R"({"mgpu":true,"strategy":"SPREAD"})"));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->strategy, core::Strategy::kSpread);
+  EXPECT_TRUE(r->mgpu);
+}
+
+TEST(ParseJobSubmission, TurnsACommandStringIntoAShellCommand) {
+  auto r = ParseJobSubmission(json::parse(R"({"command":"echo hi","task_count":3})"));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->command, (std::vector<std::string>{"/bin/sh", "-c", "echo hi"}));
+  EXPECT_EQ(r->task_count, 3);
+}
+
+TEST(ParseJobSubmission, RejectsACustomJobWithoutACommand) {
+  auto r = ParseJobSubmission(json::parse(R"({"type":"CustomJob"})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "command: required for a CustomJob");
+}
+
+TEST(ParseJobSubmission, RejectsATaskCountOfZeroNamingTheRange) {
+  auto r = ParseJobSubmission(json::parse(R"({"command":"true","task_count":0})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "task_count=0: must be 1..1024");
+}
+
+TEST(ParseJobSubmission, RejectsAnUnknownJobType) {
+  auto r = ParseJobSubmission(json::parse(R"({"type":"SparkJob","command":"x"})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("type='SparkJob'"), std::string::npos);
+}
+
+TEST(ParseJobSubmission, RejectsARayClusterWithoutWorkerGroups) {
+  auto r = ParseJobSubmission(json::parse(R"({"type":"RayCluster"})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("worker_groups"), std::string::npos);
+}
+
+TEST(PlanTasks, GivesEachTaskTheSeedShareOfCore30AndMemory1000) {
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=30;\nemr.serverless.mgpu.memory=1000;\n"
+                            "serverless.custom.job.task.gpus=1;",
+                            20),
+                     Queue(true));
+  ASSERT_TRUE(p.failure.empty()) << p.failure;
+  ASSERT_EQ(p.tasks.size(), 20u);
+  EXPECT_EQ(p.tasks[7].share->core_percent, 30);
+  EXPECT_EQ(p.tasks[7].share->memory_mib, 1000);
+  EXPECT_EQ(p.tasks[7].index, 7);
+}
+
+TEST(PlanTasks, GivesAFullCardWhenAnMgpuQueueJobSetsNoMgpuParameters) {
+  auto p = PlanTasks(Custom(""), Queue(true));
+  ASSERT_TRUE(p.failure.empty());
+  EXPECT_EQ(p.tasks[0].share->core_percent, 100);
+  EXPECT_FALSE(p.tasks[0].share->memory_mib.has_value());
+}
+
+TEST(PlanTasks, ReadsLegacyGpusOneAsOneWholeCardOnAQueueWithoutMgpu) {
+  auto p = PlanTasks(Custom("serverless.custom.job.task.gpus=1;"), Queue(false));
+  ASSERT_TRUE(p.failure.empty()) << p.failure;
+  EXPECT_EQ(p.tasks[0].share->core_percent, 100);
+  EXPECT_EQ(p.tasks[0].share->card_count(), 1);
+}
+
+TEST(PlanTasks, FailsAFractionalShareOnAQueueWithoutMgpuNamingTheParameter) {
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=30;"), Queue(false));
+  EXPECT_TRUE(p.tasks.empty());
+  EXPECT_NE(p.failure.find("emr.serverless.mgpu.core=30"), std::string::npos);
+  EXPECT_NE(p.failure.find("whole cards only"), std::string::npos);
+}
+
+// The seed's rules, each with the message the share rules give.
+TEST(PlanTasks, FailsCore150WithTheMultipleOf100Rule) {
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=150;"), Queue(true));
+  EXPECT_EQ(p.failure,
+            "emr.serverless.mgpu.core=150: above 100 only whole multiples of 100 are allowed "
+            "(200 = two full cards)");
+}
+
+TEST(PlanTasks, FailsCoreBelowFive) {
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=4;"), Queue(true));
+  EXPECT_NE(p.failure.find("emr.serverless.mgpu.core=4"), std::string::npos);
+  EXPECT_NE(p.failure.find("5"), std::string::npos);
+}
+
+TEST(PlanTasks, FailsMemoryBelow256Mib) {
+  auto p =
+      PlanTasks(Custom("emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=255;"), Queue(true));
+  EXPECT_NE(p.failure.find("emr.serverless.mgpu.memory=255"), std::string::npos);
+  EXPECT_NE(p.failure.find("256"), std::string::npos);
+}
+
+TEST(PlanTasks, FailsMemorySetBesideCore200) {
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=200;emr.serverless.mgpu.memory=1000;"),
+                     Queue(true));
+  EXPECT_NE(p.failure.find("emr.serverless.mgpu.memory=1000"), std::string::npos);
+}
+
+TEST(PlanTasks, FailsAParameterTextWithoutSemicolonGivingLineAndColumn) {
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=30"), Queue(true));
+  EXPECT_NE(p.failure.find("line 1"), std::string::npos);
+}
+
+TEST(PlanTasks, PlansARayJobAsHeadWorkersAndDriver) {
+  JobSubmission s;
+  s.type = JobType::kRayJob;
+  s.entrypoint = "python main.py";
+  s.workers = 3;
+  s.parameters = "serverless.ray.worker.mgpu.core=30;serverless.ray.worker.mgpu.memory=4096;";
+  auto p = PlanTasks(s, Queue(true));
+  ASSERT_TRUE(p.failure.empty()) << p.failure;
+  ASSERT_EQ(p.tasks.size(), 5u);
+  EXPECT_EQ(p.tasks[0].role, "head");
+  EXPECT_FALSE(p.tasks[0].share.has_value());  // No head parameters: no GPU.
+  EXPECT_EQ(p.tasks[1].role, "worker");
+  EXPECT_EQ(p.tasks[1].share->core_percent, 30);
+  EXPECT_EQ(p.tasks[3].share->memory_mib, 4096);
+  EXPECT_EQ(p.tasks[4].role, "driver");
+}
+
+TEST(PlanTasks, GivesEachRayClusterGroupItsOwnShareThroughTheApi) {
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.worker_groups = {{"small", 2, 20, 2048}, {"big", 1, 60, 8192}};
+  auto p = PlanTasks(s, Queue(true));
+  ASSERT_TRUE(p.failure.empty()) << p.failure;
+  ASSERT_EQ(p.tasks.size(), 4u);
+  EXPECT_EQ(p.tasks[1].group, "small");
+  EXPECT_EQ(p.tasks[2].share->core_percent, 20);
+  EXPECT_EQ(p.tasks[3].group, "big");
+  EXPECT_EQ(p.tasks[3].share->memory_mib, 8192);
+}
+
+TEST(PlanTasks, FailsARayClusterGroupBreakingARuleNamingTheGroupField) {
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.worker_groups = {{"small", 2, 3, {}}};
+  auto p = PlanTasks(s, Queue(true));
+  EXPECT_NE(p.failure.find("worker_groups[0].core=3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace carve::server::queues

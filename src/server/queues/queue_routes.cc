@@ -1,0 +1,240 @@
+// HTTP handlers of the queue API: JSON in, service call, JSON out. No logic beyond that.
+#include "server/queues/queue_routes.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace carve::server::queues {
+namespace {
+
+using nlohmann::json;
+
+NativeResponse Reply(int status, const json& body) {
+  NativeResponse r;
+  r.http_status = status;
+  r.body = body.dump(2) + "\n";
+  return r;
+}
+
+NativeResponse ErrorReply(const Error& e) {
+  return Reply(HttpStatusFor(e.code),
+               json{{"error", e.message}, {"code", std::string(ErrorCodeName(e.code))}});
+}
+
+template <typename T, typename F>
+NativeResponse Answer(const Result<T>& r, int status, F&& to_json) {
+  if (!r.has_value()) return ErrorReply(r.error());
+  return Reply(status, to_json(*r));
+}
+
+Result<json> Body(const NativeRequest& r) {
+  json body = json::parse(r.body.empty() ? std::string("{}") : r.body, nullptr, false);
+  if (body.is_discarded()) return InvalidArgument("request body: not valid JSON");
+  return body;
+}
+
+json QueueJson(const QueueRecord& q, const std::vector<JobRecord>* jobs) {
+  json j = ToJson(q);
+  j.erase("next_job_seq");
+  if (jobs != nullptr) {
+    std::map<std::string, int> counts;
+    for (const auto& job : *jobs) ++counts[std::string(JobStateName(job.state))];
+    j["jobs"] = counts;
+  }
+  return j;
+}
+
+// The last `max_lines` lines of a file, or nullopt when it cannot be read here.
+std::optional<std::string> Tail(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+json LogsJson(const JobRecord& job, size_t max_lines) {
+  json tasks = json::array();
+  for (const auto& t : job.tasks) {
+    json e{{"task", t.index},
+           {"role", t.role},
+           {"state", TaskStateName(t.state)},
+           {"node", t.node},
+           {"log_dir", t.log_dir}};
+    if (!t.log_dir.empty()) {
+      e["stdout_path"] = t.log_dir + "/stdout.log";
+      e["stderr_path"] = t.log_dir + "/stderr.log";
+      if (auto s = Tail(t.log_dir + "/stdout.log", max_lines)) e["stdout"] = *s;
+      if (auto s = Tail(t.log_dir + "/stderr.log", max_lines)) e["stderr"] = *s;
+    }
+    tasks.push_back(std::move(e));
+  }
+  return json{{"job", job.id}, {"queue", job.queue}, {"tasks", tasks}};
+}
+
+}  // namespace
+
+int HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kAlreadyExists:
+    case ErrorCode::kFailedPrecondition:
+    case ErrorCode::kResourceExhausted:
+      return 409;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kUnimplemented:
+      return 501;
+    case ErrorCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
+  const auto auth = RouteAuth::kSigV4;
+  http.AddRoute("POST", "/v1/queues", auth, [&svc](const NativeRequest& r) {
+    auto body = Body(r);
+    if (!body.has_value()) return ErrorReply(body.error());
+    auto request = ParseCreateQueue(*body);
+    if (!request.has_value()) return ErrorReply(request.error());
+    return Answer(svc.CreateQueue(r.account_id, *request), 201,
+                  [](const QueueRecord& q) { return QueueJson(q, nullptr); });
+  });
+  http.AddRoute("GET", "/v1/queues", auth, [&svc](const NativeRequest& r) {
+    json list = json::array();
+    for (const auto& q : svc.ListQueues(r.account_id)) {
+      auto jobs = svc.ListJobs(r.account_id, q.name);
+      list.push_back(QueueJson(q, jobs.has_value() ? &*jobs : nullptr));
+    }
+    return Reply(200, json{{"queues", list}});
+  });
+  http.AddRoute("GET", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
+    const std::string& name = r.path_params.at("q");
+    auto jobs = svc.ListJobs(r.account_id, name);
+    return Answer(svc.GetQueue(r.account_id, name), 200, [&](const QueueRecord& q) {
+      return QueueJson(q, jobs.has_value() ? &*jobs : nullptr);
+    });
+  });
+  http.AddRoute("PUT", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
+    auto body = Body(r);
+    if (!body.has_value()) return ErrorReply(body.error());
+    return Answer(svc.UpdateQueue(r.account_id, r.path_params.at("q"), *body), 200,
+                  [](const QueueRecord& q) { return QueueJson(q, nullptr); });
+  });
+  http.AddRoute("DELETE", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
+    Status st = svc.DeleteQueue(r.account_id, r.path_params.at("q"));
+    if (!st.ok()) return ErrorReply(st.error());
+    return Reply(200, json{{"deleted", r.path_params.at("q")}});
+  });
+  http.AddRoute("GET", "/v1/queues/{q}/gpu", auth, [&svc](const NativeRequest& r) {
+    return Answer(svc.GpuView(r.account_id, r.path_params.at("q")), 200,
+                  [](const QueueGpuView& v) { return ToJson(v); });
+  });
+  http.AddRoute("POST", "/v1/queues/{q}/jobs", auth, [&svc](const NativeRequest& r) {
+    auto body = Body(r);
+    if (!body.has_value()) return ErrorReply(body.error());
+    auto sub = ParseJobSubmission(*body);
+    if (!sub.has_value()) return ErrorReply(sub.error());
+    return Answer(svc.SubmitJob(r.account_id, r.path_params.at("q"), *sub), 201,
+                  [](const JobRecord& j) { return ToJson(j); });
+  });
+  http.AddRoute("GET", "/v1/queues/{q}/jobs", auth, [&svc](const NativeRequest& r) {
+    return Answer(svc.ListJobs(r.account_id, r.path_params.at("q")), 200,
+                  [](const std::vector<JobRecord>& jobs) {
+                    json list = json::array();
+                    for (const auto& j : jobs) list.push_back(ToJson(j));
+                    return json{{"jobs", list}};
+                  });
+  });
+  http.AddRoute("GET", "/v1/queues/{q}/jobs/{id}", auth, [&svc](const NativeRequest& r) {
+    return Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")), 200,
+                  [](const JobRecord& j) { return ToJson(j); });
+  });
+  http.AddRoute("POST", "/v1/queues/{q}/jobs/{id}/cancel", auth, [&svc](const NativeRequest& r) {
+    return Answer(svc.CancelJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")), 200,
+                  [](const JobRecord& j) { return ToJson(j); });
+  });
+  http.AddRoute("GET", "/v1/queues/{q}/jobs/{id}/logs", auth, [&svc](const NativeRequest& r) {
+    size_t lines = 100;
+    if (auto it = r.query.find("lines"); it != r.query.end()) {
+      try {
+        lines = std::stoul(it->second);
+      } catch (const std::exception&) {
+        return ErrorReply(InvalidArgument("lines=" + it->second + ": must be a whole number"));
+      }
+    }
+    return Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")), 200,
+                  [&](const JobRecord& j) { return LogsJson(j, lines); });
+  });
+}
+
+void RegisterQueueMetrics(MetricsRegistry& m, QueueService& svc) {
+  const std::vector<std::string> card = {"account", "queue", "node", "gpu"};
+  const std::vector<std::string> worker = {"account", "queue", "job", "task", "node", "gpu"};
+  auto& core_alloc = m.AddGauge("carve_queue_card_core_allocated_percent",
+                                "mGPU core percent placed on a queue's card", card);
+  auto& mem_alloc = m.AddGauge("carve_queue_card_memory_allocated_bytes",
+                               "Card memory reserved by a queue's shares", card);
+  auto& mem_cap = m.AddGauge("carve_queue_card_memory_capacity_bytes",
+                             "Card memory shares may take (card memory less the reserve)", card);
+  auto& workers = m.AddGauge("carve_queue_card_workers", "Workers placed on a queue's card", card);
+  auto& util = m.AddGauge("carve_queue_card_utilization_percent",
+                          "Measured card utilization (absent when not measured)", card);
+  auto& mem_used = m.AddGauge("carve_queue_card_memory_used_bytes",
+                              "Measured card memory use (absent when not measured)", card);
+  auto& w_core = m.AddGauge("carve_queue_worker_core_limit_percent",
+                            "A worker's core limit (its share)", worker);
+  auto& w_used = m.AddGauge("carve_queue_worker_core_used_percent",
+                            "A worker's achieved compute share as the enforcement layer measures "
+                            "it (absent when not measured)",
+                            worker);
+  auto& w_mem =
+      m.AddGauge("carve_queue_worker_memory_limit_bytes", "A worker's card memory quota", worker);
+  auto& w_mem_used =
+      m.AddGauge("carve_queue_worker_memory_used_bytes",
+                 "A worker's measured card memory (absent when not measured)", worker);
+  auto& jobs =
+      m.AddGauge("carve_queue_jobs", "Jobs per queue and state", {"account", "queue", "state"});
+  m.AddCollector([&, &svc = svc] {
+    for (Gauge* g : {&core_alloc, &mem_alloc, &mem_cap, &workers, &util, &mem_used, &w_core,
+                     &w_used, &w_mem, &w_mem_used, &jobs}) {
+      g->Clear();
+    }
+    constexpr double kMib = 1024.0 * 1024.0;
+    for (const auto& v : svc.AllGpuViews()) {
+      for (const auto& c : v.cards) {
+        const LabelValues l = {v.account, v.queue, c.node, std::to_string(c.gpu)};
+        core_alloc.Set(l, c.core_allocated_percent);
+        mem_alloc.Set(l, static_cast<double>(c.memory_allocated_mib) * kMib);
+        mem_cap.Set(l, static_cast<double>(c.memory_capacity_mib) * kMib);
+        workers.Set(l, c.workers);
+        if (c.utilization_percent) util.Set(l, *c.utilization_percent);
+        if (c.memory_used_mib) mem_used.Set(l, static_cast<double>(*c.memory_used_mib) * kMib);
+        for (const auto& w : c.worker_views) {
+          const LabelValues wl = {
+              v.account, v.queue, w.job, std::to_string(w.task), c.node, std::to_string(c.gpu)};
+          w_core.Set(wl, w.core_limit_percent);
+          w_mem.Set(wl, static_cast<double>(w.memory_limit_mib) * kMib);
+          if (w.core_used_percent) w_used.Set(wl, *w.core_used_percent);
+          if (w.memory_used_mib) w_mem_used.Set(wl, static_cast<double>(*w.memory_used_mib) * kMib);
+        }
+      }
+    }
+    for (const auto& [key, n] : svc.JobCounts()) {
+      jobs.Set({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, n);
+    }
+  });
+}
+
+}  // namespace carve::server::queues

@@ -1,0 +1,139 @@
+// The /v1/queues routes over a real HttpServer (no auth, port 0): status codes and bodies.
+#include "server/queues/queue_routes.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "common/fake_clock.h"
+#include "server/queues/fake_fleet_lease.h"
+#include "store/fake_store.h"
+
+namespace carve::server::queues {
+namespace {
+
+using nlohmann::json;
+
+class QueueRoutesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RegisterQueueRoutes(http_, service_);
+    RegisterQueueMetrics(metrics_, service_);
+    auto port = http_.Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.has_value());
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+  }
+  void TearDown() override {
+    http_.Stop();
+    http_.Wait();
+  }
+  nodes::NodeRegistryOptions RegistryOptions() {
+    nodes::NodeRegistryOptions o;
+    o.clock = &clock_;
+    return o;
+  }
+  QueueOptions ServiceOptions() {
+    QueueOptions o;
+    o.clock = &clock_;
+    return o;
+  }
+  static nodes::LeasedNode SmallNode() {
+    nodes::LeasedNode n;
+    n.id = NodeId("s1");
+    n.instance_type = "ml.g5.xlarge";
+    n.gpu_model = "a10g";
+    n.gpu_count = 1;
+    n.gpu_memory_mib = 24576;
+    return n;
+  }
+  static HttpServerOptions Insecure() {
+    HttpServerOptions o;
+    o.insecure_no_auth = true;
+    o.threads = 4;
+    return o;
+  }
+  std::pair<int, json> Call(const std::string& method, const std::string& path,
+                            const json& body = json()) {
+    httplib::Result r = method == "GET"      ? client_->Get(path)
+                        : method == "DELETE" ? client_->Delete(path)
+                        : method == "PUT"    ? client_->Put(path, body.dump(), "application/json")
+                                             : client_->Post(path, body.dump(), "application/json");
+    if (!r) return {0, json()};
+    return {r->status, json::parse(r->body, nullptr, false)};
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_{clock_};
+  nodes::NodeRegistry registry_{store_, RegistryOptions()};
+  FakeFleetLease lease_{{SmallNode()}};
+  QueueService service_{store_, registry_, lease_, ServiceOptions()};
+  Credentials credentials_;
+  MetricsRegistry metrics_;
+  HttpServer http_{Insecure(), credentials_, metrics_};
+  std::unique_ptr<httplib::Client> client_;
+};
+
+const json kQueue = json::parse(
+    R"({"name":"q1","mgpu":true,"allocation":{"instance_type":"ml.g5.xlarge","count":1}})");
+
+TEST_F(QueueRoutesTest, CreatesDescribesAndListsAQueue) {
+  auto [status, body] = Call("POST", "/v1/queues", kQueue);
+  EXPECT_EQ(status, 201) << body.dump();
+  EXPECT_EQ(body["nodes"], json::array({"s1"}));
+  std::tie(status, body) = Call("GET", "/v1/queues/q1");
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(body["mgpu"], true);
+  std::tie(status, body) = Call("GET", "/v1/queues");
+  EXPECT_EQ(body["queues"].size(), 1u);
+}
+
+TEST_F(QueueRoutesTest, AnswersBadRequestNamingTheFieldAndNotFoundAndConflict) {
+  auto [status, body] = Call("POST", "/v1/queues", json{{"name", "q1"}});
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(body["error"].get<std::string>().find("allocation"), std::string::npos);
+  std::tie(status, body) = Call("GET", "/v1/queues/nope");
+  EXPECT_EQ(status, 404);
+  Call("POST", "/v1/queues", kQueue);
+  std::tie(status, body) = Call("POST", "/v1/queues", kQueue);
+  EXPECT_EQ(status, 409);
+  std::tie(status, body) = Call("PUT", "/v1/queues/q1", json{{"mgpu", false}});
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(body["error"].get<std::string>().find("new queue"), std::string::npos);
+}
+
+TEST_F(QueueRoutesTest, AcceptsARuleBreakingJobAsFailedAndShowsItsReason) {
+  Call("POST", "/v1/queues", kQueue);
+  auto [status, body] =
+      Call("POST", "/v1/queues/q1/jobs",
+           json{{"command", "true"}, {"parameters", "emr.serverless.mgpu.core=150;"}});
+  EXPECT_EQ(status, 201);
+  EXPECT_EQ(body["state"], "Failed");
+  const std::string id = body["id"];
+  std::tie(status, body) = Call("GET", "/v1/queues/q1/jobs/" + id);
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(body["reason"].get<std::string>().find("emr.serverless.mgpu.core=150"),
+            std::string::npos);
+  std::tie(status, body) = Call("POST", "/v1/queues/q1/jobs/" + id + "/cancel");
+  EXPECT_EQ(status, 409);
+}
+
+TEST_F(QueueRoutesTest, RefusesToDeleteAQueueWithARunningJob) {
+  Call("POST", "/v1/queues", kQueue);
+  auto [status, body] =
+      Call("POST", "/v1/queues/q1/jobs",
+           json{{"command", "sleep 100"}, {"parameters", "emr.serverless.mgpu.core=30;"}});
+  ASSERT_EQ(status, 201);
+  service_.ReconcileOnce();
+  std::tie(status, body) = Call("DELETE", "/v1/queues/q1");
+  EXPECT_EQ(status, 409);
+  std::tie(status, body) = Call("GET", "/v1/queues/q1/gpu");
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(body["totals"]["core_allocated_percent"], 30);
+  const std::string text = metrics_.Expose();
+  EXPECT_NE(text.find("carve_queue_worker_core_limit_percent{account=\"000000000000\",queue=\"q1\","
+                      "job=\"job-0001\",task=\"0\",node=\"s1\",gpu=\"0\"} 30"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace carve::server::queues

@@ -1,0 +1,354 @@
+// QueueService: the API half (queues, jobs, recovery). The reconcile half is in
+// queue_reconcile.cc, the GPU view in queue_view.cc.
+#include "server/queues/queue_service.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace carve::server::queues {
+
+// The registry keeps its listeners for its whole life and has no way to remove one, so the
+// listener holds this hook and the service detaches itself from it when destroyed.
+struct WakeHook {
+  std::mutex mu;
+  QueueService* service = nullptr;  // guarded by mu
+};
+
+namespace {
+
+std::string JobId(int64_t seq) { return fmt::format("job-{:04d}", seq); }
+
+store::Key QueueKeyOf(const QueueRecord& q) { return {q.account, std::string(kQueueKind), q.name}; }
+store::Key JobKeyOf(const JobRecord& j) {
+  return {j.account, std::string(kJobKind), j.StoreName()};
+}
+
+}  // namespace
+
+QueueService::QueueService(store::Store& store, nodes::NodeRegistry& registry,
+                           nodes::FleetLease& lease, QueueOptions options)
+    : store_(store),
+      registry_(registry),
+      lease_(lease),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
+      hook_(std::make_shared<WakeHook>()) {
+  hook_->service = this;
+  registry_.AddListener([hook = hook_] {
+    std::lock_guard lock(hook->mu);
+    if (hook->service != nullptr) hook->service->Wake();
+  });
+}
+
+QueueService::~QueueService() {
+  {
+    std::lock_guard lock(hook_->mu);
+    hook_->service = nullptr;
+  }
+  Stop();
+}
+
+Result<QueueService::QueueState*> QueueService::Find(const std::string& account,
+                                                     const std::string& name) {
+  auto it = queues_.find({account, name});
+  if (it == queues_.end()) {
+    return NotFound(fmt::format("queue '{}' does not exist in account {}", name, account));
+  }
+  return &it->second;
+}
+
+Result<const QueueService::QueueState*> QueueService::Find(const std::string& account,
+                                                           const std::string& name) const {
+  auto it = queues_.find({account, name});
+  if (it == queues_.end()) {
+    return NotFound(fmt::format("queue '{}' does not exist in account {}", name, account));
+  }
+  return &it->second;
+}
+
+Result<std::unique_ptr<QueueCards>> QueueService::CardsFor(const QueueRecord& q) const {
+  std::vector<QueueNode> nodes;
+  for (const auto& n : lease_.NodesOf(q.Owner())) nodes.push_back({n.id.value(), n.instance_type});
+  std::sort(nodes.begin(), nodes.end(),
+            [](const QueueNode& a, const QueueNode& b) { return a.name < b.name; });
+  CARVE_ASSIGN_OR_RETURN(QueueCards cards,
+                         QueueCards::Create(q.mgpu, std::move(nodes), options_.memory_reserve_mib));
+  return std::make_unique<QueueCards>(std::move(cards));
+}
+
+Status QueueService::Recover() {
+  CARVE_ASSIGN_OR_RETURN(auto queue_records, store_.ListAllAccounts(std::string(kQueueKind)));
+  CARVE_ASSIGN_OR_RETURN(auto job_records, store_.ListAllAccounts(std::string(kJobKind)));
+  std::lock_guard lock(mu_);
+  for (const auto& r : queue_records) {
+    auto parsed = QueueFromJson(nlohmann::json::parse(r.body, nullptr, false));
+    if (!parsed.has_value()) {
+      spdlog::error("queues: skipping {}: {}", r.key.name, parsed.error().message);
+      continue;
+    }
+    QueueState state;
+    state.record = std::move(parsed).value();
+    state.version = r.version;
+    std::vector<NodeId> ids;
+    for (const auto& n : state.record.nodes) ids.emplace_back(n);
+    Status claimed = lease_.ClaimSpecific(state.record.Owner(), ids);
+    if (claimed.ok()) {
+      auto cards = CardsFor(state.record);
+      if (cards.has_value())
+        state.cards = std::move(cards).value();
+      else
+        spdlog::error("queues: queue '{}': {}", state.record.name, cards.error().message);
+    } else {
+      spdlog::error("queues: queue '{}' cannot re-claim its nodes: {}", state.record.name,
+                    claimed.error().message);
+    }
+    for (const auto& n : lease_.NodesOf(state.record.Owner())) {
+      for (int g = 0; g < n.gpu_count; ++g) registry_.SetGpuLayout(n.id, {g, false, {}});
+    }
+    queues_.emplace(QueueKey{state.record.account, state.record.name}, std::move(state));
+  }
+  for (const auto& r : job_records) {
+    auto parsed = JobFromJson(nlohmann::json::parse(r.body, nullptr, false));
+    if (!parsed.has_value()) {
+      spdlog::error("queues: skipping job {}: {}", r.key.name, parsed.error().message);
+      continue;
+    }
+    JobRecord job = std::move(parsed).value();
+    auto q = queues_.find({job.account, job.queue});
+    if (q == queues_.end()) {
+      spdlog::error("queues: job {} names queue '{}', which is gone", job.id, job.queue);
+      continue;
+    }
+    for (const auto& t : job.tasks) {
+      if (IsTerminal(t.state) || t.state == TaskState::kPending || !t.allocation) continue;
+      if (!q->second.cards) continue;
+      if (Status st = q->second.cards->Restore(*t.allocation); !st.ok()) {
+        spdlog::error("queues: job {} task {}: {}", job.id, t.index, st.error().message);
+      }
+    }
+    q->second.job_versions[job.id] = r.version;
+    q->second.jobs.emplace(job.id, std::move(job));
+  }
+  Publish();
+  return OkStatus();
+}
+
+Result<QueueRecord> QueueService::CreateQueue(const std::string& account,
+                                              const CreateQueueRequest& request) {
+  std::lock_guard lock(mu_);
+  if (queues_.count({account, request.name}) != 0) {
+    return AlreadyExists(
+        fmt::format("queue '{}' already exists in account {}", request.name, account));
+  }
+  QueueRecord q;
+  q.account = account;
+  q.name = request.name;
+  q.mgpu = request.mgpu;
+  q.strategy = request.strategy;
+  q.enforcement = request.enforcement.value_or(options_.default_enforcement);
+  q.gang = request.gang;
+  q.instance_type = request.instance_type;
+  q.count = request.count;
+  q.requested_nodes = request.nodes;
+  q.created_ms = clock_.UnixMillis();
+  if (!request.instance_type.empty()) {
+    CARVE_ASSIGN_OR_RETURN(auto ids, lease_.Claim(q.Owner(), request.instance_type, request.count));
+    (void)ids;
+  } else {
+    std::vector<NodeId> ids;
+    for (const auto& n : request.nodes) ids.emplace_back(n);
+    CARVE_RETURN_IF_ERROR(lease_.ClaimSpecific(q.Owner(), ids));
+  }
+  auto leased = lease_.NodesOf(q.Owner());
+  for (const auto& n : leased) q.nodes.push_back(n.id.value());
+  std::sort(q.nodes.begin(), q.nodes.end());
+  auto cards = CardsFor(q);
+  if (!cards.has_value()) {
+    lease_.Release(q.Owner());
+    return cards.error();
+  }
+  auto written = store_.Create(QueueKeyOf(q), ToJson(q).dump());
+  if (!written.has_value()) {
+    lease_.Release(q.Owner());
+    return written.error();
+  }
+  for (const auto& n : leased) {
+    for (int g = 0; g < n.gpu_count; ++g) registry_.SetGpuLayout(n.id, {g, false, {}});
+  }
+  QueueState state;
+  state.record = q;
+  state.version = written->version;
+  state.cards = std::move(cards).value();
+  queues_.emplace(QueueKey{account, q.name}, std::move(state));
+  return q;
+}
+
+Result<QueueRecord> QueueService::UpdateQueue(const std::string& account, const std::string& name,
+                                              const nlohmann::json& body) {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(QueueState * q, Find(account, name));
+  CARVE_ASSIGN_OR_RETURN(QueueRecord updated, ApplyQueueUpdate(q->record, body));
+  CARVE_ASSIGN_OR_RETURN(auto written,
+                         store_.Update(QueueKeyOf(updated), ToJson(updated).dump(), q->version));
+  q->record = updated;
+  q->version = written.version;
+  return updated;
+}
+
+Result<QueueRecord> QueueService::GetQueue(const std::string& account,
+                                           const std::string& name) const {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(const QueueState* q, Find(account, name));
+  return q->record;
+}
+
+std::vector<QueueRecord> QueueService::ListQueues(const std::string& account) const {
+  std::lock_guard lock(mu_);
+  std::vector<QueueRecord> out;
+  for (const auto& [key, q] : queues_) {
+    if (key.first == account) out.push_back(q.record);
+  }
+  return out;
+}
+
+Status QueueService::DeleteQueue(const std::string& account, const std::string& name) {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(QueueState * q, Find(account, name));
+  std::vector<std::string> busy;
+  for (const auto& [id, job] : q->jobs) {
+    if (!IsTerminal(job.state)) busy.push_back(fmt::format("{} ({})", id, JobStateName(job.state)));
+  }
+  if (!busy.empty()) {
+    return FailedPrecondition(fmt::format(
+        "queue '{}' still has {} unfinished job{}: {}; cancel them or wait for them to finish "
+        "before deleting the queue",
+        name, busy.size(), busy.size() == 1 ? "" : "s", fmt::join(busy, ", ")));
+  }
+  std::vector<store::Mutation> batch;
+  batch.push_back(store::Remove{QueueKeyOf(q->record), q->version});
+  for (const auto& [id, job] : q->jobs) batch.push_back(store::Remove{JobKeyOf(job), {}});
+  CARVE_RETURN_IF_ERROR(store_.Commit(std::move(batch)));
+  lease_.Release(q->record.Owner());
+  queues_.erase({account, name});
+  Publish();
+  return OkStatus();
+}
+
+Result<JobRecord> QueueService::SubmitJob(const std::string& account, const std::string& queue,
+                                          const JobSubmission& sub) {
+  std::unique_lock lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(QueueState * q, Find(account, queue));
+  if (!q->cards) {
+    return Unavailable(fmt::format(
+        "queue '{}' could not re-claim its nodes ({}) after a restart; see the server log", queue,
+        fmt::join(q->record.nodes, ", ")));
+  }
+  JobRecord job;
+  job.account = account;
+  job.queue = queue;
+  job.seq = q->record.next_job_seq;
+  job.id = JobId(job.seq);
+  job.name = sub.name;
+  job.type = sub.type;
+  job.priority = sub.priority;
+  job.gang = sub.gang.value_or(q->record.gang);
+  job.max_retries = sub.max_retries;
+  job.command = sub.command;
+  job.entrypoint = sub.entrypoint;
+  job.parameters = sub.parameters;
+  job.environment = sub.environment;
+  job.submitted_ms = clock_.UnixMillis();
+  PlannedJob plan = PlanTasks(sub, q->record);
+  job.warnings = plan.warnings;
+  job.tasks = std::move(plan.tasks);
+  if (!plan.failure.empty()) {
+    job.state = JobState::kFailed;
+    job.reason = plan.failure;
+    job.finished_ms = job.submitted_ms;
+  } else if (auto fits = q->cards->FitsWhenIdle(job, job.gang); !fits.has_value()) {
+    job.state = JobState::kFailed;
+    job.reason = fmt::format("the job can never run on queue '{}' ({}): {}", queue,
+                             fmt::join(q->record.nodes, ", "), fits.error().message);
+    job.finished_ms = job.submitted_ms;
+    for (auto& t : job.tasks) t.state = TaskState::kCancelled;
+  } else {
+    job.state = JobState::kPending;
+  }
+  QueueRecord updated = q->record;
+  ++updated.next_job_seq;
+  std::vector<store::Mutation> batch;
+  batch.push_back(store::Put{JobKeyOf(job), ToJson(job).dump(), std::nullopt});
+  batch.push_back(store::Put{QueueKeyOf(updated), ToJson(updated).dump(), q->version});
+  CARVE_ASSIGN_OR_RETURN(auto written, store_.Commit(std::move(batch)));
+  q->record = updated;
+  q->job_versions[job.id] = written[0].version;
+  q->version = written[1].version;
+  q->jobs.emplace(job.id, job);
+  lock.unlock();
+  Wake();
+  return job;
+}
+
+Result<JobRecord> QueueService::GetJob(const std::string& account, const std::string& queue,
+                                       const std::string& id) const {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(const QueueState* q, Find(account, queue));
+  auto it = q->jobs.find(id);
+  if (it == q->jobs.end()) {
+    return NotFound(fmt::format("job '{}' does not exist in queue '{}'", id, queue));
+  }
+  return it->second;
+}
+
+Result<std::vector<JobRecord>> QueueService::ListJobs(const std::string& account,
+                                                      const std::string& queue) const {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(const QueueState* q, Find(account, queue));
+  std::vector<JobRecord> out;
+  for (const auto& [id, job] : q->jobs) out.push_back(job);
+  return out;
+}
+
+Result<JobRecord> QueueService::CancelJob(const std::string& account, const std::string& queue,
+                                          const std::string& id) {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(QueueState * q, Find(account, queue));
+  auto it = q->jobs.find(id);
+  if (it == q->jobs.end()) {
+    return NotFound(fmt::format("job '{}' does not exist in queue '{}'", id, queue));
+  }
+  JobRecord job = it->second;
+  if (IsTerminal(job.state)) {
+    return FailedPrecondition(
+        fmt::format("job '{}' is {} already; only unfinished jobs can be cancelled", id,
+                    JobStateName(job.state)));
+  }
+  job.state = JobState::kCancelled;
+  job.reason = "cancelled by the user";
+  job.finished_ms = clock_.UnixMillis();
+  std::vector<core::AllocationId> to_free;
+  for (auto& t : job.tasks) {
+    if (!IsTerminal(t.state)) t.state = TaskState::kCancelled;
+    if (t.allocation) to_free.push_back(t.allocation->id);
+    t.allocation.reset();
+  }
+  CARVE_RETURN_IF_ERROR(PersistJob(*q, job));
+  if (q->cards) {
+    for (auto id : to_free) q->cards->Release(id);
+  }
+  it->second = job;
+  Publish();
+  return job;
+}
+
+Status QueueService::PersistJob(QueueState& q, const JobRecord& job) {
+  auto it = q.job_versions.find(job.id);
+  const int64_t expected = it == q.job_versions.end() ? 0 : it->second;
+  CARVE_ASSIGN_OR_RETURN(auto written, store_.Update(JobKeyOf(job), ToJson(job).dump(), expected));
+  q.job_versions[job.id] = written.version;
+  return OkStatus();
+}
+
+}  // namespace carve::server::queues

@@ -1,0 +1,155 @@
+// QueueService: mGPU queues and their jobs (issue 7). Queues own whole nodes claimed through
+// FleetLease; jobs become tasks placed on the queue's cards (QueueCards) and run as processes
+// through the node agents (NodeRegistry::SetWorkloads with source "queues").
+//
+// Lifecycle of a job: Submitted -> Pending (waiting for cards, FIFO per priority) -> Running (a
+// task is placed) -> Succeeded | Failed | Cancelled. A job whose parameters break a share rule is
+// accepted and goes to Failed with the rule's message.
+// Waiting is strict FIFO within a queue: jobs are taken by priority (higher first), then by
+// submission; the first job that cannot place all its pending tasks stops the pass, so a small
+// later job never overtakes it. Gang jobs place all their tasks or none.
+// A RayJob runs its head first; its workers and driver are published once the head reports an
+// address, and the job ends with the driver (entrypoint). RayCluster/RayServe run until cancelled.
+//
+// Durability: queues and jobs (with every task's placement and stable workload id) are Store
+// records; Recover() rebuilds the placement state from them and re-claims the queues' nodes, so a
+// restarted server republishes the same workload ids and the agents keep the processes running.
+//
+// Errors: InvalidArgument (400) names field, value and rule; NotFound (404); AlreadyExists and
+// FailedPrecondition (409); ResourceExhausted (409) when the fleet lacks free nodes.
+// Thread-safe: one mutex guards all state; the reconciler runs on its own thread (Start) and is
+// woken by NodeRegistry listeners and by every API change.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "protocol/agent_protocol.h"
+#include "server/nodes/fleet_lease.h"
+#include "server/nodes/node_registry.h"
+#include "server/queues/gpu_view.h"
+#include "server/queues/queue_cards.h"
+#include "server/queues/queue_model.h"
+#include "server/queues/queue_request.h"
+#include "store/store.h"
+
+namespace carve::server::queues {
+
+struct QueueOptions {
+  // Card memory no share may take (driver, context, enforcement overhead), per card.
+  int64_t memory_reserve_mib = 512;
+  Enforcement default_enforcement = Enforcement::kInterposer;
+  // Ray process templates. Placeholders: {port} (the agent's), {head_address}, {num_gpus}.
+  std::vector<std::string> ray_head_command = {
+      "ray", "start", "--head", "--port={port}", "--num-gpus={num_gpus}", "--block"};
+  std::vector<std::string> ray_worker_command = {"ray", "start", "--address={head_address}",
+                                                 "--num-gpus={num_gpus}", "--block"};
+  // The RayJob driver; {entrypoint} is the job's entrypoint, RAY_ADDRESS is set.
+  std::vector<std::string> ray_driver_command = {"/bin/sh", "-c", "{entrypoint}"};
+  std::chrono::milliseconds reconcile_interval{500};
+  const Clock* clock = nullptr;  // nullptr: SystemClock.
+};
+
+inline constexpr std::string_view kWorkloadSource = "queues";
+
+struct WakeHook;
+
+class QueueService {
+ public:
+  // All three must outlive the service. Registers a listener on `registry`.
+  QueueService(store::Store& store, nodes::NodeRegistry& registry, nodes::FleetLease& lease,
+               QueueOptions options = {});
+  ~QueueService();  // Stops the reconciler.
+  QueueService(const QueueService&) = delete;
+  QueueService& operator=(const QueueService&) = delete;
+
+  // Loads queues and jobs, re-claims nodes and restores placements. Call once, before Start.
+  // A queue whose nodes cannot be re-claimed is loaded without cards and logged.
+  Status Recover();
+  void Start();  // Background reconciler.
+  void Stop();   // Idempotent.
+  // One reconcile pass: agent reports -> task and job states -> placement -> Store -> agents.
+  void ReconcileOnce();
+
+  Result<QueueRecord> CreateQueue(const std::string& account, const CreateQueueRequest& request);
+  Result<QueueRecord> UpdateQueue(const std::string& account, const std::string& name,
+                                  const nlohmann::json& body);
+  Result<QueueRecord> GetQueue(const std::string& account, const std::string& name) const;
+  std::vector<QueueRecord> ListQueues(const std::string& account) const;
+  // FailedPrecondition while a job is not finished; releases the nodes and drops the jobs.
+  Status DeleteQueue(const std::string& account, const std::string& name);
+
+  Result<JobRecord> SubmitJob(const std::string& account, const std::string& queue,
+                              const JobSubmission& job);
+  Result<JobRecord> GetJob(const std::string& account, const std::string& queue,
+                           const std::string& id) const;
+  Result<std::vector<JobRecord>> ListJobs(const std::string& account,
+                                          const std::string& queue) const;
+  // Cancels a job that has not finished (FailedPrecondition otherwise): its processes stop.
+  Result<JobRecord> CancelJob(const std::string& account, const std::string& queue,
+                              const std::string& id);
+
+  // Queue monitoring: allocated and measured use per card and per worker.
+  Result<QueueGpuView> GpuView(const std::string& account, const std::string& queue) const;
+  std::vector<QueueGpuView> AllGpuViews() const;
+  // Jobs per (account, queue, state), for metrics.
+  std::map<std::tuple<std::string, std::string, std::string>, int> JobCounts() const;
+
+  const QueueOptions& options() const { return options_; }
+  // Asks the reconciler for a pass soon (registry listener, API changes).
+  void Wake();
+
+ private:
+  struct QueueState {
+    QueueRecord record;
+    int64_t version = 0;                    // Store version of the queue record.
+    std::unique_ptr<QueueCards> cards;      // Null when the nodes could not be re-claimed.
+    std::map<std::string, JobRecord> jobs;  // By id.
+    std::map<std::string, int64_t> job_versions;
+  };
+  using QueueKey = std::pair<std::string, std::string>;  // (account, name)
+
+  Result<QueueState*> Find(const std::string& account, const std::string& name);
+  Result<const QueueState*> Find(const std::string& account, const std::string& name) const;
+  Result<std::unique_ptr<QueueCards>> CardsFor(const QueueRecord& q) const;
+  Status PersistJob(QueueState& q, const JobRecord& job);
+  // Reconcile steps (mu_ held).
+  bool ObserveAgent(QueueState& q, JobRecord& job);
+  bool AdvanceJob(QueueState& q, JobRecord& job);
+  void Schedule(QueueState& q, std::vector<std::string>& changed);
+  void Publish();
+  std::optional<protocol::WorkloadDesired> Desired(const QueueState& q, const JobRecord& job,
+                                                   const TaskRecord& task) const;
+  QueueGpuView ViewLocked(const QueueState& q) const;
+  void Loop();
+
+  store::Store& store_;
+  nodes::NodeRegistry& registry_;
+  nodes::FleetLease& lease_;
+  const QueueOptions options_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;
+  std::map<QueueKey, QueueState> queues_;                                    // guarded by mu_
+  std::map<std::string, std::vector<protocol::WorkloadDesired>> published_;  // guarded by mu_
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_ = false;      // guarded by wake_mu_
+  bool stopping_ = false;  // guarded by wake_mu_
+  std::thread thread_;
+  std::shared_ptr<WakeHook> hook_;
+};
+
+}  // namespace carve::server::queues

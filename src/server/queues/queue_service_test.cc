@@ -1,0 +1,398 @@
+// QueueService end to end over a real NodeRegistry and FakeStore; the test plays the agent by
+// reading the desired workloads and reporting WorkloadStatus back.
+#include "server/queues/queue_service.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "server/queues/fake_fleet_lease.h"
+#include "store/fake_store.h"
+
+namespace carve::server::queues {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr char kAccount[] = "123456789012";
+
+nodes::LeasedNode Node(std::string name, std::string type, int gpus) {
+  nodes::LeasedNode n;
+  n.id = NodeId(std::move(name));
+  n.instance_type = std::move(type);
+  n.gpu_model = "a10g";
+  n.gpu_count = gpus;
+  n.gpu_memory_mib = 24576;
+  n.ready = true;
+  return n;
+}
+
+protocol::WorkloadStatus Reported(std::string id, std::string state, std::string address = "",
+                                  std::vector<int> codes = {}, double core = -1,
+                                  int64_t memory = -1) {
+  protocol::WorkloadStatus s;
+  s.id = std::move(id);
+  s.state = std::move(state);
+  s.address = std::move(address);
+  s.exit_codes = std::move(codes);
+  s.core_used_percent = core;
+  s.memory_used_mib = memory;
+  return s;
+}
+
+nodes::NodeRegistryOptions RegistryOptions(const Clock* clock) {
+  nodes::NodeRegistryOptions o;
+  o.clock = clock;
+  return o;
+}
+
+class QueueServiceTest : public ::testing::Test {
+ protected:
+  QueueServiceTest() {
+    for (const auto& n : lease_.AllNodes()) {
+      protocol::Registration r;
+      r.node_id = n.id.value();
+      r.instance_type = n.instance_type;
+      r.driver = "sim";
+      for (int i = 0; i < n.gpu_count; ++i) {
+        protocol::GpuInventory g;
+        g.index = i;
+        g.uuid = "GPU-" + std::to_string(i);
+        r.gpus.push_back(g);
+      }
+      EXPECT_TRUE(registry_.Register(r).has_value());
+    }
+    service_ = std::make_unique<QueueService>(store_, registry_, lease_, Options());
+  }
+  QueueOptions Options() {
+    QueueOptions o;
+    o.clock = &clock_;
+    o.ray_head_command = {"fake-ray", "head", "--port={port}", "--num-gpus={num_gpus}"};
+    o.ray_worker_command = {"fake-ray", "worker", "--address={head_address}",
+                            "--num-gpus={num_gpus}"};
+    return o;
+  }
+  QueueRecord MakeQueue(const std::string& name, const std::string& type, int count, bool mgpu,
+                        bool gang = false) {
+    CreateQueueRequest r;
+    r.name = name;
+    r.mgpu = mgpu;
+    r.instance_type = type;
+    r.count = count;
+    r.gang = gang;
+    auto q = service_->CreateQueue(kAccount, r);
+    EXPECT_TRUE(q.has_value()) << q.error().message;
+    return q.value_or(QueueRecord{});
+  }
+  JobRecord Submit(const std::string& queue, const std::string& params, int tasks = 1,
+                   std::optional<bool> gang = {}) {
+    JobSubmission s;
+    s.command = {"/bin/true"};
+    s.task_count = tasks;
+    s.parameters = params;
+    s.gang = gang;
+    auto j = service_->SubmitJob(kAccount, queue, s);
+    EXPECT_TRUE(j.has_value()) << j.error().message;
+    return j.value_or(JobRecord{});
+  }
+  JobRecord Get(const std::string& queue, const std::string& id) {
+    auto j = service_->GetJob(kAccount, queue, id);
+    EXPECT_TRUE(j.has_value());
+    return j.value_or(JobRecord{});
+  }
+  std::vector<protocol::WorkloadDesired> Desired(const std::string& node) {
+    auto d = registry_.WaitDesired(node, registry_.epoch(), 0, 0ms);
+    EXPECT_TRUE(d.has_value());
+    return d.has_value() ? d->workloads : std::vector<protocol::WorkloadDesired>{};
+  }
+  // The agent reports every desired workload of `node` in `state` (and others as given).
+  void Report(const std::string& node, std::vector<protocol::WorkloadStatus> statuses) {
+    protocol::StatusReport s;
+    s.node_id = node;
+    s.epoch = registry_.epoch();
+    s.workloads = std::move(statuses);
+    registry_.ReportStatus(s);
+  }
+  void ReportAll(const std::string& node, const std::string& state, std::vector<int> codes = {}) {
+    std::vector<protocol::WorkloadStatus> list;
+    for (const auto& w : Desired(node)) {
+      list.push_back(Reported(w.id, state, "", codes));
+    }
+    Report(node, list);
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_{clock_};
+  nodes::NodeRegistry registry_{store_, RegistryOptions(&clock_)};
+  FakeFleetLease lease_{{Node("big", "ml.g5.48xlarge", 8), Node("s1", "ml.g5.xlarge", 1),
+                         Node("s2", "ml.g5.xlarge", 1)}};
+  std::unique_ptr<QueueService> service_;
+};
+
+TEST_F(QueueServiceTest, CreatesAnMgpuQueueThatClaimsItsNodeAndUsesItsCardsWhole) {
+  QueueRecord q = MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  EXPECT_EQ(q.nodes, std::vector<std::string>{"big"});
+  EXPECT_EQ(lease_.NodesOf(q.Owner()).size(), 1u);
+  auto d = registry_.WaitDesired("big", registry_.epoch(), 0, 0ms);
+  ASSERT_TRUE(d.has_value());
+  ASSERT_EQ(d->gpus.size(), 8u);
+  EXPECT_FALSE(d->gpus[3].mig);
+  EXPECT_TRUE(store_.Get({kAccount, "Queue", "q1"}).has_value());
+}
+
+TEST_F(QueueServiceTest, RefusesAQueueWhenTheFleetLacksFreeNodesAndKeepsNothing) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true);
+  CreateQueueRequest r;
+  r.name = "q2";
+  r.instance_type = "ml.g5.xlarge";
+  r.count = 1;
+  auto q = service_->CreateQueue(kAccount, r);
+  ASSERT_FALSE(q.has_value());
+  EXPECT_EQ(q.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_FALSE(store_.Get({kAccount, "Queue", "q2"}).has_value());
+  EXPECT_EQ(service_->ListQueues(kAccount).size(), 1u);
+}
+
+TEST_F(QueueServiceTest, RefusesToFlipTheMgpuSwitchOfAQueue) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  auto r = service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"mgpu", false}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("new queue"), std::string::npos);
+  EXPECT_TRUE(service_->GetQueue(kAccount, "q1")->mgpu);
+}
+
+TEST_F(QueueServiceTest, PlacesTwentyTasksOfCore30ThreeToACardAndPublishesTheirShares) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;", 20);
+  EXPECT_EQ(job.state, JobState::kPending) << job.reason;
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  std::map<int, int> per_card;
+  for (const auto& t : job.tasks) ++per_card[t.gpus.at(0)];
+  for (int g = 0; g < 6; ++g) EXPECT_EQ(per_card[g], 3);
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 20u);
+  ASSERT_TRUE(desired[0].device.share.has_value());
+  EXPECT_EQ(desired[0].device.share->core_percent, 30);
+  EXPECT_EQ(desired[0].device.share->memory_mib, 1000);
+  EXPECT_EQ(desired[0].device.share->enforcement, "interposer");
+  EXPECT_EQ(desired[0].kind, "task");
+  EXPECT_FALSE(desired[0].health_check);
+  EXPECT_EQ(desired[0].environment.at("CARVE_MGPU_CORE_PERCENT"), "30");
+}
+
+TEST_F(QueueServiceTest, AcceptsAJobWithCore150AndFailsItWithTheRule) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=150;");
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_NE(job.reason.find("emr.serverless.mgpu.core=150"), std::string::npos);
+  service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", job.id).state, JobState::kFailed);
+  EXPECT_TRUE(Desired("big").empty());
+}
+
+TEST_F(QueueServiceTest, SucceedsWhenEveryTaskExitsZeroAndFreesTheCards) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=50;", 2);
+  service_->ReconcileOnce();
+  ReportAll("s1", "running");
+  service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", job.id).tasks[0].state, TaskState::kRunning);
+  ReportAll("s1", "succeeded", {0});
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  EXPECT_EQ(job.tasks[1].exit_codes, std::vector<int>{0});
+  EXPECT_TRUE(Desired("s1").empty());
+  auto view = service_->GpuView(kAccount, "q1");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->core_allocated_percent, 0);
+}
+
+TEST_F(QueueServiceTest, FailsTheJobWhenATaskFailsNamingItsExitCodes) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=50;", 2);
+  service_->ReconcileOnce();
+  auto desired = Desired("s1");
+  ASSERT_EQ(desired.size(), 2u);
+  Report("s1", {Reported(desired[0].id, "running"), Reported(desired[1].id, "failed", "", {3})});
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_NE(job.reason.find("task 1 (task) failed: exit codes [3]"), std::string::npos);
+  EXPECT_EQ(job.tasks[0].state, TaskState::kCancelled);
+  EXPECT_TRUE(Desired("s1").empty());  // The sibling is stopped.
+}
+
+TEST_F(QueueServiceTest, KeepsWaitingJobsInFifoOrderEvenWhenALaterOneWouldFit) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord a = Submit("q1", "emr.serverless.mgpu.core=60;");
+  JobRecord b = Submit("q1", "emr.serverless.mgpu.core=60;");
+  JobRecord c = Submit("q1", "emr.serverless.mgpu.core=30;");
+  service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", a.id).state, JobState::kRunning);
+  EXPECT_EQ(Get("q1", b.id).state, JobState::kPending);
+  EXPECT_NE(Get("q1", b.id).reason.find("waiting for cards"), std::string::npos);
+  EXPECT_EQ(Get("q1", c.id).state, JobState::kPending);  // Fits, but waits behind b.
+  ReportAll("s1", "succeeded", {0});
+  service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", a.id).state, JobState::kSucceeded);
+  EXPECT_EQ(Get("q1", b.id).state, JobState::kRunning);
+  EXPECT_EQ(Get("q1", c.id).state, JobState::kRunning);
+}
+
+TEST_F(QueueServiceTest, RunsAHigherPriorityJobBeforeAnEarlierOne) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord a = Submit("q1", "emr.serverless.mgpu.core=60;");
+  service_->ReconcileOnce();
+  JobRecord b = Submit("q1", "emr.serverless.mgpu.core=60;");
+  JobSubmission urgent;
+  urgent.command = {"/bin/true"};
+  urgent.parameters = "emr.serverless.mgpu.core=60;";
+  urgent.priority = 10;
+  auto c = service_->SubmitJob(kAccount, "q1", urgent);
+  ASSERT_TRUE(c.has_value());
+  ReportAll("s1", "succeeded", {0});
+  service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", c->id).state, JobState::kRunning);
+  EXPECT_EQ(Get("q1", b.id).state, JobState::kPending);
+}
+
+TEST_F(QueueServiceTest, StartsAGangJobOnlyWhenAllItsTasksFit) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true);
+  JobRecord first = Submit("q1", "emr.serverless.mgpu.core=60;");
+  JobRecord gang = Submit("q1", "emr.serverless.mgpu.core=60;", 2, true);
+  service_->ReconcileOnce();
+  JobRecord g = Get("q1", gang.id);
+  EXPECT_EQ(g.state, JobState::kPending);
+  for (const auto& t : g.tasks) EXPECT_EQ(t.state, TaskState::kPending);
+  EXPECT_NE(g.reason.find("gang"), std::string::npos);
+  ReportAll("s1", "succeeded", {0});
+  ReportAll("s2", "succeeded", {0});
+  service_->ReconcileOnce();
+  g = Get("q1", gang.id);
+  EXPECT_EQ(g.state, JobState::kRunning);
+  EXPECT_EQ(g.tasks[0].state, TaskState::kPlaced);
+  EXPECT_EQ(g.tasks[1].state, TaskState::kPlaced);
+}
+
+TEST_F(QueueServiceTest, FailsAJobThatCanNeverFitTheQueue) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=200;");
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_NE(job.reason.find("can never run"), std::string::npos);
+}
+
+TEST_F(QueueServiceTest, RefusesToDeleteAQueueWithRunningJobsThenReleasesItsNodes) {
+  QueueRecord q = MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=50;");
+  service_->ReconcileOnce();
+  Status st = service_->DeleteQueue(kAccount, "q1");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find(job.id), std::string::npos);
+  EXPECT_EQ(lease_.NodesOf(q.Owner()).size(), 1u);
+  auto cancelled = service_->CancelJob(kAccount, "q1", job.id);
+  ASSERT_TRUE(cancelled.has_value());
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  EXPECT_TRUE(Desired("s1").empty());
+  ASSERT_TRUE(service_->DeleteQueue(kAccount, "q1").ok());
+  EXPECT_TRUE(lease_.NodesOf(q.Owner()).empty());
+  EXPECT_FALSE(store_.Get({kAccount, "Job", "q1/" + job.id}).has_value());
+}
+
+TEST_F(QueueServiceTest, KeepsJobsTaskIdsAndPlacementsAcrossARestart) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=70;");
+  service_->ReconcileOnce();
+  ReportAll("s1", "running");
+  service_->ReconcileOnce();
+  const std::string workload = Get("q1", job.id).tasks[0].workload_id;
+  ASSERT_FALSE(workload.empty());
+
+  service_.reset();
+  FakeFleetLease fresh_lease{lease_.AllNodes()};
+  QueueService restarted(store_, registry_, fresh_lease, Options());
+  ASSERT_TRUE(restarted.Recover().ok());
+  auto after = restarted.GetJob(kAccount, "q1", job.id);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->state, JobState::kRunning);
+  EXPECT_EQ(after->tasks[0].workload_id, workload);
+  EXPECT_EQ(fresh_lease.NodesOf("queue/123456789012/q1").size(), 1u);
+  auto desired = Desired("s1");
+  ASSERT_EQ(desired.size(), 1u);
+  EXPECT_EQ(desired[0].id, workload);
+  // The restored share still holds its 70%: a 40% job waits.
+  JobSubmission s;
+  s.command = {"/bin/true"};
+  s.parameters = "emr.serverless.mgpu.core=40;";
+  auto next = restarted.SubmitJob(kAccount, "q1", s);
+  ASSERT_TRUE(next.has_value());
+  restarted.ReconcileOnce();
+  EXPECT_EQ(restarted.GetJob(kAccount, "q1", next->id)->state, JobState::kPending);
+}
+
+TEST_F(QueueServiceTest, StartsRayWorkersOnlyAfterTheHeadReportsItsAddress) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobSubmission s;
+  s.type = JobType::kRayJob;
+  s.entrypoint = "python main.py";
+  s.workers = 2;
+  s.parameters = "serverless.ray.worker.mgpu.core=30;serverless.ray.worker.mgpu.memory=4096;";
+  auto job = service_->SubmitJob(kAccount, "q1", s);
+  ASSERT_TRUE(job.has_value());
+  service_->ReconcileOnce();
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 1u);
+  EXPECT_EQ(desired[0].command[1], "head");
+  EXPECT_EQ(desired[0].values.at("num_gpus"), "0");
+  Report("big", {Reported(desired[0].id, "running", "10.0.0.5:6379")});
+  service_->ReconcileOnce();
+  desired = Desired("big");
+  ASSERT_EQ(desired.size(), 4u);  // head, 2 workers, driver
+  EXPECT_EQ(desired[1].command[1], "worker");
+  EXPECT_EQ(desired[1].values.at("head_address"), "10.0.0.5:6379");
+  EXPECT_EQ(desired[1].values.at("num_gpus"), "1");
+  EXPECT_EQ(desired[1].device.share->core_percent, 30);
+  EXPECT_EQ(desired[3].environment.at("RAY_ADDRESS"), "10.0.0.5:6379");
+  EXPECT_EQ(desired[3].values.at("entrypoint"), "python main.py");
+  std::vector<protocol::WorkloadStatus> st;
+  for (const auto& w : desired) {
+    const bool ray_process = w.command[1] == "worker" || w.command[1] == "head";
+    st.push_back(Reported(w.id, ray_process ? "running" : "succeeded",
+                          w.command[1] == "head" ? "10.0.0.5:6379" : ""));
+  }
+  Report("big", st);
+  service_->ReconcileOnce();
+  auto done = service_->GetJob(kAccount, "q1", job->id);
+  EXPECT_EQ(done->state, JobState::kSucceeded);
+  EXPECT_EQ(done->tasks[1].state, TaskState::kStopped);
+  EXPECT_TRUE(Desired("big").empty());
+}
+
+TEST_F(QueueServiceTest, ShowsAllocatedAndMeasuredUseInTheGpuView) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;", 2);
+  service_->ReconcileOnce();
+  auto desired = Desired("s1");
+  ASSERT_EQ(desired.size(), 2u);
+  Report("s1", {Reported(desired[0].id, "running", "", {}, 27.5, 800),
+                Reported(desired[1].id, "running")});
+  auto view = service_->GpuView(kAccount, "q1");
+  ASSERT_TRUE(view.has_value());
+  ASSERT_EQ(view->cards.size(), 1u);
+  const CardView& card = view->cards[0];
+  EXPECT_EQ(card.core_allocated_percent, 60);
+  EXPECT_EQ(card.memory_allocated_mib, 2000);
+  EXPECT_EQ(card.memory_capacity_mib, 24576 - 512);
+  ASSERT_EQ(card.worker_views.size(), 2u);
+  EXPECT_EQ(card.worker_views[0].core_limit_percent, 30);
+  EXPECT_EQ(card.worker_views[0].core_used_percent, 27.5);
+  EXPECT_EQ(card.worker_views[0].memory_used_mib, 800);
+  EXPECT_FALSE(card.worker_views[1].core_used_percent.has_value());  // -1: not measured.
+  nlohmann::json j = ToJson(*view);
+  EXPECT_EQ(j["cards"][0]["workers"][1]["used"]["core_percent"], "not measured");
+  EXPECT_EQ(j["cards"][0]["workers"][0]["compute_share"]["achieved_of_limit_percent"], 91.7);
+}
+
+}  // namespace
+}  // namespace carve::server::queues
