@@ -2,10 +2,15 @@
 # `make demo`: a short scripted tour of carve on its embedded defaults.
 #   1. (offline) catalog and layout engine;
 #   2. the seed's SageMaker scenario against a real `carve server` with the embedded fleet
-#      (2 x ml.p4d.24xlarge + 1 x ml.p5.48xlarge, simulated, ~2 s carve per GPU), driven by the
-#      stock aws CLI: model, endpoint config with the p4d layout, endpoint, InService, three
-#      inference components (one per partition type), one scaled past its partitions; then the
-#      carve map. The server is stopped on exit, whatever happens.
+#      (2 x ml.p4d.24xlarge + 1 x ml.p5.48xlarge + 1 x ml.g5.48xlarge, simulated GPUs, run by the
+#      server's local agent), driven by the stock aws CLI: model, endpoint config with the p4d
+#      layout, endpoint, InService, three inference components (one per partition type), one
+#      scaled past its partitions; the carve map; every copy as a real process bound to its MIG
+#      partition; InvokeEndpoint routed by component;
+#   3. an mGPU queue with a 20-task CustomJob at core=30/memory=1000 and a rejected core=150 job;
+#   4. `carve bench` through the router against the same model on a p5 mig-3g.40gb and on a whole
+#      A100, the comparison table and the plots (written under $CARVE_DEMO_OUT, default
+#      <build>/demo). The server is stopped on exit, whatever happens.
 set -euo pipefail
 build=${1:-build}
 carve="$build/carve"
@@ -126,8 +131,103 @@ for node in carve["nodes"]:
                  for p in gpu["partitions"]]
         print(f"    GPU {gpu['index']} ({gpu['gpu']}): " + "  ".join(cells))
 PY
+
 echo
-echo "stopping the server"
+echo "== the copies are processes: GET $url/v1/nodes (with each process's binding) =="
+python3 - "$url" <<'PY'
+import configparser, json, os, sys, urllib.request
+import botocore.auth, botocore.awsrequest, botocore.credentials
+url = sys.argv[1]
+cp = configparser.ConfigParser()
+cp.read(os.environ["AWS_SHARED_CREDENTIALS_FILE"])
+creds = botocore.credentials.Credentials(cp["default"]["aws_access_key_id"],
+                                         cp["default"]["aws_secret_access_key"])
+req = botocore.awsrequest.AWSRequest(method="GET", url=url + "/v1/nodes")
+botocore.auth.SigV4Auth(creds, "sagemaker", "us-east-1").add_auth(req)
+p = req.prepare()
+nodes = json.load(urllib.request.urlopen(urllib.request.Request(p.url, headers=dict(p.headers))))
+for node in nodes["Nodes"]:
+    print(f"  {node['NodeId']} ({node['InstanceType']}, {node['Status']}, driver {node['Driver']})")
+    for w in node["Workloads"]:
+        try:
+            with open(f"/proc/{w['pid']}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            dev = env.get(b"CUDA_VISIBLE_DEVICES", b"?").decode()
+        except OSError:
+            dev = "?"
+        try:
+            ping = urllib.request.urlopen(f"http://{w['address']}/ping", timeout=5).status
+        except OSError as e:
+            ping = e
+        print(f"    {w['id'].split('/', 1)[1]:<34} pid {w['pid']:<7} port {w['port']:<6} "
+              f"{w['state']:<8} /ping {ping}  CUDA_VISIBLE_DEVICES={dev}")
+PY
+
+echo
+echo "== InvokeEndpoint, routed by inference component =="
+echo "\$ aws sagemaker-runtime invoke-endpoint --endpoint-name multi-model-partitioned --inference-component-name summarizer ..."
+aws sagemaker-runtime invoke-endpoint --endpoint-url "$url" \
+  --endpoint-name multi-model-partitioned --inference-component-name summarizer \
+  --content-type application/json --cli-binary-format raw-in-base64-out \
+  --body '{"inputs": "Summarize: one GPU, many models.", "parameters": {"max_new_tokens": 8}}' \
+  "$data/invoke-out.json" --output json
+echo "response body: $(cat "$data/invoke-out.json")"
+
+echo
+echo "== mGPU: a queue with shares of one card per task =="
+CARVE_ENDPOINT_URL="$url" "$root/scripts/demo-mgpu.sh" "$build"
+
+echo
+echo "== carve bench: the same model on a mig-3g.40gb of the p5 and on a whole A100 =="
+echo "(carve testmodel simulates Llama-3.1-8B from the GPU specs through the planner's model:"
+echo " the figures below are the model's pacing measured through the real router, not a GPU)"
+out="${CARVE_DEMO_OUT:-$build/demo}"
+mkdir -p "$out"
+sm create-model --model-name bench-llama \
+  --primary-container 'Image=carve/testmodel,Environment={CARVE_MODEL=llama-3.1-8b}' >/dev/null
+sm create-endpoint-config --endpoint-config-name bench-p5 --production-variants '[{
+    "VariantName": "AllTraffic", "InstanceType": "ml.p5.48xlarge", "InitialInstanceCount": 1,
+    "AcceleratorPartitionLayouts": [{"AcceleratorPartitionTypes": ["mig-3g.40gb", "mig-3g.40gb"]}]}]' >/dev/null
+sm create-endpoint-config --endpoint-config-name bench-a100 --production-variants '[{
+    "VariantName": "AllTraffic", "InstanceType": "ml.p4d.24xlarge", "InitialInstanceCount": 1}]' >/dev/null
+sm create-endpoint --endpoint-name bench-p5 --endpoint-config-name bench-p5 >/dev/null
+sm create-endpoint --endpoint-name bench-a100 --endpoint-config-name bench-a100 >/dev/null
+wait_status() {  # kind name query want
+  for _ in $(seq 1 240); do
+    got=$(aws sagemaker "describe-$1" "--$1-name" "$2" --endpoint-url "$url" --query "$3" --output text)
+    [[ "$got" == "$4" ]] && return 0
+    [[ "$got" == "Failed" ]] && { echo "$1 $2 failed"; return 1; }
+    sleep 0.5
+  done
+  echo "$1 $2 did not reach $4 (last: $got)"; return 1
+}
+wait_status endpoint bench-p5 EndpointStatus InService
+wait_status endpoint bench-a100 EndpointStatus InService
+sm create-inference-component --inference-component-name bench-part --endpoint-name bench-p5 \
+  --variant-name AllTraffic --runtime-config CopyCount=1 \
+  --specification "ModelName=bench-llama,ComputeResourceRequirements={AcceleratorPartitionType=mig-3g.40gb,NumberOfAcceleratorDevicesRequired=1,NumberOfCpuCoresRequired=1,MinMemoryRequiredInMb=4096}" >/dev/null
+sm create-inference-component --inference-component-name bench-whole --endpoint-name bench-a100 \
+  --variant-name AllTraffic --runtime-config CopyCount=1 \
+  --specification "ModelName=bench-llama,ComputeResourceRequirements={NumberOfAcceleratorDevicesRequired=1,NumberOfCpuCoresRequired=1,MinMemoryRequiredInMb=4096}" >/dev/null
+wait_status inference-component bench-part InferenceComponentStatus InService
+wait_status inference-component bench-whole InferenceComponentStatus InService
+bench=(--endpoint-url "$url" --credentials "$AWS_SHARED_CREDENTIALS_FILE" --model llama-3.1-8b
+       --scenario "D(200,50)" --concurrency 1,4,16 --requests 16)
+echo "\$ carve bench --endpoint bench-p5 --component bench-part --instance-type ml.p5.48xlarge --partition mig-3g.40gb ..."
+"$carve" bench "${bench[@]}" --endpoint bench-p5 --component bench-part \
+  --instance-type ml.p5.48xlarge --partition mig-3g.40gb --target-name "H100 mig-3g.40gb" \
+  --out "$out/bench-h100-3g.40gb"
+echo "\$ carve bench --endpoint bench-a100 --component bench-whole --instance-type ml.p4d.24xlarge --gpus 1 ..."
+"$carve" bench "${bench[@]}" --endpoint bench-a100 --component bench-whole \
+  --instance-type ml.p4d.24xlarge --gpus 1 --target-name "A100-40GB whole" \
+  --out "$out/bench-a100"
+echo "\$ carve bench compare A.json B.json"
+"$carve" bench compare "$out/bench-h100-3g.40gb/bench.json" "$out/bench-a100/bench.json" \
+  --out "$out/compare"
+echo "plots and tables: $(ls "$out"/compare/*.svg "$out"/bench-*/*.svg 2>/dev/null | tr '\n' ' ')"
+
+echo
+echo "stopping the server (it stops every copy and task process it started)"
 kill -TERM "$server_pid"
 wait "$server_pid"
 server_pid=""

@@ -23,5 +23,9 @@ void RegisterMgpuCommands(CLI::App& app, Context& ctx);     // mgpu check
 void RegisterPlanCommands(CLI::App& app, Context& ctx);     // plan fit|perf|compare|...
 void RegisterServerCommands(CLI::App& app, Context& ctx);   // server
 void RegisterTestmodelCommands(CLI::App& app, Context& ctx);  // testmodel (simulated model server)
+void RegisterBenchCommands(CLI::App& app, Context& ctx);      // bench, bench compare
+void RegisterAgentCommands(CLI::App& app, Context& ctx);  // agent (the node agent)
+void RegisterLogsCommands(CLI::App& app, Context& ctx);   // logs NAME [--copy N]
+void RegisterQueueCommands(CLI::App& app, Context& ctx);  // queue ..., job ... (mGPU queues)
 
 }  // namespace carve::cli

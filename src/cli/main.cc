@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
   carve::cli::RegisterPlanCommands(app, ctx);
   carve::cli::RegisterServerCommands(app, ctx);
   carve::cli::RegisterTestmodelCommands(app, ctx);
+  carve::cli::RegisterAgentCommands(app, ctx);
+  carve::cli::RegisterLogsCommands(app, ctx);
+  carve::cli::RegisterBenchCommands(app, ctx);
+  carve::cli::RegisterQueueCommands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -122,7 +122,7 @@ class CarveServer:
         self.proc = subprocess.Popen(
             [carve_bin(), "server", "--listen", f"127.0.0.1:{self.listen_port}",
              "--data-dir", self.data_dir,
-             "--config", self.config, "--log-level", "warn", *self.extra_args],
+             "--config", self.config, "--log-level", os.environ.get("CARVE_TEST_LOG_LEVEL", "warn"), *self.extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.proc, self.lines), daemon=True).start()
@@ -142,10 +142,12 @@ class CarveServer:
                 return self
         raise AssertionError("carve server did not start; output:\n" + "".join(seen))
 
-    @staticmethod
-    def _pump(proc, q):
-        for line in proc.stdout:
-            q.put(line)
+    def _pump(self, proc, q):
+        with open(os.path.join(self.data_dir, "server.log"), "a") as log:
+            for line in proc.stdout:
+                q.put(line)
+                log.write(line)
+                log.flush()
 
     def stop(self, sig=signal.SIGTERM, timeout_s=30.0):
         if self.proc is None:

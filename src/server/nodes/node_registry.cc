@@ -72,16 +72,20 @@ Status NodeRegistry::Recover() {
       spdlog::warn("node record {} is unreadable: {}", rec.key.name, reg.error().message);
       continue;
     }
-    // Recovered nodes get one node_timeout of grace: their agents normally reconnect within
-    // seconds, and declaring them lost at once would reschedule every copy after each restart.
+    // Recovered nodes get a grace period to reconnect (agents back off up to ~10 s while the
+    // server is down); declaring them lost at once would reschedule every copy after each
+    // restart. Sweep counts node_timeout from last_report, so a last_report in the future
+    // stretches the first timeout to the grace.
     Entry& e = nodes_[reg->node_id];
     e.registration = *reg;
     e.ready = true;
     e.not_ready_reason.clear();
-    e.last_report = clock_.Now();
+    const auto grace = std::max(options_.node_timeout, options_.recovery_grace);
+    e.last_report = clock_.Now() + (grace - options_.node_timeout);
   }
   spdlog::info("recovered {} nodes from the store; each is NotReady unless its agent reports "
-               "within {} ms", records.size(), options_.node_timeout.count());
+               "within {} ms",
+               records.size(), std::max(options_.node_timeout, options_.recovery_grace).count());
   return OkStatus();
 }
 
@@ -380,6 +384,8 @@ nlohmann::json NodeRegistry::ToJson() const {
                      {"DriverVersion", v.registration.driver_version},
                      {"Hostname", v.registration.hostname},
                      {"Status", v.ready ? "Ready" : "NotReady"},
+                     // False after a server restart until the node's agent registers again.
+                     {"Connected", v.connected},
                      {"LastReportMs", v.last_report_ms},
                      {"DesiredVersion", v.desired_version},
                      {"AppliedVersion", v.applied_version},

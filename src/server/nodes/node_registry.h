@@ -44,6 +44,9 @@ struct NodeRegistryOptions {
   std::chrono::milliseconds heartbeat_interval{2000};
   std::chrono::milliseconds node_timeout{15000};
   std::chrono::milliseconds max_long_poll{30000};
+  // After a server restart, how long a recovered node stays Ready without reporting (at least
+  // node_timeout): time for its agent to notice the restart and reconnect.
+  std::chrono::milliseconds recovery_grace{30000};
   const Clock* clock = nullptr;  // nullptr: SystemClock
 };
 
@@ -63,8 +66,9 @@ class NodeRegistry {
   // `store` must outlive the registry.
   NodeRegistry(store::Store& store, NodeRegistryOptions options = {});
 
-  // Loads persisted nodes, not connected; each counts as Ready for one node_timeout (the grace
-  // its agent has to reconnect before its work is rescheduled). Call once before serving.
+  // Loads persisted nodes, not connected; each counts as Ready for max(node_timeout,
+  // recovery_grace), the time its agent has to reconnect before its work is rescheduled. Call
+  // once before serving.
   Status Recover();
 
   // ---- agent side (called by the /v1/agent routes) ----

@@ -71,7 +71,9 @@ TEST_F(NodeRegistryTest, ARegisteredNodeSurvivesARestartWithOneTimeoutOfGrace) {
   ASSERT_TRUE(view.has_value());
   EXPECT_TRUE(view->ready);
   EXPECT_FALSE(view->connected);
-  clock_.Advance(11s);
+  clock_.Advance(29s);  // The recovery grace (30 s) exceeds the node timeout (10 s).
+  EXPECT_TRUE(restarted.Sweep().empty());
+  clock_.Advance(2s);
   EXPECT_EQ(restarted.Sweep().size(), 1u);
   EXPECT_FALSE(restarted.IsReady(NodeId("a")));
   EXPECT_EQ(view->registration.instance_type, "ml.p4d.24xlarge");

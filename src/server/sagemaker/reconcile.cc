@@ -306,7 +306,19 @@ void Ops::ReconcileComponents(SageMakerService& s) {
     const int placed_count = static_cast<int>(c.copies.size());
     std::string starting;  // Why placed copies are not serving yet (agent mode).
     c.running = placed_count;
-    if (nodes::NodeRegistry* registry = Ops::registry(s)) {
+    nodes::NodeRegistry* registry = Ops::registry(s);
+    // After a server restart, nodes whose agents have not reconnected yet are in their grace
+    // period: what their copies do is unknown, so the last recorded count stands until they
+    // report (or time out and their copies are rescheduled).
+    bool reconnecting = false;
+    for (const auto& p : c.copies) {
+      auto view = registry != nullptr ? registry->Node(p.node) : std::nullopt;
+      reconnecting = reconnecting || (view && view->ready && !view->connected);
+    }
+    if (reconnecting) {
+      c.running = std::min(before.running, placed_count);
+      starting = "waiting for the agents of its nodes to reconnect after a server restart";
+    } else if (registry != nullptr) {
       c.running = 0;
       for (const auto& p : c.copies) {
         auto w = registry->Workload(ComponentRecord::WorkloadId(account, c.name, p));

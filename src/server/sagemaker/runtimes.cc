@@ -23,9 +23,11 @@ const Runtime* RuntimeCatalog::Find(std::string_view image) const {
 
 RuntimeCatalog BuiltinRuntimes(bool simulate_all) {
   RuntimeCatalog c;
+  // The simulator's default model is small enough for the smallest partition (1g.5gb); a
+  // model's Environment sets CARVE_MODEL to simulate another.
   c.runtimes.push_back({std::string(kTestmodelImage),
                         {"{carve}", "testmodel", "--port", "{port}", "--model-data", "{model_data}"},
-                        {}});
+                        {{"CARVE_MODEL", "llama-3.2-1b"}}});
   if (simulate_all) c.default_runtime = std::string(kTestmodelImage);
   return c;
 }

@@ -43,7 +43,8 @@ struct RuntimeCatalog {
   const Runtime* Find(std::string_view image) const;
 };
 
-// The built-in `carve/testmodel` runtime; with `simulate_all` it is also the default runtime.
+// The built-in `carve/testmodel` runtime (simulating llama-3.2-1b unless the model's Environment
+// sets CARVE_MODEL); with `simulate_all` it is also the default runtime.
 RuntimeCatalog BuiltinRuntimes(bool simulate_all);
 
 // Parses the `runtimes:` section of a YAML document (absent: the built-ins, no default) and
