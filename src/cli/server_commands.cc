@@ -265,6 +265,7 @@ int RunServer(const ServerFlags& f) {
       ao.driver = "sim";
       ao.data_dir = (fs::path(f.data_dir) / "nodes" / node.id.value()).string();
       ao.carve_binary = carve_binary;
+      ao.sim_carve_time = config->carve_time_per_gpu;
       auto a = agent::node::Agent::Create(ao, control);
       if (!a.has_value()) {
         spdlog::error("local agent for {}: {}", node.id.value(), a.error().message);

@@ -52,7 +52,9 @@ RULES = [
 class MgpuQueueTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = CarveServer()
+        # --keep-workloads: the embedded agent leaves task processes running over the restart
+        # in test_6 (by default an all-in-one server stops what it started when it stops).
+        cls.server = CarveServer(extra_args=["--keep-workloads"])
         with open(cls.server.config, "w") as f:
             f.write(FLEET)
         cls.server.start()

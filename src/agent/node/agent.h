@@ -62,6 +62,7 @@ struct AgentOptions {
   std::chrono::milliseconds stop_grace{10'000};
   std::chrono::milliseconds probe_interval{2000};
   std::chrono::milliseconds gpu_retry_after{std::chrono::minutes(5)};
+  std::chrono::milliseconds sim_carve_time{0};  // sim driver: time each GPU's carve takes
   const Clock* clock = nullptr;          // nullptr: SystemClock
   launch::Launcher* launcher = nullptr;  // nullptr: ProcessLauncher
 };

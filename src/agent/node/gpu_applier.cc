@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "catalog/catalog.h"
@@ -63,6 +64,7 @@ std::vector<std::string> GpuApplier::Apply(const std::vector<protocol::GpuDesire
     gpu.applied.reset();
     gpu.carved.clear();
     gpu.pending_reset = false;
+    if (carve_delay_.count() > 0) std::this_thread::sleep_for(carve_delay_);
     Status s = ApplyOne(want.index, gpu, want, blockers);
     if (s.ok()) {
       gpu.applied = want;

@@ -52,6 +52,10 @@ class GpuApplier {
   // True when every desired entry is applied.
   bool AllApplied() const;
 
+  // Simulated drivers only: how long each GPU's re-carve takes (a real MIG reconfiguration
+  // takes seconds; demos and restart tests need to observe an endpoint while it carves).
+  void set_carve_delay(std::chrono::milliseconds d) { carve_delay_ = d; }
+
  private:
   struct Gpu {
     std::string uuid;
@@ -75,6 +79,7 @@ class GpuApplier {
   Nvml& nvml_;
   const Clock& clock_;
   const std::chrono::milliseconds retry_after_;
+  std::chrono::milliseconds carve_delay_{0};
   Carver carver_;
   std::vector<Gpu> gpus_;
 };

@@ -42,8 +42,10 @@ bool SameOutcome(const protocol::StatusReport& a, const protocol::StatusReport& 
   return true;
 }
 
+// `have.mig` is the GPU's MIG mode, which carving never changes: a GPU used whole may keep MIG
+// enabled with no instances, so only the applied flag and the partitions are compared.
 bool Matches(const protocol::GpuDesired& want, const protocol::GpuStatus& have) {
-  if (!have.applied || have.mig != want.mig) return false;
+  if (!have.applied) return false;
   if (have.partitions.size() != want.partitions.size()) return false;
   for (size_t i = 0; i < want.partitions.size(); ++i) {
     if (have.partitions[i].profile != want.partitions[i].profile ||
