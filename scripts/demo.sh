@@ -168,7 +168,7 @@ echo "== InvokeEndpoint, routed by inference component =="
 echo "\$ aws sagemaker-runtime invoke-endpoint --endpoint-name multi-model-partitioned --inference-component-name summarizer ..."
 aws sagemaker-runtime invoke-endpoint --endpoint-url "$url" \
   --endpoint-name multi-model-partitioned --inference-component-name summarizer \
-  --content-type application/json --cli-binary-format raw-in-base64-out \
+  --content-type application/json \
   --body '{"inputs": "Summarize: one GPU, many models.", "parameters": {"max_new_tokens": 8}}' \
   "$data/invoke-out.json" --output json
 echo "response body: $(cat "$data/invoke-out.json")"
