@@ -222,6 +222,19 @@ int RunServer(const ServerFlags& f) {
   server::MetricsRegistry metrics;
   RegisterMetrics(metrics, service);
   server::queues::RegisterQueueMetrics(metrics, queues);
+  auto& gap = metrics.AddGauge(
+      "carve_mgpu_memory_accounting_mib",
+      "Per mGPU worker: the quota ledger's memory (kind=ledger), NVML's per-process memory "
+      "(kind=nvml) and their difference (kind=gap; > 0 is memory the quota does not see)",
+      {"node", "workload", "kind"});
+  metrics.AddCollector([&gap, &registry] {
+    gap.Clear();
+    for (const auto& g : registry.LedgerGaps()) {
+      gap.Set({g.node, g.workload, "gap"}, static_cast<double>(g.gap_mib));
+      gap.Set({g.node, g.workload, "ledger"}, static_cast<double>(g.ledger_mib));
+      gap.Set({g.node, g.workload, "nvml"}, static_cast<double>(g.nvml_mib));
+    }
+  });
   ServiceCopyDirectory directory(service.routes());
   server::runtime::Router router(directory, metrics);
   server::HttpServerOptions http_options;

@@ -363,6 +363,24 @@ std::vector<NodeId> NodeRegistry::Sweep() {
   return lost;
 }
 
+std::vector<NodeRegistry::LedgerGap> NodeRegistry::LedgerGaps() const {
+  std::lock_guard lock(mu_);
+  std::vector<LedgerGap> out;
+  for (const auto& [name, e] : nodes_) {
+    for (const auto& w : e.status.workloads) {
+      if (w.memory_used_mib < 0 || w.pid <= 0) continue;
+      int64_t nvml = 0;
+      for (const auto& g : e.status.gpus) {
+        for (const auto& p : g.processes) {
+          if (static_cast<int>(p.pid) == w.pid) nvml += p.used_mib;
+        }
+      }
+      out.push_back({name, w.id, w.memory_used_mib, nvml, nvml - w.memory_used_mib});
+    }
+  }
+  return out;
+}
+
 void NodeRegistry::AddListener(std::function<void()> listener) {
   std::lock_guard lock(mu_);
   listeners_.push_back(std::move(listener));

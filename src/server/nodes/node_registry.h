@@ -107,6 +107,18 @@ class NodeRegistry {
   // changed (the caller reschedules their work).
   std::vector<NodeId> Sweep();
 
+  // mGPU memory accounting cross-check (HAMi's most reported bug is this gap): for each workload
+  // whose agent reports a ledger figure (memory_used_mib >= 0), what NVML reports for its process
+  // on the node's GPUs, and the difference. Workloads NVML does not list count as 0 MiB there.
+  struct LedgerGap {
+    std::string node;
+    std::string workload;
+    int64_t ledger_mib = 0;
+    int64_t nvml_mib = 0;
+    int64_t gap_mib = 0;  // nvml - ledger: > 0 is memory the quota does not see
+  };
+  std::vector<LedgerGap> LedgerGaps() const;
+
   void AddListener(std::function<void()> listener);
 
   const std::string& epoch() const { return epoch_; }

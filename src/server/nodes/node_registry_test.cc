@@ -157,6 +157,31 @@ TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {
   EXPECT_FALSE(registry_.Workload("acct/ic/8").has_value());
 }
 
+TEST_F(NodeRegistryTest, LedgerGapComparesTheQuotaLedgerWithNvmlPerProcess) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  auto s = Report("a");
+  protocol::WorkloadStatus share;
+  share.id = "acct/q/job-1/task-0.0";
+  share.state = "running";
+  share.pid = 4242;
+  share.memory_used_mib = 900;  // What the interposer's ledger counts.
+  protocol::WorkloadStatus copy;  // No ledger (a MIG copy): not cross-checked.
+  copy.id = "acct/ic/1";
+  copy.pid = 77;
+  s.workloads = {share, copy};
+  protocol::GpuStatus g;
+  g.index = 2;
+  g.processes = {{4242, 1000}, {77, 5000}};  // NVML sees 100 MiB the ledger does not.
+  s.gpus = {g};
+  registry_.ReportStatus(s);
+  auto gaps = registry_.LedgerGaps();
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].workload, "acct/q/job-1/task-0.0");
+  EXPECT_EQ(gaps[0].ledger_mib, 900);
+  EXPECT_EQ(gaps[0].nvml_mib, 1000);
+  EXPECT_EQ(gaps[0].gap_mib, 100);
+}
+
 class CarveThroughAgentTest : public NodeRegistryTest {
  protected:
   core::Layout TwoPartitions() {
