@@ -13,3 +13,8 @@ for b in "$build"/bench/*_bench; do
   ran=$((ran + 1))
 done
 echo "ran $ran benchmark binaries"
+# The runtime router against direct calls and nginx (installs nginx-light when missing).
+if [ -x "$build/bench/http_load" ] && [ -x "$build/bench/router_harness" ]; then
+  echo "== bench/router_overhead.sh"
+  "$(dirname "$0")/../bench/router_overhead.sh" "$build"
+fi
