@@ -107,21 +107,29 @@ done
 sm describe-inference-component --inference-component-name guardrail \
   --query '{Status: InferenceComponentStatus, Copies: RuntimeConfig, Waiting: StatusMessage}'
 
-echo
-echo "== carve map: GET $url/v1/endpoints/multi-model-partitioned/carve =="
-python3 - "$url" <<'PY'
-import configparser, json, os, sys, urllib.request
+# GET on a native route, SigV4-signed as the aws CLI signs (the default profile); prints JSON.
+signed_get() {
+  python3 - "$url" "$1" <<'PY'
+import configparser, os, sys, urllib.request
 import botocore.auth, botocore.awsrequest, botocore.credentials
-url = sys.argv[1]
 cp = configparser.ConfigParser()
 cp.read(os.environ["AWS_SHARED_CREDENTIALS_FILE"])
 creds = botocore.credentials.Credentials(cp["default"]["aws_access_key_id"],
                                          cp["default"]["aws_secret_access_key"])
-req = botocore.awsrequest.AWSRequest(method="GET",
-                                     url=url + "/v1/endpoints/multi-model-partitioned/carve")
+req = botocore.awsrequest.AWSRequest(method="GET", url=sys.argv[1] + sys.argv[2])
 botocore.auth.SigV4Auth(creds, "sagemaker", "us-east-1").add_auth(req)
 p = req.prepare()
-carve = json.load(urllib.request.urlopen(urllib.request.Request(p.url, headers=dict(p.headers))))
+sys.stdout.write(urllib.request.urlopen(
+    urllib.request.Request(p.url, headers=dict(p.headers))).read().decode())
+PY
+}
+
+echo
+echo "== carve map: GET $url/v1/endpoints/multi-model-partitioned/carve =="
+signed_get /v1/endpoints/multi-model-partitioned/carve > "$data/carve.json"
+python3 - "$data/carve.json" <<'PY'
+import json, sys
+carve = json.load(open(sys.argv[1]))
 print(f"endpoint {carve['endpoint']} ({carve['status']})")
 for node in carve["nodes"]:
     print(f"  {node['name']} ({node['instance_type']}): {node['vcpus_used']:g}/{node['vcpus']} "
@@ -134,18 +142,10 @@ PY
 
 echo
 echo "== the copies are processes: GET $url/v1/nodes (with each process's binding) =="
-python3 - "$url" <<'PY'
-import configparser, json, os, sys, urllib.request
-import botocore.auth, botocore.awsrequest, botocore.credentials
-url = sys.argv[1]
-cp = configparser.ConfigParser()
-cp.read(os.environ["AWS_SHARED_CREDENTIALS_FILE"])
-creds = botocore.credentials.Credentials(cp["default"]["aws_access_key_id"],
-                                         cp["default"]["aws_secret_access_key"])
-req = botocore.awsrequest.AWSRequest(method="GET", url=url + "/v1/nodes")
-botocore.auth.SigV4Auth(creds, "sagemaker", "us-east-1").add_auth(req)
-p = req.prepare()
-nodes = json.load(urllib.request.urlopen(urllib.request.Request(p.url, headers=dict(p.headers))))
+signed_get /v1/nodes > "$data/nodes.json"
+python3 - "$data/nodes.json" <<'PY'
+import json, sys, urllib.request
+nodes = json.load(open(sys.argv[1]))
 for node in nodes["Nodes"]:
     print(f"  {node['NodeId']} ({node['InstanceType']}, {node['Status']}, driver {node['Driver']})")
     for w in node["Workloads"]:
