@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config g++ clang clang-tidy clang-format
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libssl-dev
-  libcpp-httplib-dev zlib1g-dev python3 curl procps
+  libcpp-httplib-dev libboost-dev zlib1g-dev python3 curl procps
 )
 # nginx-light (the reverse proxy the router is measured against) is installed by
 # bench/router_overhead.sh itself: `make test` does not need a web server on the machine.

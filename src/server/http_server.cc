@@ -1,12 +1,28 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <openssl/rand.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <variant>
 
+#include "server/fd_stream.h"
 #include "server/sigv4.h"
 
 namespace carve::server {
@@ -15,16 +31,26 @@ namespace {
 
 constexpr std::string_view kTargetPrefix = "SageMaker.";
 constexpr const char* kAmzJson = "application/x-amz-json-1.1";
+// Request line plus headers. botocore's signed requests carry well under 2 KiB.
+constexpr uint32_t kHeaderLimitBytes = 64 * 1024;
+constexpr size_t kReadBufferBytes = 16 * 1024;
 
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+// Request ids only need to be unique, not unpredictable: a per-thread generator seeded once from
+// the system's entropy avoids a RAND_bytes call (and its fork check, a getpid()) per request.
 std::string NewRequestId() {
+  thread_local std::mt19937_64 gen = [] {
+    std::random_device rd;
+    std::seed_seq seed{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seed);
+  }();
   unsigned char b[16];
-  if (RAND_bytes(b, sizeof b) != 1) {
-    // Not security-relevant; fall back to a process-local sequence rather than failing.
-    static std::atomic<uint64_t> seq{0};
-    uint64_t n = ++seq;
-    std::memcpy(b, &n, sizeof n);
-    std::memset(b + 8, 0, 8);
-  }
+  const uint64_t hi = gen();
+  const uint64_t lo = gen();
+  std::memcpy(b, &hi, sizeof hi);
+  std::memcpy(b + 8, &lo, sizeof lo);
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // RFC 4122 version 4.
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
   std::string hex = sigv4::HexEncode(std::string_view(reinterpret_cast<char*>(b), sizeof b));
@@ -75,7 +101,7 @@ struct Route {
       const std::string& p = pattern[i];
       if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
         if (segs[i].empty()) return false;
-        captured[p.substr(1, p.size() - 2)] = httplib::detail::decode_url(segs[i], false);
+        captured[p.substr(1, p.size() - 2)] = sigv4::UriDecode(segs[i], false);
       } else if (p != segs[i]) {
         return false;
       }
@@ -85,8 +111,63 @@ struct Route {
   }
 };
 
+// One request as read off the wire.
+struct Incoming {
+  std::string method;
+  std::string path;   // Raw (still percent-encoded), without the query.
+  std::string query;  // Raw, without '?'.
+  std::vector<std::pair<std::string, std::string>> headers;  // Names as sent.
+  std::string body;
+
+  std::string Header(std::string_view name) const {
+    for (const auto& [k, v] : headers) {
+      if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return v;
+    }
+    return "";
+  }
+};
+
+std::multimap<std::string, std::string> ParseQuery(std::string_view raw) {
+  std::multimap<std::string, std::string> out;
+  while (!raw.empty()) {
+    size_t amp = raw.find('&');
+    std::string_view pair = raw.substr(0, amp);
+    raw = amp == std::string_view::npos ? std::string_view() : raw.substr(amp + 1);
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    out.emplace(sigv4::UriDecode(pair.substr(0, eq), true),
+                eq == std::string_view::npos ? "" : sigv4::UriDecode(pair.substr(eq + 1), true));
+  }
+  return out;
+}
+
+// The answer to a request Beast could not read, or nullopt when the peer simply went away.
+std::optional<NativeResponse> ReadFailure(const error_code& ec, size_t max_body_bytes) {
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+      ec == boost::asio::error::eof || ec == boost::asio::error::timed_out ||
+      ec == boost::asio::error::connection_reset) {
+    return std::nullopt;
+  }
+  if (ec == http::error::body_limit) {
+    return NativeResponse{413, ErrorBody("RequestEntityTooLarge",
+                                         "the request body exceeds the server's limit of " +
+                                             std::to_string(max_body_bytes) + " bytes")};
+  }
+  if (ec == http::error::header_limit) {
+    return NativeResponse{431, ErrorBody("RequestHeaderFieldsTooLarge",
+                                         "the request headers exceed " +
+                                             std::to_string(kHeaderLimitBytes) + " bytes")};
+  }
+  if (ec.category() == boost::system::system_category()) return std::nullopt;  // Socket error.
+  return NativeResponse{400, ErrorBody("BadRequest", "malformed HTTP request: " + ec.message())};
+}
+
 }  // namespace
 
+// Threads: one acceptor, and `threads` workers that each serve one connection at a time, reading
+// requests with Beast's parser and writing each response with one sendmsg() (FdStream). Stop()
+// writes a byte to a pipe that the acceptor and every idle worker poll next to their socket, so
+// idle keep-alive connections close at once rather than after keep_alive_timeout.
 class HttpServer::Impl {
   static_assert(std::atomic<bool>::is_always_lock_free, "Stop() must be async-signal-safe");
 
@@ -103,6 +184,12 @@ class HttpServer::Impl {
                                       "SageMaker API request latency by operation.",
                                       {"operation"})) {}
 
+  ~Impl() {
+    for (int fd : {listen_fd_, stop_r_, stop_w_}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
   void SetApiHandler(ApiHandler h) { api_ = std::move(h); }
 
   void AddRoute(std::string method, const std::string& pattern, RouteAuth auth, NativeHandler h) {
@@ -110,66 +197,32 @@ class HttpServer::Impl {
   }
 
   Result<int> Start(const std::string& host, int port) {
+    if (started_) return FailedPrecondition("HttpServer::Start called twice");
     if (options_.insecure_no_auth) {
       spdlog::warn(
           "--insecure-no-auth: SigV4 verification is OFF; every request acts as account "
           "{}. Do not expose this server.",
           options_.insecure_account_id);
     }
-    const int threads = std::max(1, options_.threads);
-    svr_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    svr_.set_keep_alive_max_count(100000);
-    // Headers and body are separate writes; without TCP_NODELAY the second waits for the
-    // client's delayed ACK (up to 40 ms on Linux). Streams need each chunk sent at once too.
-    svr_.set_tcp_nodelay(true);
-    svr_.set_keep_alive_timeout(options_.keep_alive_timeout.count());
-    svr_.set_payload_max_length(options_.max_body_bytes);
-    auto dispatch = [this](const httplib::Request& req, httplib::Response& res) {
-      Dispatch(req, res);
-    };
-    svr_.Get(".*", dispatch);
-    svr_.Post(".*", dispatch);
-    svr_.Put(".*", dispatch);
-    svr_.Delete(".*", dispatch);
-    svr_.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
-          res.status = 500;
-          res.set_content(ErrorBody("InternalFailure", "the server failed to process the request"),
-                          kAmzJson);
-        });
-    // Only SO_REUSEADDR (never SO_REUSEPORT: a port in use must fail to bind), and remember the
-    // listening socket so its backlog can be raised below.
-    svr_.set_socket_options([this](int sock) {
-      int yes = 1;
-      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      listen_fd_ = sock;
-    });
-    int bound =
-        port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
-    if (bound <= 0) {
-      return Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
-                         " (address in use or not local?)");
+    CARVE_ASSIGN_OR_RETURN(int bound, Listen(host, port));
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+      return Internal(std::string("cannot create the server's stop pipe: ") +
+                      std::strerror(errno));
     }
-    // cpp-httplib 0.11 listens with a backlog of 5; a burst of new connections (botocore opens
-    // up to 10 per client) overflows that and stalls clients. listen() again only resizes it.
-    if (listen_fd_ >= 0) ::listen(listen_fd_, 4096);
-    thread_ = std::thread([this] { svr_.listen_after_bind(); });
-    // Wait until the accept loop runs so that a Stop() from now on cannot be lost.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!svr_.is_running() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (!svr_.is_running()) return Internal("HTTP accept loop did not start within 10 s");
+    stop_r_ = pipe_fds[0];
+    stop_w_ = pipe_fds[1];
     started_ = true;
+    thread_ = std::thread([this] { Run(); });
     return bound;
   }
 
-  // Lock-free atomics and cpp-httplib's stop() (shutdown + close of the listening socket) only,
-  // so this is safe inside a signal handler. The exchange makes a second signal a no-op
-  // (cpp-httplib asserts on a second stop while its loop is still unwinding).
+  // Lock-free atomics and one write() only, so this is safe inside a signal handler. The pipe
+  // stays readable, which wakes the acceptor and every idle worker.
   void Stop() {
     if (!started_ || stopped_.exchange(true)) return;
-    svr_.stop();
+    const char byte = 1;
+    [[maybe_unused]] ssize_t n = ::write(stop_w_, &byte, 1);
   }
 
   void Wait() {
@@ -178,125 +231,285 @@ class HttpServer::Impl {
   }
 
  private:
-  // The path and query of the request as received (still percent-encoded).
-  static std::pair<std::string, std::string> RawTarget(const httplib::Request& req) {
-    const std::string& t = req.target.empty() ? req.path : req.target;
-    size_t q = t.find('?');
-    if (q == std::string::npos) return {t, ""};
-    return {t.substr(0, q), t.substr(q + 1)};
+  // Binds (SO_REUSEADDR only: never SO_REUSEPORT, so a port in use fails) and listens with a
+  // deep backlog (botocore opens up to 10 connections per client at once). Returns the port.
+  Result<int> Listen(const std::string& host, int port) {
+    const std::string where = host + ":" + std::to_string(port);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string port_text = std::to_string(port);
+    if (int rc = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
+      return Unavailable("cannot listen on " + where + ": " + ::gai_strerror(rc));
+    }
+    std::string cause = "no address";
+    for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      if (fd < 0) continue;
+      int yes = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
+        sockaddr_storage addr{};
+        socklen_t len = sizeof addr;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+        ::freeaddrinfo(found);
+        listen_fd_ = fd;
+        return ntohs(addr.ss_family == AF_INET6
+                         ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                         : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+      }
+      cause = std::strerror(errno);
+      ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    return Unavailable("cannot listen on " + where + ": " + cause +
+                       " (address in use or not local?)");
   }
 
-  // Returns the account id, or writes the 403 and returns nullopt.
-  std::optional<std::string> Authenticate(const httplib::Request& req, httplib::Response& res) {
-    if (options_.insecure_no_auth) return options_.insecure_account_id;
-    SigV4Request sr;
-    sr.method = req.method;
-    std::tie(sr.path, sr.query) = RawTarget(req);
-    for (const auto& [name, value] : req.headers) {
-      // cpp-httplib adds these itself; they were never on the wire.
-      if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
-          name == "LOCAL_PORT") {
+  void Run() {
+    const int threads = std::max(1, options_.threads);
+    std::vector<std::thread> workers;
+    workers.reserve(threads);
+    for (int i = 0; i < threads; ++i) workers.emplace_back([this] { Work(); });
+    Accept();
+    ::close(std::exchange(listen_fd_, -1));  // From here on new connections are refused.
+    {
+      std::lock_guard lock(queue_mu_);
+      closing_ = true;
+    }
+    queue_cv_.notify_all();
+    for (auto& t : workers) t.join();
+  }
+
+  void Accept() {
+    for (;;) {
+      pollfd p[2] = {{listen_fd_, POLLIN, 0}, {stop_r_, POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        spdlog::error("HTTP accept loop: poll failed: {}", std::strerror(errno));
+        return;
+      }
+      if (p[1].revents != 0) return;
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        // Out of descriptors: back off instead of spinning on a listener that stays readable.
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          spdlog::warn("HTTP accept: {}; retrying in 50 ms", std::strerror(errno));
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
         continue;
       }
-      sr.headers.emplace_back(name, value);
+      {
+        std::lock_guard lock(queue_mu_);
+        pending_.push_back(fd);
+      }
+      queue_cv_.notify_one();
     }
-    sr.body = req.body;
+  }
+
+  void Work() {
+    for (;;) {
+      int fd;
+      {
+        std::unique_lock lock(queue_mu_);
+        queue_cv_.wait(lock, [&] { return !pending_.empty() || closing_; });
+        if (pending_.empty()) return;
+        fd = pending_.front();
+        pending_.pop_front();
+      }
+      Serve(FdStream(fd));
+    }
+  }
+
+  // Serves requests on one connection until the client closes it, it idles past the keep-alive
+  // timeout, a request cannot be read, or the server stops (after finishing the request in
+  // progress, answered with Connection: close).
+  void Serve(FdStream stream) {
+    stream.set_read_timeout(options_.read_timeout);
+    stream.set_write_timeout(options_.read_timeout);
+    boost::beast::flat_buffer buffer;
+    // Beast reads at most the buffer's free capacity (512 bytes to start): room for a whole signed
+    // request keeps it to one readv().
+    buffer.reserve(kReadBufferBytes);
+    for (;;) {
+      if (buffer.size() == 0 &&
+          stream.WaitReadable(options_.keep_alive_timeout, stop_r_) != FdStream::Wait::kReadable) {
+        return;
+      }
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(kHeaderLimitBytes);
+      parser.body_limit(options_.max_body_bytes);
+      error_code ec;
+      http::read_header(stream, buffer, parser, ec);
+      if (!ec && !parser.is_done() &&
+          strcasecmp(std::string(parser.get()[http::field::expect]).c_str(), "100-continue") ==
+              0) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        boost::asio::write(stream, boost::asio::buffer(kContinue.data(), kContinue.size()), ec);
+      }
+      if (!ec) http::read(stream, buffer, parser, ec);
+      if (ec) {
+        if (auto reply = ReadFailure(ec, options_.max_body_bytes)) {
+          Write(stream, *reply, NewRequestId(), false);
+        }
+        return;
+      }
+      http::request<http::string_body>& msg = parser.get();
+      Incoming in;
+      in.method = std::string(msg.method_string());
+      std::string_view target = msg.target();
+      size_t q = target.find('?');
+      in.path = std::string(target.substr(0, q));
+      if (q != std::string_view::npos) in.query = std::string(target.substr(q + 1));
+      in.headers.reserve(16);
+      for (const auto& field : msg) {
+        in.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+      }
+      in.body = std::move(msg.body());
+      const std::string request_id = NewRequestId();
+      NativeResponse out;
+      try {
+        out = Dispatch(in, request_id);
+      } catch (const std::exception& e) {
+        spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
+        out = NativeResponse{500, ErrorBody("InternalFailure",
+                                            "the server failed to process the request"),
+                             kAmzJson};
+      }
+      // Checked after the handler: a Stop() while it ran still closes this connection.
+      const bool keep_alive = msg.keep_alive() && !stopped_.load();
+      if (!Write(stream, out, request_id, keep_alive) || !keep_alive) return;
+    }
+  }
+
+  // Writes one response: headers and body in one sendmsg(), or headers then one chunk per
+  // StreamWriter call for a streamed body. False when the client is gone.
+  static bool Write(FdStream& stream, NativeResponse& out, const std::string& request_id,
+                    bool keep_alive) {
+    error_code ec;
+    if (out.stream) {
+      http::response<http::empty_body> res;
+      SetHead(res, out, request_id, keep_alive);
+      res.chunked(true);
+      http::response_serializer<http::empty_body> head(res);
+      http::write_header(stream, head, ec);
+      if (ec) return false;
+      bool broken = false;
+      out.stream([&](std::string_view chunk) {
+        if (broken) return false;
+        if (chunk.empty()) return true;  // An empty chunk would end the body.
+        boost::asio::write(stream, http::make_chunk(boost::asio::buffer(chunk.data(), chunk.size())),
+                           ec);
+        broken = static_cast<bool>(ec);
+        return !broken;
+      });
+      if (broken) return false;
+      boost::asio::write(stream, http::make_chunk_last(), ec);
+      return !ec;
+    }
+    http::response<http::string_body> res;
+    SetHead(res, out, request_id, keep_alive);
+    res.body() = std::move(out.body);
+    res.prepare_payload();
+    http::write(stream, res, ec);
+    return !ec;
+  }
+
+  template <class Body>
+  static void SetHead(http::response<Body>& res, const NativeResponse& out,
+                      const std::string& request_id, bool keep_alive) {
+    res.version(11);
+    res.result(static_cast<unsigned>(out.http_status));
+    res.set(http::field::content_type, out.content_type);
+    res.set("x-amzn-RequestId", request_id);
+    for (const auto& [name, value] : out.headers) res.insert(name, value);
+    res.keep_alive(keep_alive);
+  }
+
+  // Returns the account id, or the 403 to send.
+  std::variant<std::string, NativeResponse> Authenticate(Incoming& in) {
+    if (options_.insecure_no_auth) return options_.insecure_account_id;
+    SigV4Request sr;
+    sr.method = in.method;
+    sr.path = in.path;
+    sr.query = in.query;
+    sr.headers = in.headers;
+    sr.body = std::move(in.body);  // Lent for hashing, handed back below.
     AuthOutcome outcome = verifier_.Verify(sr);
+    in.body = std::move(sr.body);
     if (auto* caller = std::get_if<VerifiedCaller>(&outcome)) return caller->account_id;
     const auto& f = std::get<AuthFailure>(outcome);
-    res.status = f.http_status;
-    res.set_header("X-Amzn-Errortype", f.type);
-    res.set_content(ErrorBody(f.type, f.message), kAmzJson);
-    return std::nullopt;
+    NativeResponse res{f.http_status, ErrorBody(f.type, f.message), kAmzJson};
+    res.headers.emplace_back("X-Amzn-Errortype", f.type);
+    return res;
   }
 
-  void Dispatch(const httplib::Request& req, httplib::Response& res) {
-    const std::string request_id = NewRequestId();
-    res.set_header("x-amzn-RequestId", request_id);
-    if (req.method == "POST" && req.path == "/") return ServeApi(req, res, request_id);
-    if (req.method == "GET" && req.path == "/ping") return res.set_content("", "text/plain");
-    if (req.method == "GET" && req.path == "/metrics") {
-      return res.set_content(metrics_.Expose(), MetricsRegistry::kContentType);
+  NativeResponse Dispatch(Incoming& in, const std::string& request_id) {
+    if (in.method == "POST" && in.path == "/") return ServeApi(in, request_id);
+    if (in.method == "GET" && in.path == "/ping") return NativeResponse{200, "", "text/plain"};
+    if (in.method == "GET" && in.path == "/metrics") {
+      return NativeResponse{200, metrics_.Expose(), std::string(MetricsRegistry::kContentType)};
     }
-    const auto segs = SplitPath(RawTarget(req).first);
+    const auto segs = SplitPath(in.path);
     for (const Route& r : routes_) {
       NativeRequest nr;
-      if (!r.Match(req.method, segs, nr.path_params)) continue;
+      if (!r.Match(in.method, segs, nr.path_params)) continue;
       if (r.auth == RouteAuth::kSigV4) {
-        auto account = Authenticate(req, res);
-        if (!account) return;
-        nr.account_id = *account;
+        auto account = Authenticate(in);
+        if (auto* denied = std::get_if<NativeResponse>(&account)) return std::move(*denied);
+        nr.account_id = std::get<std::string>(std::move(account));
       }
-      nr.method = req.method;
-      nr.path = req.path;
-      for (const auto& [k, v] : req.params) nr.query.emplace(k, v);
-      nr.body = req.body;
+      nr.method = in.method;
+      nr.path = sigv4::UriDecode(in.path, false);
+      nr.query = ParseQuery(in.query);
+      nr.body = std::move(in.body);
       nr.request_id = request_id;
-      for (const auto& [name, value] : req.headers) nr.headers[AsciiLower(name)] = value;
-      NativeResponse out = r.handler(nr);
-      res.status = out.http_status;
-      for (const auto& [name, value] : out.headers) res.set_header(name, value);
-      if (out.stream) return StreamBody(res, std::move(out));
-      res.set_content(out.body, out.content_type);
-      return;
+      for (const auto& [name, value] : in.headers) nr.headers[AsciiLower(name)] = value;
+      return r.handler(nr);
     }
-    res.status = 404;
-    res.set_content(
-        ErrorBody("UnknownOperationException", "no route for " + req.method + " " + req.path),
-        "application/json");
+    return NativeResponse{
+        404, ErrorBody("UnknownOperationException", "no route for " + in.method + " " + in.path)};
   }
 
-  // Sends the body through a chunked content provider that runs the handler's stream function
-  // once; cpp-httplib writes each chunk to the socket as it is written.
-  static void StreamBody(httplib::Response& res, NativeResponse out) {
-    auto stream = std::make_shared<std::function<void(const StreamWriter&)>>(std::move(out.stream));
-    res.set_chunked_content_provider(
-        out.content_type, [stream](size_t, httplib::DataSink& sink) {
-          (*stream)([&sink](std::string_view chunk) {
-            return sink.is_writable() && sink.write(chunk.data(), chunk.size());
-          });
-          sink.done();
-          return true;
-        });
-  }
-
-  void ServeApi(const httplib::Request& req, httplib::Response& res,
-                const std::string& request_id) {
+  NativeResponse ServeApi(Incoming& in, const std::string& request_id) {
     const auto started = clock_.Now();
     std::string operation = "unknown";
     std::string code;
-    auto account = Authenticate(req, res);
-    if (!account) {
-      code = res.get_header_value("X-Amzn-Errortype");
+    NativeResponse res{200, "", kAmzJson};
+    auto account = Authenticate(in);
+    if (auto* denied = std::get_if<NativeResponse>(&account)) {
+      res = std::move(*denied);
+      code = res.headers.back().second;
     } else {
-      const std::string target = req.get_header_value("X-Amz-Target");
+      const std::string target = in.Header("X-Amz-Target");
       std::string_view op(target);
       if (op.substr(0, kTargetPrefix.size()) == kTargetPrefix &&
           IsOperationName(op.substr(kTargetPrefix.size())) && api_) {
         operation = std::string(op.substr(kTargetPrefix.size()));
-        ApiResponse out =
-            api_(ApiRequest{operation, req.body.empty() ? "{}" : req.body, *account, request_id});
-        res.status = out.http_status;
-        if (!out.error_type.empty()) res.set_header("X-Amzn-Errortype", out.error_type);
-        res.set_content(out.body, kAmzJson);
+        ApiResponse out = api_(ApiRequest{operation, in.body.empty() ? "{}" : std::move(in.body),
+                                          std::get<std::string>(account), request_id});
+        res.http_status = out.http_status;
+        if (!out.error_type.empty()) res.headers.emplace_back("X-Amzn-Errortype", out.error_type);
+        res.body = std::move(out.body);
         code = out.error_type.empty() ? std::to_string(out.http_status) : out.error_type;
         // Unknown names stay out of the operation label so it keeps a bounded cardinality.
         if (out.error_type == "UnknownOperationException") operation = "unknown";
       } else {
-        res.status = 400;
+        res.http_status = 400;
         code = "UnknownOperationException";
-        res.set_header("X-Amzn-Errortype", code);
-        res.set_content(
-            ErrorBody(code, target.empty() ? "Missing X-Amz-Target header"
-                                           : "Operation '" + target +
-                                                 "' is not supported; "
-                                                 "expected X-Amz-Target: SageMaker.<Operation>"),
-            kAmzJson);
+        res.headers.emplace_back("X-Amzn-Errortype", code);
+        res.body = ErrorBody(code, target.empty() ? "Missing X-Amz-Target header"
+                                                  : "Operation '" + target +
+                                                        "' is not supported; expected "
+                                                        "X-Amz-Target: SageMaker.<Operation>");
       }
     }
     const double seconds = std::chrono::duration<double>(clock_.Now() - started).count();
     requests_.Increment({operation, code});
     latency_.Observe({operation}, seconds);
+    return res;
   }
 
   const HttpServerOptions options_;
@@ -307,10 +520,15 @@ class HttpServer::Impl {
   Histogram& latency_;
   ApiHandler api_;             // Set before Start; read-only afterwards.
   std::vector<Route> routes_;  // Set before Start; read-only afterwards.
-  httplib::Server svr_;
-  std::atomic<int> listen_fd_{-1};  // The listening socket, recorded while binding.
+  int listen_fd_ = -1;         // Owned by the acceptor after Start.
+  int stop_r_ = -1;            // Stop pipe; read end polled, write end written by Stop().
+  int stop_w_ = -1;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<int> pending_;  // Accepted connections not yet served. Guarded by queue_mu_.
+  bool closing_ = false;     // Acceptor finished. Guarded by queue_mu_.
   std::mutex join_mu_;
   std::thread thread_;  // Guarded by join_mu_ after Start.
 };

@@ -1,5 +1,8 @@
-// HttpServer: carve's HTTP front end (cpp-httplib), serving the SageMaker awsJson1_1 protocol,
-// carve's native JSON routes, /metrics and /ping on one listener.
+// HttpServer: carve's HTTP/1.1 front end, serving the SageMaker awsJson1_1 protocol, carve's
+// native JSON routes, the runtime API, /metrics and /ping on one listener. Requests are parsed
+// and responses serialized by Boost.Beast over FdStream (server/fd_stream.h); each response goes
+// out in one sendmsg(). Malformed requests get 400, oversized bodies 413 (max_body_bytes), and
+// `Expect: 100-continue` is honoured.
 //
 // Every response carries an `x-amzn-RequestId` header (a fresh random UUID per request).
 //  - `POST /` with `X-Amz-Target: SageMaker.<Op>`: SigV4-verified (unless insecure_no_auth), then
@@ -13,13 +16,14 @@
 //    path segment). Authenticated ones need a SigV4 signature (service as configured) and get the
 //    account id; public ones (e.g. /metrics, /ping) get account_id "".
 //  - GET /metrics (registry exposition) and GET /ping are built in.
-// Keep-alive connections each hold one pool thread while open: size `threads` for the number of
-// concurrent clients (botocore keeps up to 10 pooled connections per client).
-// Lifecycle: configure (SetApiHandler/AddRoute) before Start; Start binds and serves on a
-// background thread; Stop() is idempotent, thread-safe and async-signal-safe (it only shuts and
-// closes the listening socket), so a SIGTERM handler may call it. After Stop() no new connection
-// is accepted; Wait() returns once in-flight requests finished and idle keep-alive connections
-// closed (at most keep_alive_timeout later). Stop() before Start() has no effect.
+// Keep-alive connections each hold one worker thread while open: size `threads` for the number of
+// concurrent clients (botocore keeps up to 10 pooled connections per client); further connections
+// wait, accepted, until a worker frees up.
+// Lifecycle: configure (SetApiHandler/AddRoute) before Start; Start binds, listens and serves on
+// background threads; Stop() is idempotent, thread-safe and async-signal-safe (one write() to a
+// pipe), so a SIGTERM handler may call it. After Stop() no new connection is accepted, idle
+// keep-alive connections close at once, and a request in progress is answered (with
+// Connection: close); Wait() returns when that is done. Stop() before Start() has no effect.
 #pragma once
 
 #include <atomic>
@@ -48,10 +52,12 @@ struct HttpServerOptions {
   std::string signing_service = "sagemaker";  // Service name required in the scope.
   std::chrono::seconds max_clock_skew = std::chrono::minutes(15);
   int threads = 128;  // Worker threads (one per open conn).
-  // How long an idle keep-alive connection is kept. cpp-httplib only notices Stop() between
-  // requests, so Wait() can take up to this long after Stop() while clients hold idle
-  // connections; clients (urllib3) reconnect transparently when an idle one was closed.
-  std::chrono::seconds keep_alive_timeout = std::chrono::seconds(5);
+  // How long an idle keep-alive connection is kept; clients (urllib3) reconnect transparently
+  // when an idle one was closed.
+  std::chrono::milliseconds keep_alive_timeout = std::chrono::seconds(5);
+  // Longest silence while a request is being read or a response written before the connection
+  // is dropped.
+  std::chrono::milliseconds read_timeout = std::chrono::seconds(30);
   size_t max_body_bytes = size_t{16} * 1024 * 1024;
   const Clock* clock = nullptr;  // nullptr: SystemClock.
 };

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -262,6 +264,130 @@ TEST_F(HttpServerTest, StopEndsWaitEvenWithAnOpenKeepAliveConnection) {
   EXPECT_EQ(waited.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_FALSE(httplib::Client("127.0.0.1", port_).Get("/ping"));  // No longer accepting.
   server_->Stop();                                                 // Idempotent.
+}
+
+// A raw client socket, for what a library client would never send.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() { ::close(fd_); }
+  void Send(const std::string& s) {
+    ASSERT_EQ(::write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
+  // Reads until `needle` has arrived (or EOF/timeout); returns everything read so far.
+  std::string ReadUntil(const std::string& needle) {
+    char buf[4096];
+    while (data_.find(needle) == std::string::npos) {
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      data_.append(buf, static_cast<size_t>(n));
+    }
+    return data_;
+  }
+  // Reads to EOF: true when the server closed the connection within the timeout.
+  bool ReadsToEof() {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n == 0) return true;
+      if (n < 0) return false;
+      data_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  std::string data_;
+};
+
+TEST_F(HttpServerTest, MalformedRequestIs400AndTheConnectionCloses) {
+  StartServer();
+  RawClient c(port_);
+  c.Send("NOT AN HTTP REQUEST\r\n\r\n");
+  std::string got = c.ReadUntil("}");
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  EXPECT_NE(got.find("malformed HTTP request"), std::string::npos) << got;
+  EXPECT_TRUE(c.ReadsToEof());
+}
+
+TEST_F(HttpServerTest, BodyOverTheLimitIs413NamingTheLimit) {
+  HttpServerOptions o;
+  o.max_body_bytes = 16;
+  StartServer(o);
+  RawClient c(port_);
+  c.Send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'x'));
+  std::string got = c.ReadUntil("}");
+  EXPECT_EQ(got.rfind("HTTP/1.1 413 ", 0), 0u) << got;
+  EXPECT_NE(got.find("limit of 16 bytes"), std::string::npos) << got;
+}
+
+TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBodyIsSent) {
+  StartServer();
+  RawClient c(port_);
+  c.Send("POST /v1/nowhere HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+  EXPECT_EQ(c.ReadUntil("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  c.Send("{}");
+  std::string got = c.ReadUntil("no route for POST /v1/nowhere");
+  EXPECT_NE(got.find("HTTP/1.1 404 "), std::string::npos) << got;
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  StartServer();
+  RawClient c(port_);
+  c.Send("GET /v1/public HTTP/1.1\r\nHost: x\r\n\r\nGET /ping HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got = c.ReadUntil("Content-Length: 0\r\n");  // The /ping answer comes second.
+  size_t public_answer = got.find("account=[]");
+  size_t ping_answer = got.find("Content-Length: 0\r\n");
+  ASSERT_NE(public_answer, std::string::npos) << got;
+  EXPECT_LT(public_answer, ping_answer) << got;
+}
+
+TEST_F(HttpServerTest, QueryParametersArriveDecoded) {
+  server_ = std::make_unique<HttpServer>(HttpServerOptions{}, creds_, metrics_);
+  server_->AddRoute("GET", "/v1/echo/{name}", RouteAuth::kPublic, [](const NativeRequest& r) {
+    std::string out = r.path_params.at("name");
+    for (const auto& [k, v] : r.query) out += "|" + k + "=" + v;
+    return NativeResponse{200, out, "text/plain"};
+  });
+  auto port = server_->Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  RawClient c(*port);
+  c.Send("GET /v1/echo/a%20b?state=In+Service&x=%2F HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got = c.ReadUntil("x=/");
+  EXPECT_NE(got.find("\r\n\r\na b|state=In Service|x=/"), std::string::npos) << got;
+}
+
+TEST_F(HttpServerTest, StopAnswersTheRequestInProgressThenCloses) {
+  std::promise<void> entered;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  server_ = std::make_unique<HttpServer>(HttpServerOptions{}, creds_, metrics_);
+  server_->AddRoute("GET", "/v1/slow", RouteAuth::kPublic, [&](const NativeRequest&) {
+    entered.set_value();
+    released.wait();
+    return NativeResponse{200, "done", "text/plain"};
+  });
+  auto port = server_->Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  RawClient c(*port);
+  c.Send("GET /v1/slow HTTP/1.1\r\nHost: x\r\n\r\n");
+  entered.get_future().wait();
+  server_->Stop();
+  release.set_value();
+  std::string got = c.ReadUntil("done");
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  EXPECT_TRUE(c.ReadsToEof());
+  server_->Wait();
 }
 
 TEST_F(HttpServerTest, TakenPortIsUnavailable) {

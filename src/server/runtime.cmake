@@ -14,11 +14,12 @@ carve_test(event_stream_test
 carve_library(carve_runtime
   SRCS ${rt}/copy_balancer.cc ${rt}/copy_client.cc ${rt}/runtime_error.cc ${rt}/stream_relay.cc
        ${rt}/router.cc ${rt}/router_stream.cc
-  DEPS carve_event_stream carve_server_infra PkgConfig::HTTPLIB nlohmann_json::nlohmann_json
+  DEPS carve_event_stream carve_server_infra nlohmann_json::nlohmann_json
        Threads::Threads)
 
 carve_test(runtime_test
-  SRCS ${rt}/copy_balancer_test.cc ${rt}/stream_relay_test.cc ${rt}/router_test.cc
+  SRCS ${rt}/copy_balancer_test.cc ${rt}/copy_client_test.cc ${rt}/stream_relay_test.cc
+       ${rt}/router_test.cc
        ${rt}/router_stream_test.cc ${rt}/routes_test.cc
-  DEPS carve_runtime)
+  DEPS carve_runtime PkgConfig::HTTPLIB)
 target_compile_definitions(runtime_test PRIVATE CARVE_RUNTIME_SRC_DIR="${rt}")

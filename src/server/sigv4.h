@@ -67,6 +67,9 @@ class SigV4Verifier {
 // The building blocks, exposed for tests and for signing in tools.
 namespace sigv4 {
 std::string HexEncode(std::string_view bytes);
+// Percent-decodes `s` (a malformed escape stays as is); with plus_is_space, '+' becomes ' '
+// as in a query string.
+std::string UriDecode(std::string_view s, bool plus_is_space);
 std::string Sha256Hex(std::string_view data);
 std::string HmacSha256(std::string_view key, std::string_view data);  // Raw 32 bytes.
 // `path` as on the wire (already percent-encoded). Dot segments and empty segments removed,

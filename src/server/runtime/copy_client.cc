@@ -1,10 +1,46 @@
 #include "server/runtime/copy_client.h"
 
-#include <httplib.h>
-
+#include <boost/asio/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
 #include <utility>
 
+#include "server/fd_stream.h"
+
 namespace carve::server::runtime {
+
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+// An idle connection older than this is closed rather than reused: servers drop idle keep-alive
+// connections after a few seconds (cpp-httplib and uvicorn after 5 s), and a request written
+// into one that is being closed fails.
+constexpr auto kMaxIdle = std::chrono::seconds(2);
+// Largest answer body buffered for Call (a streamed 2xx body is not buffered).
+constexpr uint64_t kMaxBufferedBodyBytes = uint64_t{1} << 30;
+constexpr size_t kReadChunkBytes = 16 * 1024;
+
+CopyOutcome ReadFailureOutcome(const error_code& ec) {
+  return ec == boost::asio::error::timed_out ? CopyOutcome::kTimedOut : CopyOutcome::kBroken;
+}
+
+// A reused connection that the copy closed while it sat idle fails this way before any byte of
+// an answer; the request never reached the copy, so it is resent on a fresh connection.
+bool IsStaleConnection(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == boost::asio::error::eof ||
+         ec == boost::asio::error::connection_reset || ec == boost::asio::error::broken_pipe;
+}
+
+}  // namespace
+
+struct CopyClient::Connection {
+  FdStream stream;
+  boost::beast::flat_buffer buffer;  // Bytes read past the previous answer (none when pooled).
+  std::chrono::steady_clock::time_point idle_since;
+};
 
 std::string_view CopyOutcomeName(CopyOutcome outcome) {
   switch (outcome) {
@@ -22,32 +58,31 @@ CopyClient::CopyClient(std::chrono::milliseconds connect_timeout, size_t max_idl
 
 CopyClient::~CopyClient() = default;
 
-std::unique_ptr<httplib::Client> CopyClient::Borrow(const std::string& address) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = idle_.find(address);
-    if (it != idle_.end() && !it->second.empty()) {
-      auto client = std::move(it->second.back());
-      it->second.pop_back();
-      return client;
-    }
+std::unique_ptr<CopyClient::Connection> CopyClient::TakeIdle(const std::string& address) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<Connection>> expired;  // Closed outside the lock.
+  std::lock_guard lock(mu_);
+  auto it = idle_.find(address);
+  if (it == idle_.end()) return nullptr;
+  auto& pool = it->second;
+  while (!pool.empty()) {
+    std::unique_ptr<Connection> conn = std::move(pool.back());  // Most recently used first.
+    pool.pop_back();
+    if (now - conn->idle_since < kMaxIdle) return conn;
+    expired.push_back(std::move(conn));
   }
-  auto client = std::make_unique<httplib::Client>("http://" + address);
-  client->set_keep_alive(true);
-  client->set_tcp_nodelay(true);
-  const auto ms = connect_timeout_.count();
-  client->set_connection_timeout(ms / 1000, (ms % 1000) * 1000);
-  return client;
+  return nullptr;
 }
 
-void CopyClient::Return(const std::string& address, std::unique_ptr<httplib::Client> client) {
+void CopyClient::Return(const std::string& address, std::unique_ptr<Connection> conn) {
+  conn->idle_since = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
   auto& pool = idle_[address];
-  if (pool.size() < max_idle_per_address_) pool.push_back(std::move(client));
+  if (pool.size() < max_idle_per_address_) pool.push_back(std::move(conn));
 }
 
 void CopyClient::Forget(const std::string& address) {
-  std::vector<std::unique_ptr<httplib::Client>> drop;
+  std::vector<std::unique_ptr<Connection>> drop;
   {
     std::lock_guard lock(mu_);
     auto it = idle_.find(address);
@@ -70,64 +105,90 @@ CopyReply CopyClient::Stream(const std::string& address, const CopyRequest& requ
 CopyReply CopyClient::Send(const std::string& address, const CopyRequest& request,
                            const std::function<bool(const CopyReply&)>* on_headers,
                            const std::function<bool(std::string_view)>* on_data) {
-  std::unique_ptr<httplib::Client> client = Borrow(address);
-  const auto ms = request.timeout.count();
-  client->set_read_timeout(ms / 1000, (ms % 1000) * 1000);
+  // span_body points at the caller's body: nothing is copied, and headers and body leave in one
+  // sendmsg().
+  http::request<http::span_body<const char>> req{http::verb::post, request.path, 11};
+  req.set(http::field::host, address);
+  req.set(http::field::content_type,
+          request.content_type.empty() ? "application/octet-stream" : request.content_type);
+  if (!request.accept.empty()) req.set(http::field::accept, request.accept);
+  if (!request.custom_attributes.empty()) {
+    req.set("X-Amzn-SageMaker-Custom-Attributes", request.custom_attributes);
+  }
+  req.keep_alive(true);
+  req.body() = boost::beast::span<const char>(request.body.data(), request.body.size());
+  req.prepare_payload();
 
   CopyReply reply;
-  auto last_byte = std::chrono::steady_clock::now();
-  bool streaming_body = false;
-  bool aborted = false;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = request.path;
-  req.body = request.body;
-  req.set_header("Content-Type",
-                 request.content_type.empty() ? "application/octet-stream" : request.content_type);
-  if (!request.accept.empty()) req.set_header("Accept", request.accept);
-  if (!request.custom_attributes.empty()) {
-    req.set_header("X-Amzn-SageMaker-Custom-Attributes", request.custom_attributes);
-  }
-  req.response_handler = [&](const httplib::Response& res) {
-    last_byte = std::chrono::steady_clock::now();
-    reply.status = res.status;
-    reply.content_type = res.get_header_value("Content-Type");
-    reply.custom_attributes = res.get_header_value("X-Amzn-SageMaker-Custom-Attributes");
-    streaming_body = on_data != nullptr && res.status >= 200 && res.status < 300;
-    if (on_headers != nullptr && !(*on_headers)(reply)) aborted = true;
-    return !aborted;
-  };
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    last_byte = std::chrono::steady_clock::now();
-    if (!streaming_body) {
-      reply.body.append(data, n);
-      return true;
+  std::unique_ptr<Connection> conn = TakeIdle(address);
+  bool reused = conn != nullptr;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  error_code ec;
+  for (;;) {
+    parser.emplace();
+    if (!conn) {
+      conn = std::make_unique<Connection>();
+      conn->buffer.reserve(kReadChunkBytes);  // Beast reads at most the free capacity.
+      conn->stream = FdStream::Connect(address, connect_timeout_, ec);
+      if (ec) {
+        reply.outcome = CopyOutcome::kConnectFailed;
+        reply.detail = ec.message();
+        return reply;
+      }
     }
-    if (!(*on_data)(std::string_view(data, n))) aborted = true;
-    return !aborted;
-  };
-
-  httplib::Response res;
-  httplib::Error error = httplib::Error::Success;
-  const bool ok = client->send(req, res, error);
-  if (ok) {
-    Return(address, std::move(client));
+    conn->stream.set_read_timeout(request.timeout);
+    conn->stream.set_write_timeout(request.timeout);
+    http::write(conn->stream, req, ec);
+    // The answer cannot be there yet: wait for it first instead of a read that would fail with
+    // EAGAIN (one system call fewer per request).
+    if (!ec && conn->stream.WaitReadable(request.timeout, -1) == FdStream::Wait::kTimedOut) {
+      ec = boost::asio::error::timed_out;
+    }
+    if (!ec) http::read_header(conn->stream, conn->buffer, *parser, ec);
+    if (!ec) break;
+    if (reused && IsStaleConnection(ec)) {
+      conn.reset();
+      reused = false;
+      continue;
+    }
+    reply.outcome = ReadFailureOutcome(ec);
+    reply.detail = ec.message();
     return reply;
   }
-  // A failed connection is not reused: its state is unknown.
-  reply.detail = httplib::to_string(error);
-  if (aborted || error == httplib::Error::Canceled) {
+
+  const auto& head = parser->get();
+  reply.status = static_cast<int>(head.result_int());
+  reply.content_type = std::string(head[http::field::content_type]);
+  reply.custom_attributes = std::string(head["X-Amzn-SageMaker-Custom-Attributes"]);
+  const bool streaming = on_data != nullptr && reply.status >= 200 && reply.status < 300;
+  if (on_headers != nullptr && !(*on_headers)(reply)) {
     reply.outcome = CopyOutcome::kAborted;
-  } else if (error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout) {
-    reply.outcome = CopyOutcome::kConnectFailed;
-  } else if (error == httplib::Error::Read &&
-             std::chrono::steady_clock::now() - last_byte >= request.timeout * 9 / 10) {
-    // cpp-httplib reports an expired read timeout as a read error; the silence before it tells
-    // the two apart.
-    reply.outcome = CopyOutcome::kTimedOut;
-  } else {
-    reply.outcome = CopyOutcome::kBroken;
+    reply.detail = "the caller stopped reading";
+    return reply;
   }
+  parser->body_limit(kMaxBufferedBodyBytes);
+  char chunk[kReadChunkBytes];
+  while (!parser->is_done()) {
+    parser->get().body().data = chunk;
+    parser->get().body().size = sizeof chunk;
+    http::read_some(conn->stream, conn->buffer, *parser, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      reply.outcome = ReadFailureOutcome(ec);
+      reply.detail = ec.message();
+      return reply;
+    }
+    const size_t n = sizeof chunk - parser->get().body().size;
+    if (n == 0) continue;
+    if (!streaming) {
+      reply.body.append(chunk, n);
+    } else if (!(*on_data)(std::string_view(chunk, n))) {
+      reply.outcome = CopyOutcome::kAborted;
+      reply.detail = "the caller stopped reading";
+      return reply;  // The connection is dropped: the rest of the answer is still coming.
+    }
+  }
+  if (parser->get().keep_alive() && conn->buffer.size() == 0) Return(address, std::move(conn));
   return reply;
 }
 

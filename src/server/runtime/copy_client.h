@@ -1,11 +1,14 @@
 // CopyClient: the router's HTTP/1.1 client to model copies (`POST /invocations` on
 // "host:port"), with a pool of idle keep-alive connections per address so that a request does
-// not pay a TCP handshake.
+// not pay a TCP handshake. Boost.Beast over FdStream: the request (headers and body) leaves in
+// one sendmsg(), and a read polls only when no byte is waiting. A pooled connection that the
+// copy closed while idle is detected on use and the request resent once on a fresh connection
+// (no byte of it reached the copy's handler).
 //
 // Outcomes are values (CopyOutcome), because each one drives a different routing decision:
 //   kConnectFailed  nothing was sent (refused / unreachable): safe to retry on another copy.
-//   kTimedOut       no byte arrived for `timeout` (cpp-httplib's read timeout is per read, so a
-//                   stream that keeps producing is never cut; a unary answer must start within it).
+//   kTimedOut       no byte arrived for `timeout` (the timeout is per read, so a stream that keeps
+//                   producing is never cut; a unary answer must start within it).
 //   kBroken         the connection failed after the request went out (reset, closed mid-body).
 //   kAborted        the caller's callback returned false (its client went away).
 //   kOk             a complete response arrived (any HTTP status).
@@ -20,10 +23,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace httplib {
-class Client;
-}
 
 namespace carve::server::runtime {
 
@@ -70,8 +69,9 @@ class CopyClient {
   void Forget(const std::string& address);
 
  private:
-  std::unique_ptr<httplib::Client> Borrow(const std::string& address);
-  void Return(const std::string& address, std::unique_ptr<httplib::Client> client);
+  struct Connection;
+  std::unique_ptr<Connection> TakeIdle(const std::string& address);  // nullptr: none usable.
+  void Return(const std::string& address, std::unique_ptr<Connection> conn);
   CopyReply Send(const std::string& address, const CopyRequest& request,
                  const std::function<bool(const CopyReply&)>* on_headers,
                  const std::function<bool(std::string_view)>* on_data);
@@ -79,7 +79,7 @@ class CopyClient {
   const std::chrono::milliseconds connect_timeout_;
   const size_t max_idle_per_address_;
   std::mutex mu_;
-  std::map<std::string, std::vector<std::unique_ptr<httplib::Client>>> idle_;  // Guarded by mu_.
+  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;  // Guarded by mu_.
 };
 
 }  // namespace carve::server::runtime

@@ -1,0 +1,252 @@
+// CopyClient against scripted copies on loopback: raw sockets that answer exactly as told, so
+// that connection reuse, a copy that closed its idle connection, and the framings an answer can
+// arrive in are each pinned down.
+#include "server/runtime/copy_client.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace carve::server::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Reads one request (headers plus Content-Length body) from `fd`; "" when the peer closed.
+std::string ReadRequest(int fd) {
+  std::string data;
+  char buf[4096];
+  for (;;) {
+    size_t end = data.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      size_t cl = data.find("Content-Length: ");
+      size_t body = cl == std::string::npos ? 0 : std::stoul(data.substr(cl + 16));
+      if (data.size() >= end + 4 + body) return data;
+    }
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return "";
+    data.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void WriteAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Accepts connections on 127.0.0.1:<free port> and runs `script(fd, connection_index)` on each,
+// one thread per connection; the socket is closed when the script returns.
+class ScriptedCopy {
+ public:
+  using Script = std::function<void(int fd, int connection)>;
+  explicit ScriptedCopy(Script script) : script_(std::move(script)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listener_, 16), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    address_ = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    acceptor_ = std::thread([this] {
+      for (;;) {
+        int fd = ::accept(listener_, nullptr, nullptr);
+        if (fd < 0) return;
+        int index = connections_++;
+        std::lock_guard lock(mu_);
+        workers_.emplace_back([this, fd, index] {
+          script_(fd, index);
+          ::close(fd);
+        });
+      }
+    });
+  }
+  ~ScriptedCopy() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    acceptor_.join();
+    std::lock_guard lock(mu_);
+    for (auto& t : workers_) t.join();
+  }
+  const std::string& address() const { return address_; }
+  int connections() const { return connections_; }
+
+ private:
+  Script script_;
+  int listener_ = -1;
+  std::string address_;
+  std::atomic<int> connections_{0};
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::vector<std::thread> workers_;
+};
+
+const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok";
+
+CopyRequest Request(std::string body = "{}") {
+  CopyRequest r;
+  r.body = std::move(body);
+  r.content_type = "application/json";
+  r.timeout = 5s;
+  return r;
+}
+
+TEST(CopyClient, SendsTheRequestAndReusesTheConnectionForTheNextCall) {
+  std::vector<std::string> seen;
+  std::mutex mu;
+  ScriptedCopy copy([&](int fd, int) {
+    for (std::string req; !(req = ReadRequest(fd)).empty();) {
+      {
+        std::lock_guard lock(mu);
+        seen.push_back(req);
+      }
+      WriteAll(fd, kOk);
+    }
+  });
+  CopyClient client;
+  for (int i = 0; i < 3; ++i) {
+    CopyReply reply = client.Call(copy.address(), Request(R"({"i":)" + std::to_string(i) + "}"));
+    ASSERT_EQ(reply.outcome, CopyOutcome::kOk) << reply.detail;
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.body, "ok");
+    EXPECT_EQ(reply.content_type, "text/plain");
+  }
+  EXPECT_EQ(copy.connections(), 1);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_NE(seen[0].find("POST /invocations HTTP/1.1\r\n"), std::string::npos) << seen[0];
+  EXPECT_NE(seen[0].find("Content-Type: application/json\r\n"), std::string::npos) << seen[0];
+  EXPECT_NE(seen[2].find(R"({"i":2})"), std::string::npos) << seen[2];
+}
+
+TEST(CopyClient, ResendsOnAFreshConnectionWhenTheCopyClosedTheIdleOne) {
+  // Answers one request per connection as keep-alive, then closes: the pooled connection is
+  // dead by the next call, which must still succeed.
+  ScriptedCopy copy([](int fd, int) {
+    if (!ReadRequest(fd).empty()) WriteAll(fd, kOk);
+  });
+  CopyClient client;
+  ASSERT_EQ(client.Call(copy.address(), Request()).outcome, CopyOutcome::kOk);
+  std::this_thread::sleep_for(20ms);  // Let the close arrive.
+  CopyReply second = client.Call(copy.address(), Request());
+  EXPECT_EQ(second.outcome, CopyOutcome::kOk) << second.detail;
+  EXPECT_EQ(second.body, "ok");
+  EXPECT_EQ(copy.connections(), 2);
+}
+
+TEST(CopyClient, AFreshConnectionClosedWithoutAnAnswerIsBrokenNotRetried) {
+  ScriptedCopy copy([](int fd, int) { ReadRequest(fd); });  // Reads, then hangs up.
+  CopyClient client;
+  CopyReply reply = client.Call(copy.address(), Request());
+  EXPECT_EQ(reply.outcome, CopyOutcome::kBroken);
+  EXPECT_FALSE(reply.detail.empty());
+  EXPECT_EQ(copy.connections(), 1);
+}
+
+TEST(CopyClient, ChunkedAndCloseDelimitedBodiesAreReadWhole) {
+  ScriptedCopy copy([](int fd, int connection) {
+    if (ReadRequest(fd).empty()) return;
+    if (connection == 0) {
+      WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+      std::this_thread::sleep_for(10ms);
+      WriteAll(fd, "2\r\nde\r\n0\r\n\r\n");
+      ReadRequest(fd);  // Keeps the connection for the next call... which must not come here.
+    } else {
+      WriteAll(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-eof");
+    }
+  });
+  CopyClient client;
+  CopyReply chunked = client.Call(copy.address(), Request());
+  ASSERT_EQ(chunked.outcome, CopyOutcome::kOk) << chunked.detail;
+  EXPECT_EQ(chunked.body, "abcde");
+  client.Forget(copy.address());  // The next call opens connection 1.
+  CopyReply to_eof = client.Call(copy.address(), Request());
+  ASSERT_EQ(to_eof.outcome, CopyOutcome::kOk) << to_eof.detail;
+  EXPECT_EQ(to_eof.body, "until-eof");
+}
+
+TEST(CopyClient, StreamHandsOverEachChunkAsItArrives) {
+  std::atomic<bool> release{false};
+  ScriptedCopy copy([&](int fd, int) {
+    if (ReadRequest(fd).empty()) return;
+    WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n");
+    while (!release) std::this_thread::sleep_for(1ms);
+    WriteAll(fd, "6\r\nsecond\r\n0\r\n\r\n");
+  });
+  CopyClient client;
+  std::vector<std::string> chunks;
+  int heads = 0;
+  CopyReply reply = client.Stream(
+      copy.address(), Request(),
+      [&](const CopyReply& head) {
+        ++heads;
+        EXPECT_EQ(head.status, 200);
+        return true;
+      },
+      [&](std::string_view data) {
+        chunks.emplace_back(data);
+        release = true;  // The second chunk is only sent once the first was handed over.
+        return true;
+      });
+  ASSERT_EQ(reply.outcome, CopyOutcome::kOk) << reply.detail;
+  EXPECT_EQ(heads, 1);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0], "first");
+  EXPECT_EQ(chunks[1], "second");
+  EXPECT_TRUE(reply.body.empty()) << "a streamed 2xx body is not buffered";
+}
+
+TEST(CopyClient, AStreamStoppedByTheCallerIsAborted) {
+  ScriptedCopy copy([](int fd, int) {
+    if (ReadRequest(fd).empty()) return;
+    WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n");
+    std::this_thread::sleep_for(50ms);
+  });
+  CopyClient client;
+  CopyReply reply = client.Stream(
+      copy.address(), Request(), [](const CopyReply&) { return true; },
+      [](std::string_view) { return false; });
+  EXPECT_EQ(reply.outcome, CopyOutcome::kAborted);
+}
+
+TEST(CopyClient, ASilentCopyTimesOut) {
+  std::atomic<bool> done{false};
+  ScriptedCopy copy([&](int fd, int) {
+    ReadRequest(fd);
+    while (!done) std::this_thread::sleep_for(1ms);
+  });
+  CopyClient client;
+  CopyRequest req = Request();
+  req.timeout = 100ms;
+  CopyReply reply = client.Call(copy.address(), req);
+  done = true;
+  EXPECT_EQ(reply.outcome, CopyOutcome::kTimedOut);
+}
+
+TEST(CopyClient, ARefusedConnectionIsConnectFailed) {
+  std::string address;
+  {
+    ScriptedCopy gone([](int, int) {});
+    address = gone.address();
+  }
+  CopyClient client;
+  CopyReply reply = client.Call(address, Request());
+  EXPECT_EQ(reply.outcome, CopyOutcome::kConnectFailed);
+  EXPECT_NE(reply.detail.find("refused"), std::string::npos) << reply.detail;
+}
+
+}  // namespace
+}  // namespace carve::server::runtime
