@@ -435,9 +435,10 @@ class HttpServer::Impl {
     sr.method = in.method;
     sr.path = in.path;
     sr.query = in.query;
-    sr.headers = in.headers;
-    sr.body = std::move(in.body);  // Lent for hashing, handed back below.
+    sr.headers = std::move(in.headers);  // Lent for verification, handed back below.
+    sr.body = std::move(in.body);
     AuthOutcome outcome = verifier_.Verify(sr);
+    in.headers = std::move(sr.headers);
     in.body = std::move(sr.body);
     if (auto* caller = std::get_if<VerifiedCaller>(&outcome)) return caller->account_id;
     const auto& f = std::get<AuthFailure>(outcome);

@@ -107,6 +107,20 @@ TEST(SigV4, WrongSignatureIsInvalidSignatureException) {
   EXPECT_NE(f.message.find("does not match"), std::string::npos);
 }
 
+// Signing keys are cached per thread; a key derived from one secret must never verify a
+// request after the access key's secret changed, nor the other way round.
+TEST(SigV4, CachedSigningKeyFollowsTheSecret) {
+  FakeClock clock(k20150830T123600Z * 1000);
+  Credentials good = ExampleCredentials();
+  Credentials rotated({Credential{"default", "AKIDEXAMPLE", "rotated-secret", "123456789012"}});
+  EXPECT_TRUE(std::holds_alternative<VerifiedCaller>(
+      SigV4Verifier(good, clock, "service").Verify(GetVanilla())));
+  EXPECT_EQ(FailureOf(SigV4Verifier(rotated, clock, "service").Verify(GetVanilla())).type,
+            "InvalidSignatureException");
+  EXPECT_TRUE(std::holds_alternative<VerifiedCaller>(
+      SigV4Verifier(good, clock, "service").Verify(GetVanilla())));
+}
+
 TEST(SigV4, UnknownAccessKeyIsUnrecognizedClientException) {
   Credentials creds({Credential{"default", "AKIAOTHER", kSecret, "123456789012"}});
   FakeClock clock(k20150830T123600Z * 1000);
