@@ -18,7 +18,9 @@ const Credential kCred{"default", "AKIABENCH00000000000", "benchsecret0000000000
 
 // An InvokeEndpoint request as botocore signs it.
 SigV4Request Signed(const std::string& body) {
-  SigV4Request r{"POST", "/endpoints/bench/invocations", "",
+  SigV4Request r{"POST",
+                 "/endpoints/bench/invocations",
+                 "",
                  {{"Host", "127.0.0.1:8080"},
                   {"Content-Type", "application/json"},
                   {"X-Amzn-SageMaker-Inference-Component", "bench"}},

@@ -93,7 +93,9 @@ class FdStream {
   template <class BufferSequence>
   static size_t Gather(const BufferSequence& buffers, iovec (&iov)[kMaxIov]) {
     size_t n = 0;
-    for (auto it = boost::asio::buffer_sequence_begin(buffers);
+    // A pointer for a single buffer, an iterator for a sequence: `auto` on purpose.
+    for (auto it =
+             boost::asio::buffer_sequence_begin(buffers);  // NOLINT(readability-qualified-auto)
          it != boost::asio::buffer_sequence_end(buffers) && n < kMaxIov; ++it) {
       boost::asio::const_buffer b(*it);
       if (b.size() != 0) iov[n++] = iovec{const_cast<void*>(b.data()), b.size()};

@@ -35,7 +35,7 @@ TEST(FdStream, GatheredWriteArrivesAsOneByteStream) {
   const std::string head = "HTTP/1.1 200 OK\r\n\r\n";
   const std::string body = "hello";
   std::array<boost::asio::const_buffer, 2> bufs{boost::asio::buffer(head),
-                                                 boost::asio::buffer(body)};
+                                                boost::asio::buffer(body)};
   error_code ec;
   EXPECT_EQ(p.a.write_some(bufs, ec), head.size() + body.size());
   EXPECT_FALSE(ec);

@@ -33,7 +33,7 @@ constexpr std::string_view kTargetPrefix = "SageMaker.";
 constexpr const char* kAmzJson = "application/x-amz-json-1.1";
 // Request line plus headers. botocore's signed requests carry well under 2 KiB.
 constexpr uint32_t kHeaderLimitBytes = 64 * 1024;
-constexpr size_t kReadBufferBytes = 16 * 1024;
+constexpr size_t kReadBufferBytes = size_t{16} * 1024;
 
 namespace http = boost::beast::http;
 using boost::system::error_code;
@@ -149,9 +149,9 @@ std::optional<NativeResponse> ReadFailure(const error_code& ec, size_t max_body_
     return std::nullopt;
   }
   if (ec == http::error::body_limit) {
-    return NativeResponse{413, ErrorBody("RequestEntityTooLarge",
-                                         "the request body exceeds the server's limit of " +
-                                             std::to_string(max_body_bytes) + " bytes")};
+    return NativeResponse{
+        413, ErrorBody("RequestEntityTooLarge", "the request body exceeds the server's limit of " +
+                                                    std::to_string(max_body_bytes) + " bytes")};
   }
   if (ec == http::error::header_limit) {
     return NativeResponse{431, ErrorBody("RequestHeaderFieldsTooLarge",
@@ -207,8 +207,7 @@ class HttpServer::Impl {
     CARVE_ASSIGN_OR_RETURN(int bound, Listen(host, port));
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-      return Internal(std::string("cannot create the server's stop pipe: ") +
-                      std::strerror(errno));
+      return Internal(std::string("cannot create the server's stop pipe: ") + std::strerror(errno));
     }
     stop_r_ = pipe_fds[0];
     stop_w_ = pipe_fds[1];
@@ -256,9 +255,8 @@ class HttpServer::Impl {
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
         ::freeaddrinfo(found);
         listen_fd_ = fd;
-        return ntohs(addr.ss_family == AF_INET6
-                         ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                         : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+        return ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                                : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
       }
       cause = std::strerror(errno);
       ::close(fd);
@@ -344,8 +342,7 @@ class HttpServer::Impl {
       error_code ec;
       http::read_header(stream, buffer, parser, ec);
       if (!ec && !parser.is_done() &&
-          strcasecmp(std::string(parser.get()[http::field::expect]).c_str(), "100-continue") ==
-              0) {
+          strcasecmp(std::string(parser.get()[http::field::expect]).c_str(), "100-continue") == 0) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         boost::asio::write(stream, boost::asio::buffer(kContinue.data(), kContinue.size()), ec);
       }
@@ -374,9 +371,9 @@ class HttpServer::Impl {
         out = Dispatch(in, request_id);
       } catch (const std::exception& e) {
         spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
-        out = NativeResponse{500, ErrorBody("InternalFailure",
-                                            "the server failed to process the request"),
-                             kAmzJson};
+        out = NativeResponse{
+            500, ErrorBody("InternalFailure", "the server failed to process the request"),
+            kAmzJson};
       }
       // Checked after the handler: a Stop() while it ran still closes this connection.
       const bool keep_alive = msg.keep_alive() && !stopped_.load();
@@ -400,8 +397,8 @@ class HttpServer::Impl {
       out.stream([&](std::string_view chunk) {
         if (broken) return false;
         if (chunk.empty()) return true;  // An empty chunk would end the body.
-        boost::asio::write(stream, http::make_chunk(boost::asio::buffer(chunk.data(), chunk.size())),
-                           ec);
+        boost::asio::write(stream,
+                           http::make_chunk(boost::asio::buffer(chunk.data(), chunk.size())), ec);
         broken = static_cast<bool>(ec);
         return !broken;
       });

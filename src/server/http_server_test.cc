@@ -333,7 +333,8 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs413NamingTheLimit) {
 TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBodyIsSent) {
   StartServer();
   RawClient c(port_);
-  c.Send("POST /v1/nowhere HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+  c.Send(
+      "POST /v1/nowhere HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
   EXPECT_EQ(c.ReadUntil("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
   c.Send("{}");
   std::string got = c.ReadUntil("no route for POST /v1/nowhere");

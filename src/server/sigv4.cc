@@ -70,12 +70,12 @@ std::string HmacSha256(std::string_view key, std::string_view data) {
   size_t len = 0;
   const EVP_MAC_CTX* tmpl = HmacSha256Template();
   EVP_MAC_CTX* ctx = tmpl != nullptr ? EVP_MAC_CTX_dup(tmpl) : nullptr;
-  const bool ok = ctx != nullptr &&
-                  EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()),
-                               key.size(), nullptr) == 1 &&
-                  EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()),
-                                 data.size()) == 1 &&
-                  EVP_MAC_final(ctx, out, &len, sizeof out) == 1;
+  const bool ok =
+      ctx != nullptr &&
+      EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(), nullptr) ==
+          1 &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1 &&
+      EVP_MAC_final(ctx, out, &len, sizeof out) == 1;
   EVP_MAC_CTX_free(ctx);
   if (!ok) return "";  // Fails closed, as above.
   return std::string(reinterpret_cast<const char*>(out), len);
@@ -108,7 +108,6 @@ int HexValue(char c) {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
 
 std::string ToLower(std::string_view s) {
   std::string out(s);
@@ -414,8 +413,8 @@ const std::string& CachedSigningKey(const std::string& secret, const std::string
     std::string secret, date, region, service, key;
   };
   thread_local Entry last;
-  if (last.key.empty() || last.date != date || last.region != region ||
-      last.service != service || last.secret != secret) {
+  if (last.key.empty() || last.date != date || last.region != region || last.service != service ||
+      last.secret != secret) {
     last = Entry{secret, date, region, service, sigv4::SigningKey(secret, date, region, service)};
   }
   return last.key;

@@ -21,7 +21,7 @@ namespace {
 constexpr auto kMaxIdle = std::chrono::seconds(2);
 // Largest answer body buffered for Call (a streamed 2xx body is not buffered).
 constexpr uint64_t kMaxBufferedBodyBytes = uint64_t{1} << 30;
-constexpr size_t kReadChunkBytes = 16 * 1024;
+constexpr size_t kReadChunkBytes = size_t{16} * 1024;
 
 CopyOutcome ReadFailureOutcome(const error_code& ec) {
   return ec == boost::asio::error::timed_out ? CopyOutcome::kTimedOut : CopyOutcome::kBroken;
@@ -44,11 +44,16 @@ struct CopyClient::Connection {
 
 std::string_view CopyOutcomeName(CopyOutcome outcome) {
   switch (outcome) {
-    case CopyOutcome::kOk: return "ok";
-    case CopyOutcome::kConnectFailed: return "connect failed";
-    case CopyOutcome::kTimedOut: return "timed out";
-    case CopyOutcome::kBroken: return "connection broken";
-    case CopyOutcome::kAborted: return "aborted";
+    case CopyOutcome::kOk:
+      return "ok";
+    case CopyOutcome::kConnectFailed:
+      return "connect failed";
+    case CopyOutcome::kTimedOut:
+      return "timed out";
+    case CopyOutcome::kBroken:
+      return "connection broken";
+    case CopyOutcome::kAborted:
+      return "aborted";
   }
   return "unknown";
 }

@@ -40,11 +40,11 @@ struct CopyRequest {
 
 struct CopyReply {
   CopyOutcome outcome = CopyOutcome::kOk;
-  int status = 0;                 // HTTP status when headers arrived, else 0.
-  std::string body;               // Whole body (Call), or the body of a non-2xx answer (Stream).
+  int status = 0;    // HTTP status when headers arrived, else 0.
+  std::string body;  // Whole body (Call), or the body of a non-2xx answer (Stream).
   std::string content_type;
   std::string custom_attributes;
-  std::string detail;             // What failed, for messages ("Connection refused").
+  std::string detail;  // What failed, for messages ("Connection refused").
 };
 
 class CopyClient {

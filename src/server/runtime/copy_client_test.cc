@@ -95,7 +95,8 @@ class ScriptedCopy {
   std::vector<std::thread> workers_;
 };
 
-const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok";
+const std::string kOk =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok";
 
 CopyRequest Request(std::string body = "{}") {
   CopyRequest r;
