@@ -30,11 +30,23 @@ Result<Strategy> ParseStrategy(std::string_view text) {
 uint32_t PlacementEngine::FindNode(const ResolvedRequest& r, Strategy s, Choice& choice) const {
   return buckets_[r.shape].Find(r.units, s == Strategy::kBinpack, [&](uint32_t node) {
     const NodeState& ns = nodes_[node];
-    if (ns.free_vcpus < r.vcpus || ns.free_host_mib < r.host_memory_mib) {
+    if (!ns.schedulable || ns.free_vcpus < r.vcpus || ns.free_host_mib < r.host_memory_mib) {
       return false;
     }
     return ChooseOnNode(r, s, node, choice);
   });
+}
+
+Status PlacementEngine::SetSchedulable(const std::string& node, bool schedulable) {
+  auto it = node_by_name_.find(node);
+  if (it == node_by_name_.end()) return NotFound(fmt::format("no node named '{}'", node));
+  nodes_[it->second].schedulable = schedulable;
+  return OkStatus();
+}
+
+bool PlacementEngine::schedulable(const std::string& node) const {
+  auto it = node_by_name_.find(node);
+  return it != node_by_name_.end() && nodes_[it->second].schedulable;
 }
 
 bool PlacementEngine::ChooseOnNode(const ResolvedRequest& r, Strategy s, uint32_t node,
@@ -215,7 +227,12 @@ std::string PlacementEngine::NoCapacityReason(const ResolvedRequest& r, int copi
   int64_t best_host_mib = 0;
   // Only nodes listed in the shape's buckets (score >= 1) can have room; an exhausted shape
   // costs nothing to report.
+  int unschedulable = 0;
   buckets_[r.shape].Find(1, true, [&](uint32_t n) {
+    if (!nodes_[n].schedulable) {
+      ++unschedulable;
+      return false;
+    }
     int64_t g = CopiesOnGpus(r, n);
     if (g == 0) {
       return false;
@@ -236,6 +253,10 @@ std::string PlacementEngine::NoCapacityReason(const ResolvedRequest& r, int copi
         "{} (most free on those nodes: {} vCPUs, {} MiB)",
         gpu_copies, gpu_copies == 1 ? "y" : "ies", gpu_nodes, gpu_nodes == 1 ? "" : "s", fitting,
         best_vcpus, best_host_mib);
+  }
+  if (unschedulable > 0) {
+    free_text += fmt::format("; {} node{} with room {} not schedulable (not ready)", unschedulable,
+                             unschedulable == 1 ? "" : "s", unschedulable == 1 ? "is" : "are");
   }
   return fmt::format("asked for {} cop{} of {} with {}; free: {}", copies,
                      copies == 1 ? "y" : "ies", r.description, StrategyName(s), free_text);

@@ -147,6 +147,12 @@ class PlacementEngine {
   // AlreadyExists when the id or its slot is live.
   Status Restore(const AllocationRecord& record);
 
+  // Takes a node out of placement (false) or returns it (true): an unschedulable node keeps its
+  // live allocations (they can be released or restored) but gets no new ones, as when its agent
+  // stopped reporting. NotFound for an unknown node.
+  Status SetSchedulable(const std::string& node, bool schedulable);
+  bool schedulable(const std::string& node) const;  // False for an unknown node.
+
   FragmentationReport Fragmentation(const ResolvedRequest& request) const;
   std::vector<GpuUsage> Gpus() const;
   int live_allocations() const { return live_; }
@@ -161,6 +167,7 @@ class PlacementEngine {
   static constexpr uint16_t kFirstPartitionShape = 3;  // Score: free partitions of the profile.
 
   struct NodeState {
+    bool schedulable = true;
     int free_vcpus = 0;
     int64_t free_host_mib = 0;
     uint32_t first_gpu = 0;

@@ -154,6 +154,28 @@ TEST(PlacementEngine, ReleaseOfAnUnknownOrReleasedIdIsNotFound) {
   EXPECT_NE(q.allocations[0], p.allocations[0]);
 }
 
+TEST(PlacementEngine, AnUnschedulableNodeGetsNothingNewAndKeepsWhatItHas) {
+  auto e = TwoMgpuNodes();
+  Placement first = MustPlace(e, ShareOf(50, 1000), 1, Strategy::kBinpack);
+  ASSERT_TRUE(first.placed()) << first.reason;
+  const std::string held = NodeOf(e, first.allocations[0]);
+  const std::string other = held == "a" ? "b" : "a";
+  ASSERT_TRUE(e.SetSchedulable(held, false).ok());
+  EXPECT_FALSE(e.schedulable(held));
+  // BINPACK would pick the fuller node; it is out, so everything goes to the other one.
+  Placement more = MustPlace(e, ShareOf(50, 1000), 4, Strategy::kBinpack);
+  ASSERT_TRUE(more.placed()) << more.reason;
+  for (AllocationId id : more.allocations) EXPECT_EQ(NodeOf(e, id), other);
+  Placement none = MustPlace(e, ShareOf(50, 1000), 1, Strategy::kBinpack);
+  ASSERT_FALSE(none.placed());
+  EXPECT_NE(none.reason.find("1 node with room is not schedulable"), std::string::npos)
+      << none.reason;
+  EXPECT_TRUE(e.Release(first.allocations[0]).ok()) << "its allocations can still be released";
+  ASSERT_TRUE(e.SetSchedulable(held, true).ok());
+  EXPECT_TRUE(MustPlace(e, ShareOf(50, 1000), 1, Strategy::kBinpack).placed());
+  EXPECT_EQ(e.SetSchedulable("nope", false).error().code, ErrorCode::kNotFound);
+}
+
 TEST(PlacementEngine, SixteenWorkersFitOnACardButNotASeventeenth) {
   auto e = Engine({Node("n", 64, 1 << 20, Cards(1, "a10g", GpuMode::kMgpu))});
   Placement sixteen = MustPlace(e, ShareOf(5, 256), 16, Strategy::kBinpack);

@@ -211,19 +211,26 @@ class CarveServer:
             return p
         return json.loads(p.stdout) if p.stdout.strip() else {}
 
-    def signed_get(self, path, profile="default"):
-        """GET on a native route, SigV4-signed like the aws CLI signs."""
+    def signed(self, method, path, body=None, profile="default"):
+        """A native route, SigV4-signed like the aws CLI signs; (status, parsed JSON body)."""
         ak, sk = self.profile_keys(profile)
-        req = botocore.awsrequest.AWSRequest(method="GET", url=self.url + path)
+        data = json.dumps(body).encode() if body is not None else b""
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        req = botocore.awsrequest.AWSRequest(method=method, url=self.url + path, data=data,
+                                             headers=headers)
         botocore.auth.SigV4Auth(botocore.credentials.Credentials(ak, sk), "sagemaker",
                                 REGION).add_auth(req)
         prepared = req.prepare()
-        r = urllib.request.Request(prepared.url, headers=dict(prepared.headers), method="GET")
+        r = urllib.request.Request(prepared.url, data=data or None,
+                                   headers=dict(prepared.headers), method=method)
         try:
             with urllib.request.urlopen(r, timeout=30) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
+
+    def signed_get(self, path, profile="default"):
+        return self.signed("GET", path, profile=profile)
 
     def nodes(self):
         """GET /v1/nodes: {node id: node} with each node's reported workloads."""

@@ -7,17 +7,9 @@ running task processes.
 
 The steps share one server and run in order (test_1 .. test_8)."""
 
-import json
-import os
 import unittest
-import urllib.error
-import urllib.request
 
-import botocore.auth
-import botocore.awsrequest
-import botocore.credentials
-
-from carve_harness import REGION, CarveServer, pid_alive, poll
+from carve_harness import CarveServer, pid_alive, poll
 
 FLEET = """
 fleet:
@@ -68,21 +60,7 @@ class MgpuQueueTest(unittest.TestCase):
 
     # -- signed JSON calls -------------------------------------------------------------------
     def call(self, method, path, body=None):
-        ak, sk = self.server.profile_keys()
-        data = json.dumps(body).encode() if body is not None else b""
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        req = botocore.awsrequest.AWSRequest(method=method, url=self.server.url + path,
-                                             data=data, headers=headers)
-        botocore.auth.SigV4Auth(botocore.credentials.Credentials(ak, sk), "sagemaker",
-                                REGION).add_auth(req)
-        p = req.prepare()
-        r = urllib.request.Request(p.url, data=data or None, headers=dict(p.headers),
-                                   method=method)
-        try:
-            with urllib.request.urlopen(r, timeout=30) as resp:
-                return resp.status, json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return self.server.signed(method, path, body)
 
     def submit(self, body, queue="q"):
         status, job = self.call("POST", f"/v1/queues/{queue}/jobs", body)

@@ -56,7 +56,10 @@ JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobReco
       node = NodeForGpulessTask(job, t, first_node);
       if (node.empty()) {
         out.complete = false;
-        out.reason = fmt::format("task {} ({}) waits for its head to be placed", t.index, t.role);
+        out.reason = first_node.empty()
+                         ? fmt::format("task {} ({}) waits for a ready node", t.index, t.role)
+                         : fmt::format("task {} ({}) waits for its head to be placed", t.index,
+                                       t.role);
         break;
       }
     } else {
@@ -109,8 +112,21 @@ JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobReco
 }
 
 JobPlacement QueueCards::PlaceJob(JobRecord& job, core::Strategy strategy, bool gang) {
-  return Place(engine_, mgpu_, job, strategy, gang, nodes_.empty() ? "" : nodes_.front().name);
+  return Place(engine_, mgpu_, job, strategy, gang, FirstReadyNode());
 }
+
+std::string QueueCards::FirstReadyNode() const {
+  for (const auto& n : nodes_) {
+    if (engine_.schedulable(n.name)) return n.name;
+  }
+  return "";
+}
+
+void QueueCards::SetNodeReady(const std::string& node, bool ready) {
+  (void)engine_.SetSchedulable(node, ready);  // NotFound: not one of ours, nothing to do.
+}
+
+bool QueueCards::NodeReady(const std::string& node) const { return engine_.schedulable(node); }
 
 Result<void> QueueCards::FitsWhenIdle(const JobRecord& job, bool gang) const {
   core::FleetOptions options;

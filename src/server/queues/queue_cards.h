@@ -46,6 +46,11 @@ class QueueCards {
   // (gang) or each on its own (not gang); the reason when not.
   Result<void> FitsWhenIdle(const JobRecord& job, bool gang) const;
 
+  // A node that is not ready (its agent stopped reporting) gets no new tasks; its placed tasks
+  // keep their allocations until released. Unknown names are ignored.
+  void SetNodeReady(const std::string& node, bool ready);
+  bool NodeReady(const std::string& node) const;
+
   // Frees an allocation made by PlaceJob or Restore; an unknown id is ignored.
   void Release(core::AllocationId id);
   // Re-applies a persisted allocation (after a restart). Errors are PlacementEngine::Restore's.
@@ -65,6 +70,7 @@ class QueueCards {
         engine_(std::move(engine)) {}
   static JobPlacement Place(core::PlacementEngine& engine, bool mgpu, JobRecord& job,
                             core::Strategy strategy, bool gang, const std::string& first_node);
+  std::string FirstReadyNode() const;  // Where GPU-less tasks go; "" when none is ready.
 
   bool mgpu_;
   std::vector<QueueNode> nodes_;

@@ -82,6 +82,7 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
   t.restarts = j.value("restarts", 0);
   t.message = j.value("message", "");
   t.log_dir = j.value("log_dir", "");
+  t.rescheduled = j.value("rescheduled", "");
   t.address = j.value("address", "");
   return t;
 }
@@ -137,7 +138,8 @@ json ToJson(const TaskRecord& t) {
          {"exit_codes", t.exit_codes},
          {"restarts", t.restarts},
          {"message", t.message},
-         {"log_dir", t.log_dir}};
+         {"log_dir", t.log_dir},
+         {"rescheduled", t.rescheduled}};
   if (!t.group.empty()) {
     j["group"] = t.group;
     j["group_index"] = t.group_index;

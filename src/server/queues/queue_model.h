@@ -84,6 +84,8 @@ struct TaskRecord {
   std::string message;
   std::string log_dir;
   std::string address;  // Ray head: "host:port".
+  // Why the task was last placed again after its node stopped reporting; "" if never.
+  std::string rescheduled;
 };
 
 struct JobRecord {

@@ -49,6 +49,45 @@ std::string FailureOf(const TaskRecord& t, int max_retries) {
 
 }  // namespace
 
+// A task whose node stopped reporting (NotReady in the registry) goes back to Pending and is
+// placed again, on another node when one has room (node loss is not a task failure and does not
+// count against max_retries). If the node comes back, its agent stops the old process, because
+// the task is no longer in the node's desired state. A lost Ray head takes its cluster with it:
+// the workers and the driver were attached to that head.
+bool QueueService::RescheduleLost(QueueState& q, JobRecord& job) {
+  if (!q.cards) return false;
+  auto active = [](const TaskRecord& t) {
+    return t.state == TaskState::kPlaced || t.state == TaskState::kRunning;
+  };
+  auto lost = [&](const TaskRecord& t) {
+    return active(t) && !t.node.empty() && !q.cards->NodeReady(t.node);
+  };
+  std::string head_node;
+  for (const auto& t : job.tasks) {
+    if (t.role == "head" && lost(t)) head_node = t.node;
+  }
+  const bool cluster_lost = !head_node.empty() && job.type != JobType::kCustomJob;
+  bool changed = false;
+  for (auto& t : job.tasks) {
+    if (!active(t) || (!lost(t) && !cluster_lost)) continue;
+    t.rescheduled = lost(t) ? fmt::format("node {} stopped reporting; rescheduled", t.node)
+                            : fmt::format("its Ray head's node {} stopped reporting; rescheduled",
+                                          head_node);
+    spdlog::warn("queues: job {} task {} ({}): {}", job.id, t.index, t.role, t.rescheduled);
+    if (t.allocation) q.cards->Release(t.allocation->id);
+    t.allocation.reset();
+    t.state = TaskState::kPending;
+    t.node.clear();
+    t.gpus.clear();
+    t.agent_state.clear();
+    t.message.clear();
+    t.address.clear();
+    changed = true;
+  }
+  if (cluster_lost) job.head_address.clear();
+  return changed;
+}
+
 bool QueueService::ObserveAgent(QueueState& /*q*/, JobRecord& job) {
   bool changed = false;
   for (auto& t : job.tasks) {
@@ -157,10 +196,18 @@ void QueueService::Schedule(QueueState& q, std::vector<std::string>& changed) {
 void QueueService::ReconcileOnce() {
   std::lock_guard lock(mu_);
   for (auto& [key, q] : queues_) {
+    if (q.cards) {
+      for (const auto& node : q.record.nodes) {
+        // A node no agent ever registered has run nothing that could be lost.
+        auto view = registry_.Node(NodeId(node));
+        q.cards->SetNodeReady(node, !view || view->ready);
+      }
+    }
     std::vector<std::string> changed;
     for (auto& [id, job] : q.jobs) {
       if (IsTerminal(job.state)) continue;
-      bool c = ObserveAgent(q, job);
+      bool c = RescheduleLost(q, job);
+      c = ObserveAgent(q, job) || c;
       c = AdvanceJob(q, job) || c;
       if (c) changed.push_back(id);
     }

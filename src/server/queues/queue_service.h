@@ -125,6 +125,8 @@ class QueueService {
   Result<std::unique_ptr<QueueCards>> CardsFor(const QueueRecord& q) const;
   Status PersistJob(QueueState& q, const JobRecord& job);
   // Reconcile steps (mu_ held).
+  // Sends the job's tasks on nodes that stopped reporting back to Pending; true when any moved.
+  bool RescheduleLost(QueueState& q, JobRecord& job);
   bool ObserveAgent(QueueState& q, JobRecord& job);
   bool AdvanceJob(QueueState& q, JobRecord& job);
   void Schedule(QueueState& q, std::vector<std::string>& changed);

@@ -369,6 +369,96 @@ TEST_F(QueueServiceTest, StartsRayWorkersOnlyAfterTheHeadReportsItsAddress) {
   EXPECT_TRUE(Desired("big").empty());
 }
 
+TEST_F(QueueServiceTest, ATaskOnANodeThatStopsReportingMovesToAnotherNode) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=60;");
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  ASSERT_EQ(job.tasks[0].state, TaskState::kPlaced);
+  const std::string lost = job.tasks[0].node;
+  const std::string other = lost == "s1" ? "s2" : "s1";
+  const std::string old_id = job.tasks[0].workload_id;
+  ReportAll(lost, "running");
+  service_->ReconcileOnce();
+  // Only the other node keeps reporting past the timeout.
+  clock_.Advance(20s);
+  Report(other, {});
+  auto swept = registry_.Sweep();
+  EXPECT_NE(std::find(swept.begin(), swept.end(), NodeId(lost)), swept.end());
+  EXPECT_EQ(std::find(swept.begin(), swept.end(), NodeId(other)), swept.end());
+  service_->ReconcileOnce();
+
+  job = Get("q1", job.id);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.tasks[0].state, TaskState::kPlaced);
+  EXPECT_EQ(job.tasks[0].node, other);
+  EXPECT_NE(job.tasks[0].workload_id, old_id);
+  EXPECT_EQ(job.tasks[0].rescheduled, "node " + lost + " stopped reporting; rescheduled");
+  EXPECT_TRUE(Desired(lost).empty()) << "its agent stops the old process if it comes back";
+  ASSERT_EQ(Desired(other).size(), 1u);
+  EXPECT_EQ(Desired(other)[0].id, job.tasks[0].workload_id);
+  // Persisted as rescheduled: a restarted server does not resurrect the old placement.
+  auto stored = store_.Get({kAccount, "Job", "q1/" + job.id});
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_NE(stored->body.find(job.tasks[0].workload_id), std::string::npos);
+  EXPECT_NE(stored->body.find("stopped reporting; rescheduled"), std::string::npos);
+}
+
+TEST_F(QueueServiceTest, ALostTaskWaitsWhenNoReadyNodeHasRoomAndReturnsWithItsNode) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=60;", 2);
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  ASSERT_NE(job.tasks[0].node, job.tasks[1].node);
+  const std::string lost = job.tasks[0].node;
+  const std::string other = job.tasks[1].node;
+  clock_.Advance(20s);
+  Report(other, {});
+  registry_.Sweep();
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  EXPECT_EQ(job.tasks[0].state, TaskState::kPending);
+  EXPECT_EQ(job.tasks[1].state, TaskState::kPlaced);
+  EXPECT_NE(job.reason.find("not schedulable"), std::string::npos) << job.reason;
+  Report(lost, {});  // The agent is back.
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  EXPECT_EQ(job.tasks[0].state, TaskState::kPlaced);
+  EXPECT_EQ(job.tasks[0].node, lost);
+  EXPECT_EQ(job.tasks[0].attempt, 2);
+}
+
+TEST_F(QueueServiceTest, ALostRayHeadRestartsItsWholeCluster) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true);
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.workers = 1;
+  s.parameters = "serverless.ray.head.mgpu.core=50;serverless.ray.worker.mgpu.core=60;";
+  auto submitted = service_->SubmitJob(kAccount, "q1", s);
+  ASSERT_TRUE(submitted.has_value()) << submitted.error().message;
+  service_->ReconcileOnce();
+  JobRecord job = Get("q1", submitted->id);
+  const std::string head_node = job.tasks[0].node;
+  Report(head_node, {Reported(job.tasks[0].workload_id, "running", "10.0.0.5:6379")});
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  ASSERT_EQ(job.head_address, "10.0.0.5:6379");
+  ASSERT_EQ(job.tasks[1].state, TaskState::kPlaced);
+  const std::string other = head_node == "s1" ? "s2" : "s1";
+  clock_.Advance(20s);
+  Report(other, {});
+  registry_.Sweep();
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  EXPECT_TRUE(job.head_address.empty());
+  EXPECT_EQ(job.tasks[0].node, other) << "the head is placed again, on the node still up";
+  EXPECT_NE(job.tasks[1].rescheduled.find("Ray head's node " + head_node), std::string::npos)
+      << job.tasks[1].rescheduled;
+  for (const auto& w : Desired(other)) {
+    EXPECT_EQ(w.id, job.tasks[0].workload_id) << "workers wait for the new head's address";
+  }
+}
+
 TEST_F(QueueServiceTest, ShowsAllocatedAndMeasuredUseInTheGpuView) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;", 2);
