@@ -56,10 +56,10 @@ JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobReco
       node = NodeForGpulessTask(job, t, first_node);
       if (node.empty()) {
         out.complete = false;
-        out.reason = first_node.empty()
-                         ? fmt::format("task {} ({}) waits for a ready node", t.index, t.role)
-                         : fmt::format("task {} ({}) waits for its head to be placed", t.index,
-                                       t.role);
+        out.reason =
+            first_node.empty()
+                ? fmt::format("task {} ({}) waits for a ready node", t.index, t.role)
+                : fmt::format("task {} ({}) waits for its head to be placed", t.index, t.role);
         break;
       }
     } else {

@@ -70,9 +70,9 @@ bool QueueService::RescheduleLost(QueueState& q, JobRecord& job) {
   bool changed = false;
   for (auto& t : job.tasks) {
     if (!active(t) || (!lost(t) && !cluster_lost)) continue;
-    t.rescheduled = lost(t) ? fmt::format("node {} stopped reporting; rescheduled", t.node)
-                            : fmt::format("its Ray head's node {} stopped reporting; rescheduled",
-                                          head_node);
+    t.rescheduled =
+        lost(t) ? fmt::format("node {} stopped reporting; rescheduled", t.node)
+                : fmt::format("its Ray head's node {} stopped reporting; rescheduled", head_node);
     spdlog::warn("queues: job {} task {} ({}): {}", job.id, t.index, t.role, t.rescheduled);
     if (t.allocation) q.cards->Release(t.allocation->id);
     t.allocation.reset();
