@@ -17,18 +17,19 @@ namespace fs = std::filesystem;
 
 struct WorkloadManager::Workload {
   protocol::WorkloadDesired desired;
-  std::string dir;              // <data_dir>/workloads/<WorkloadDirName(id)>
+  std::string dir;  // <data_dir>/workloads/<WorkloadDirName(id)>
   int port = 0;
   std::unique_ptr<launch::Supervisor> supervisor;  // null until started
-  std::string failed;           // could not start; terminal until the desired entry changes
-  std::string waiting;          // start deferred (its partition is not carved yet)
-  std::string message;          // last event about it
+  std::string failed;   // could not start; terminal until the desired entry changes
+  std::string waiting;  // start deferred (its partition is not carved yet)
+  std::string message;  // last event about it
   std::string log_dir;
   bool healthy = false;
   int probe_failures = 0;
   std::chrono::steady_clock::time_point next_probe{};
-  std::optional<launch::ProcessId> process;  // as last written to the pid file
+  std::optional<launch::ProcessId> process;    // as last written to the pid file
   std::unique_ptr<interposer::Ledger> ledger;  // interposer shares
+  std::optional<BusyRate> core_rate;           // interposer shares with a compute limit
 };
 
 namespace {
@@ -104,8 +105,8 @@ void WorkloadManager::AdoptFromPidFiles(const std::vector<protocol::WorkloadDesi
       continue;
     }
     if (r->outcome == launch::Reconcile::kKilled) {
-      AddEvent(fmt::format("stopped {} (pid {}): left from an earlier agent, no longer desired",
-                           id, r->record->process.pid));
+      AddEvent(fmt::format("stopped {} (pid {}): left from an earlier agent, no longer desired", id,
+                           r->record->process.pid));
     }
     fs::remove_all(entry.path(), ec);
   }
@@ -124,8 +125,8 @@ void WorkloadManager::StopUndesired(const std::vector<protocol::WorkloadDesired>
       continue;
     }
     Stop(*it->second);
-    AddEvent(fmt::format("stopped {} ({}): no longer desired", Label(it->second->desired),
-                         it->first));
+    AddEvent(
+        fmt::format("stopped {} ({}): no longer desired", Label(it->second->desired), it->first));
     it = workloads_.erase(it);
   }
 }
@@ -175,11 +176,11 @@ Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
   const std::string& lib = options_.interposer_path;
   if (lib.empty() || ::access(lib.c_str(), R_OK) != 0) {
     // No enforcement library on this node: the limits travel as plain variables.
-    return launch::DeviceBinding{launch::GpuBinding{
-        {uuid},
-        {{"CARVE_MGPU_CORE_PERCENT", std::to_string(share.core_percent)},
-         {"CARVE_MGPU_MEMORY_MIB", std::to_string(mib)},
-         {"CARVE_MGPU_BURSTABLE", share.burstable ? "1" : "0"}}}};
+    return launch::DeviceBinding{
+        launch::GpuBinding{{uuid},
+                           {{"CARVE_MGPU_CORE_PERCENT", std::to_string(share.core_percent)},
+                            {"CARVE_MGPU_MEMORY_MIB", std::to_string(mib)},
+                            {"CARVE_MGPU_BURSTABLE", share.burstable ? "1" : "0"}}}};
   }
   const std::string ledger_path = w.dir + "/ledger";
   auto probe = std::make_shared<interposer::ProcfsProcessProbe>();
@@ -254,12 +255,12 @@ void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt)
   rules.max_retries = w.desired.max_retries;
   rules.initial_backoff = options_.initial_backoff;
   rules.max_backoff = options_.max_backoff;
-  w.supervisor = std::make_unique<launch::Supervisor>(
-      label, launcher_, clock_, std::move(request).value(), rules,
-      [this, &w](const launch::SupervisorEvent& e) {
-        w.message = e.message;
-        AddEvent(e.message);
-      });
+  w.supervisor =
+      std::make_unique<launch::Supervisor>(label, launcher_, clock_, std::move(request).value(),
+                                           rules, [this, &w](const launch::SupervisorEvent& e) {
+                                             w.message = e.message;
+                                             AddEvent(e.message);
+                                           });
   if (adopt) {
     w.supervisor->Adopt(adopt->process);
   } else if (Status s = w.supervisor->Start(); !s) {
@@ -340,6 +341,7 @@ void WorkloadManager::Stop(Workload& w) {
     }
   }
   w.ledger.reset();
+  w.core_rate.reset();
   std::error_code ec;
   if (w.desired.cpu_milli > 0 || w.desired.memory_mib > 0) {
     (void)cgroups_.Remove(fs::path(w.dir).filename().string());
@@ -395,10 +397,18 @@ std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {
         case launch::CopyState::kRunning:
           s.state = w->desired.health_check && !w->healthy ? "starting" : "running";
           break;
-        case launch::CopyState::kBackoff: s.state = "backoff"; break;
-        case launch::CopyState::kSucceeded: s.state = "succeeded"; break;
-        case launch::CopyState::kFailed: s.state = "failed"; break;
-        case launch::CopyState::kStopped: s.state = "stopped"; break;
+        case launch::CopyState::kBackoff:
+          s.state = "backoff";
+          break;
+        case launch::CopyState::kSucceeded:
+          s.state = "succeeded";
+          break;
+        case launch::CopyState::kFailed:
+          s.state = "failed";
+          break;
+        case launch::CopyState::kStopped:
+          s.state = "stopped";
+          break;
       }
       if (auto p = w->supervisor->process()) s.pid = p->pid;
       s.restarts = w->supervisor->restarts();
@@ -407,7 +417,17 @@ std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {
     if ((s.state == "running" || s.state == "starting") && s.pid != 0) {
       s.address = fmt::format("127.0.0.1:{}", w->port);
     }
-    if (w->ledger) s.memory_used_mib = static_cast<int64_t>(w->ledger->Snapshot().used_bytes / kMiB);
+    if (w->ledger) {
+      s.memory_used_mib = static_cast<int64_t>(w->ledger->Snapshot().used_bytes / kMiB);
+      // The limiter charges busy time only while it limits (core < 100, not burstable); an
+      // unlimited share stays "not measured" rather than a false 0.
+      const interposer::LedgerSettings& limits = w->ledger->settings();
+      if (!limits.burstable && limits.core_percent < 100) {
+        if (!w->core_rate) w->core_rate.emplace(options_.core_sample_interval);
+        s.core_used_percent = w->core_rate->Sample(
+            w->ledger->bucket().busy_ns_total.load(std::memory_order_relaxed), clock_.Now());
+      }
+    }
     out.push_back(std::move(s));
   }
   return out;

@@ -25,10 +25,11 @@
 #include <vector>
 
 #include "agent/launch/cgroup.h"
-#include "agent/launch/pid_file.h"
 #include "agent/launch/launcher.h"
+#include "agent/launch/pid_file.h"
 #include "agent/launch/supervisor.h"
 #include "agent/mps/mps_control.h"
+#include "agent/node/busy_rate.h"
 #include "agent/node/gpu_applier.h"
 #include "agent/node/workload_command.h"
 #include "common/clock.h"
@@ -38,14 +39,16 @@
 namespace carve::agent::node {
 
 struct WorkloadOptions {
-  CommandContext command;        // node id, data dir, {carve}, PATH for podman/docker
-  std::string interposer_path;   // libcarve-mgpu.so; "" or missing: limits as env variables
+  CommandContext command;       // node id, data dir, {carve}, PATH for podman/docker
+  std::string interposer_path;  // libcarve-mgpu.so; "" or missing: limits as env variables
   std::string mps_control_path = mps::kDefaultMpsControlPath;
   std::string cgroup_root = "/sys/fs/cgroup";
   std::chrono::milliseconds stop_grace{10'000};
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{60'000};
   std::chrono::milliseconds probe_interval{2000};
+  // Shortest interval over which an interposer share's achieved core percent is computed.
+  std::chrono::milliseconds core_sample_interval{1000};
   int unhealthy_after = 3;
 };
 

@@ -38,8 +38,8 @@ class WorkloadManagerTest : public ::testing::Test {
   }
 
   WorkloadManager& Manager() {
-    if (!manager_) manager_ = std::make_unique<WorkloadManager>(options_, launcher_,
-                                                                SystemClock::Get(), gpus_);
+    if (!manager_)
+      manager_ = std::make_unique<WorkloadManager>(options_, launcher_, SystemClock::Get(), gpus_);
     return *manager_;
   }
   // One apply pass, as the agent's loop runs it.
@@ -78,11 +78,12 @@ TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
   w.device.gpus = {1};
   w.device.partition = 1;
   Apply({w});
-  ASSERT_TRUE(Eventually([&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") !=
-                                      std::string::npos; }));
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
   const std::string env = ReadFile(dir_ + "/env.txt");
   EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.PartitionUuid(1, 1).value()),
-            std::string::npos) << env;
+            std::string::npos)
+      << env;
   auto s = Find(w.id);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->state, "running");
@@ -228,8 +229,8 @@ TEST_F(WorkloadManagerTest, AShareWithoutTheInterposerGetsItsLimitsAsVariables) 
   w.device.gpus = {0};
   w.device.share = protocol::ShareSpec{30, 2048, "interposer", false};
   Apply({w});
-  ASSERT_TRUE(Eventually([&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") !=
-                                      std::string::npos; }));
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
   const std::string env = ReadFile(dir_ + "/env.txt");
   EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.GpuUuid(0).value()), std::string::npos);
   EXPECT_NE(env.find("CARVE_MGPU_CORE_PERCENT=30"), std::string::npos) << env;
@@ -252,6 +253,40 @@ TEST_F(WorkloadManagerTest, AnInterposerShareGetsItsLedgerAndReportsItsMemory) {
     ledger = ledger || e.path().filename() == "ledger";
   }
   EXPECT_TRUE(ledger);
+}
+
+// The achieved core share comes from the busy time the worker's limiter charges in its ledger.
+TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
+  options_.interposer_path = dir_ + "/libcarve-mgpu.so";
+  options_.core_sample_interval = 0ms;
+  std::ofstream(options_.interposer_path) << "";
+  auto limited = ShellCopy("acct/ic-share/3", "exec sleep 30");
+  limited.device.gpus = {0};
+  limited.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  auto whole = ShellCopy("acct/ic-share/4", "exec sleep 30");
+  whole.device.gpus = {1};
+  whole.device.share = protocol::ShareSpec{100, 1024, "interposer", false};
+  Apply({limited, whole});
+  auto first = Find(limited.id);  // Every status report samples the rate.
+  ASSERT_EQ(first->state, "running") << first->message;
+  EXPECT_EQ(first->core_used_percent, -1) << "one sample is not a rate";
+  std::string ledger_path;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/workloads")) {
+    if (e.path().filename() == "ledger" &&
+        e.path().string().find("ic-share") != std::string::npos) {
+      auto l = interposer::Ledger::Open(e.path().string(), nullptr);
+      ASSERT_TRUE(l.has_value()) << l.error().message;
+      if ((*l)->settings().core_percent == 50) ledger_path = e.path().string();
+    }
+  }
+  ASSERT_FALSE(ledger_path.empty());
+  auto ledger = interposer::Ledger::Open(ledger_path, nullptr);
+  ASSERT_TRUE(ledger.has_value());
+  (*ledger)->bucket().busy_ns_total.fetch_add(1'000'000);  // The worker ran kernels for 1 ms.
+  const double used = Find(limited.id)->core_used_percent;
+  EXPECT_GT(used, 0);
+  EXPECT_LE(used, 100);
+  EXPECT_EQ(Find(whole.id)->core_used_percent, -1) << "core 100 is not limited, so not measured";
 }
 
 TEST_F(WorkloadManagerTest, AnMpsShareWithoutTheControlBinaryFailsNamingIt) {
