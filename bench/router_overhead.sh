@@ -10,7 +10,11 @@
 #
 # usage: bench/router_overhead.sh [BUILD_DIR]     (default build-router; needs targets carve,
 #        http_load, router_harness). Env: CONNECTIONS (64), DURATION_S (10), WARMUP_S (2),
-#        ROUNDS (1: the three runs are repeated and interleaved ROUNDS times).
+#        ROUNDS (1: the three runs are repeated and interleaved ROUNDS times), PIN (1).
+# PIN=1 (with 2+ CPUs and taskset): the load generator runs on CPU 0 and every server (copy,
+# router, nginx) on the other CPUs, the same for all three paths. Unpinned, a 2-vCPU VM gives
+# bimodal latencies (a path's p50 jumps by ~130 us between runs as the scheduler places the three
+# processes), which swamps the difference being measured.
 # Installs nginx-light with apt-get when nginx is missing.
 set -euo pipefail
 
@@ -22,6 +26,11 @@ CONNECTIONS=${CONNECTIONS:-64}
 DURATION_S=${DURATION_S:-10}
 WARMUP_S=${WARMUP_S:-2}
 ROUNDS=${ROUNDS:-1}
+PIN=${PIN:-1}
+CLIENT_CPUS=() SERVER_CPUS=()
+if [[ $PIN == 1 ]] && command -v taskset >/dev/null && (( $(nproc) >= 2 )); then
+  CLIENT_CPUS=(taskset -c 0) SERVER_CPUS=(taskset -c "1-$(($(nproc) - 1))")
+fi
 for b in "$CARVE" "$HTTP_LOAD" "$HARNESS"; do
   [[ -x $b ]] || { echo "missing $b: build targets carve http_load router_harness" >&2; exit 2; }
 done
@@ -52,14 +61,14 @@ wait_http() {  # URL: polls until it answers (any status) or 20 s pass
 }
 
 COPY_PORT=$(free_port)
-"$CARVE" testmodel --port "$COPY_PORT" --speed 1000000 --threads 256 >"$TMP/testmodel.log" 2>&1 &
+"${SERVER_CPUS[@]}" "$CARVE" testmodel --port "$COPY_PORT" --speed 1000000 --threads 256 >"$TMP/testmodel.log" 2>&1 &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$COPY_PORT/ping"
 
 ROUTER_PORT=$(free_port)
 AK=AKIABENCH00000000000
 SK=benchsecret0000000000000000000000000000
-"$HARNESS" --copy "127.0.0.1:$COPY_PORT" --port "$ROUTER_PORT" --access-key "$AK" --secret "$SK" \
+"${SERVER_CPUS[@]}" "$HARNESS" --copy "127.0.0.1:$COPY_PORT" --port "$ROUTER_PORT" --access-key "$AK" --secret "$SK" \
   >"$TMP/router.log" 2>&1 &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$ROUTER_PORT/ping"
@@ -91,7 +100,7 @@ http {
   }
 }
 CONF
-"$NGINX" -c "$TMP/nginx.conf" -p "$TMP/nginx" &
+"${SERVER_CPUS[@]}" "$NGINX" -c "$TMP/nginx.conf" -p "$TMP/nginx" &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$NGINX_PORT/ping"
 
@@ -100,8 +109,8 @@ common=(--connections "$CONNECTIONS" --duration-s "$DURATION_S" --warmup-s "$WAR
         --body "$BODY" --header "Content-Type: application/json")
 run() {  # LABEL: one http_load run, JSON appended to results
   case $1 in
-    direct) "$HTTP_LOAD" --label direct --target "127.0.0.1:$COPY_PORT" "${common[@]}" ;;
-    router) "$HTTP_LOAD" --label router --target "127.0.0.1:$ROUTER_PORT" "${common[@]}" \
+    direct) "${CLIENT_CPUS[@]}" "$HTTP_LOAD" --label direct --target "127.0.0.1:$COPY_PORT" "${common[@]}" ;;
+    router) "${CLIENT_CPUS[@]}" "$HTTP_LOAD" --label router --target "127.0.0.1:$ROUTER_PORT" "${common[@]}" \
               --path /endpoints/bench/invocations --sigv4 "$AK:$SK" \
               --header "X-Amzn-SageMaker-Inference-Component: bench" ;;
     nginx)  "$HTTP_LOAD" --label nginx --target "127.0.0.1:$NGINX_PORT" "${common[@]}" ;;
@@ -112,6 +121,11 @@ for ((r = 0; r < ROUNDS; r++)); do
   for which in direct router nginx; do run "$which" | tee -a "$TMP/results.jsonl"; done
 done
 
+if ((${#CLIENT_CPUS[@]})); then
+  echo "pinned: load generator on CPU 0, servers on CPUs 1-$(($(nproc) - 1))"
+else
+  echo "not pinned"
+fi
 python3 - "$TMP/results.jsonl" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
