@@ -78,7 +78,7 @@ class CopyBalancer {
   mutable std::mutex mu_;
   std::map<std::string, int64_t> outstanding_;  // Guarded by mu_; entries at 0 are erased.
   std::map<std::string, std::chrono::steady_clock::time_point> quarantined_until_;  // mu_.
-  std::mt19937_64 rng_;                                                           // mu_.
+  std::mt19937_64 rng_;                                                             // mu_.
 };
 
 }  // namespace carve::server::runtime

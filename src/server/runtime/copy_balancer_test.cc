@@ -7,8 +7,8 @@
 namespace carve::server::runtime {
 namespace {
 
-const std::vector<CopyTarget> kCopies = {{"a", "127.0.0.1:1"}, {"b", "127.0.0.1:2"},
-                                         {"c", "127.0.0.1:3"}};
+const std::vector<CopyTarget> kCopies = {
+    {"a", "127.0.0.1:1"}, {"b", "127.0.0.1:2"}, {"c", "127.0.0.1:3"}};
 
 TEST(CopyBalancer, LeastOutstandingPicksTheIdlestCopy) {
   FakeClock clock;

@@ -11,13 +11,16 @@
 
 namespace carve::server::runtime {
 
-struct CopyTarget { std::string id; std::string address; };  // address "127.0.0.1:PORT"
+struct CopyTarget {
+  std::string id;
+  std::string address;
+};  // address "127.0.0.1:PORT"
 struct RouteInfo {
-  std::string variant;                 // x-Amzn-Invoked-Production-Variant
-  std::string component;               // resolved component name ("" when none)
+  std::string variant;                                  // x-Amzn-Invoked-Production-Variant
+  std::string component;                                // resolved component name ("" when none)
   std::string strategy = "LEAST_OUTSTANDING_REQUESTS";  // or "RANDOM"
   std::chrono::milliseconds timeout{60000};
-  std::vector<CopyTarget> copies;      // copies in rotation (running + healthy) only
+  std::vector<CopyTarget> copies;  // copies in rotation (running + healthy) only
 };
 class CopyDirectory {
  public:

@@ -68,9 +68,17 @@ Result<std::vector<Header>> ParseHeaders(std::string_view block) {
     pos += name_len;
     uint8_t type = static_cast<uint8_t>(block[pos++]);
     switch (type) {
-      case 0: h.value = "true"; break;
-      case 1: h.value = "false"; break;
-      case 2: case 3: case 4: case 5: case 8: {  // byte, short, int, long, timestamp
+      case 0:
+        h.value = "true";
+        break;
+      case 1:
+        h.value = "false";
+        break;
+      case 2:
+      case 3:
+      case 4:
+      case 5:
+      case 8: {  // byte, short, int, long, timestamp
         size_t n = type == 2 ? 1 : type == 3 ? 2 : type == 4 ? 4 : 8;
         CARVE_RETURN_IF_ERROR(need(n, "value"));
         uint64_t raw = GetBE(block, pos, n);
@@ -82,7 +90,8 @@ Result<std::vector<Header>> ParseHeaders(std::string_view block) {
         pos += n;
         break;
       }
-      case 6: case 7: {  // bytes, string
+      case 6:
+      case 7: {  // bytes, string
         CARVE_RETURN_IF_ERROR(need(2, "value length"));
         size_t n = GetBE(block, pos, 2);
         pos += 2;
@@ -169,8 +178,8 @@ Result<std::vector<Message>> Decoder::Feed(std::string_view bytes) {
     if (!headers) return fail(headers.error().message);
     Message m;
     m.headers = std::move(headers).value();
-    m.payload.assign(view.substr(pos + kPreludeBytes + headers_len,
-                                 total - kOverheadBytes - headers_len));
+    m.payload.assign(
+        view.substr(pos + kPreludeBytes + headers_len, total - kOverheadBytes - headers_len));
     out.push_back(std::move(m));
     pos += total;
   }

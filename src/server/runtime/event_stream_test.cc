@@ -1,6 +1,7 @@
 #include "server/runtime/event_stream.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 namespace carve::runtime::eventstream {
 namespace {
@@ -119,15 +118,29 @@ TEST(EventStream, RejectsUnknownHeaderType) {
 
 TEST(EventStream, DecodesNonStringHeaderTypes) {
   std::string headers;
-  headers += std::string("\x01" "b" "\x00", 3);                      // bool true
-  headers += std::string("\x01" "i" "\x04" "\xff\xff\xff\xfe", 7);  // int32 -2
-  headers += std::string("\x01" "y" "\x06" "\x00\x02" "ok", 7);      // bytes "ok"
+  headers += std::string(
+      "\x01"
+      "b"
+      "\x00",
+      3);  // bool true
+  headers += std::string(
+      "\x01"
+      "i"
+      "\x04"
+      "\xff\xff\xff\xfe",
+      7);  // int32 -2
+  headers += std::string(
+      "\x01"
+      "y"
+      "\x06"
+      "\x00\x02"
+      "ok",
+      7);  // bytes "ok"
   Decoder d;
   auto got = d.Feed(RawFrame(16 + headers.size(), headers.size(), headers));
   ASSERT_TRUE(got.has_value()) << got.error().message;
   ASSERT_EQ(got->size(), 1u);
-  EXPECT_EQ((*got)[0].headers,
-            (std::vector<Header>{{"b", "true"}, {"i", "-2"}, {"y", "ok"}}));
+  EXPECT_EQ((*got)[0].headers, (std::vector<Header>{{"b", "true"}, {"i", "-2"}, {"y", "ok"}}));
 }
 
 // botocore's own parser (the one boto3's invoke_endpoint_with_response_stream uses) reads our

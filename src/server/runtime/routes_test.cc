@@ -14,8 +14,8 @@
 namespace carve::server::runtime {
 namespace {
 
-const Credential kAlice{"default", "AKIAALICE0000000000A", "alice-secret-0000000000000000000000000000",
-                        "111111111111"};
+const Credential kAlice{"default", "AKIAALICE0000000000A",
+                        "alice-secret-0000000000000000000000000000", "111111111111"};
 const Credential kBob{"bob", "AKIABOB00000000000BB", "bob-secret-00000000000000000000000000000000",
                       "222222222222"};
 
@@ -36,7 +36,9 @@ class RoutesTest : public ::testing::Test {
   httplib::Result Post(const std::string& path, const Credential* who) {
     const std::string host = "127.0.0.1:" + std::to_string(port_);
     const std::string body = R"({"inputs":"x"})";
-    SigV4Request r{"POST", path, "",
+    SigV4Request r{"POST",
+                   path,
+                   "",
                    {{"Host", host},
                     {"Content-Type", "application/json"},
                     {"X-Amzn-SageMaker-Inference-Component", "ic-a"}},

@@ -44,16 +44,16 @@ RuntimeError FromError(const Error& error) {
 
 std::string CopyName(const RouteInfo& route) {
   return route.component.empty() ? "variant " + route.variant
-                                  : "inference component " + route.component;
+                                 : "inference component " + route.component;
 }
 
 RuntimeError ModelErrorFor(const RouteInfo& route, const std::string& endpoint,
                            const CopyReply& reply) {
   if (reply.outcome == CopyOutcome::kOk) {
     const char* kind = reply.status >= 500 ? "server" : "client";
-    return ModelError("Received " + std::string(kind) + " error (" +
-                          std::to_string(reply.status) + ") from " + CopyName(route) +
-                          " of endpoint " + endpoint + " with message \"" + reply.body + "\".",
+    return ModelError("Received " + std::string(kind) + " error (" + std::to_string(reply.status) +
+                          ") from " + CopyName(route) + " of endpoint " + endpoint +
+                          " with message \"" + reply.body + "\".",
                       reply.status, reply.body);
   }
   if (reply.outcome == CopyOutcome::kTimedOut) {
@@ -89,20 +89,20 @@ std::string PayloadPartFrame(std::string_view bytes) {
 
 std::string ModelStreamErrorFrame(const std::string& message, const std::string& error_code) {
   nlohmann::json body{{"Message", message}, {"ErrorCode", error_code}};
-  return es::Encode(es::Message{{{":exception-type", "ModelStreamError"},
-                                 {":content-type", "application/json"},
-                                 {":message-type", "exception"}},
-                                body.dump(-1, ' ', false,
-                                          nlohmann::json::error_handler_t::replace)});
+  return es::Encode(
+      es::Message{{{":exception-type", "ModelStreamError"},
+                   {":content-type", "application/json"},
+                   {":message-type", "exception"}},
+                  body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
 }
 
 std::string InternalStreamFailureFrame(const std::string& message) {
   nlohmann::json body{{"Message", message}};
-  return es::Encode(es::Message{{{":exception-type", "InternalStreamFailure"},
-                                 {":content-type", "application/json"},
-                                 {":message-type", "exception"}},
-                                body.dump(-1, ' ', false,
-                                          nlohmann::json::error_handler_t::replace)});
+  return es::Encode(
+      es::Message{{{":exception-type", "InternalStreamFailure"},
+                   {":content-type", "application/json"},
+                   {":message-type", "exception"}},
+                  body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
 }
 
 }  // namespace carve::server::runtime

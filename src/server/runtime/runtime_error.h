@@ -21,7 +21,7 @@ struct RuntimeError {
   int http_status = 500;
   std::string type = "InternalFailure";
   std::string message;
-  std::optional<int> original_status;      // ModelError only.
+  std::optional<int> original_status;           // ModelError only.
   std::optional<std::string> original_message;  // ModelError only.
 };
 

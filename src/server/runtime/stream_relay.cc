@@ -66,9 +66,9 @@ std::string StreamRelay::Finish(CopyOutcome outcome, const std::string& detail) 
       return out;
     case CopyOutcome::kTimedOut:
       failed_ = true;
-      return out + ModelStreamErrorFrame("the model sent nothing within the invocation timeout (" +
-                                             detail + ")",
-                                         "ModelInvocationTimeExceeded");
+      return out + ModelStreamErrorFrame(
+                       "the model sent nothing within the invocation timeout (" + detail + ")",
+                       "ModelInvocationTimeExceeded");
     case CopyOutcome::kConnectFailed:
     case CopyOutcome::kBroken:
       break;
