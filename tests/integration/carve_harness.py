@@ -165,7 +165,7 @@ class CarveServer:
     def cleanup(self):
         self.stop()
         kill_workloads(self.data_dir)  # After a kill -9 the copies outlive the server.
-        if self.owns_dir:
+        if self.owns_dir and not os.environ.get("CARVE_TEST_KEEP"):
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     # -- clients -----------------------------------------------------------------------------

@@ -12,6 +12,19 @@ constexpr const char* kCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes";
 
 // ^[a-zA-Z0-9](-*[a-zA-Z0-9])*$ with at most 63 characters: the pattern botocore's model gives
 // EndpointName and InferenceComponentName.
+}  // namespace
+
+// Nothing of an answer arrived: the connection was refused, or it broke (reset, closed) before
+// the response's status line, as when a copy dies or restarts under a request. The copy leaves
+// the rotation briefly and the request may go to another one, as nginx's proxy_next_upstream
+// does for "error" by default. A timeout is not such a failure: the copy may still be working.
+bool Router::FailedBeforeAnswering(const CopyReply& reply) {
+  return reply.outcome == CopyOutcome::kConnectFailed ||
+         (reply.outcome == CopyOutcome::kBroken && reply.status == 0);
+}
+
+namespace {
+
 bool IsResourceName(const std::string& s) {
   if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
   for (char c : s) {
@@ -40,9 +53,10 @@ Router::Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions
       requests_(metrics.AddCounter("carve_runtime_requests_total",
                                    "Runtime invocations by endpoint, component and result code.",
                                    {"endpoint", "component", "code"})),
-      errors_(metrics.AddCounter("carve_runtime_errors_total",
-                                 "Failed runtime invocations by endpoint, component and error type.",
-                                 {"endpoint", "component", "type"})),
+      errors_(
+          metrics.AddCounter("carve_runtime_errors_total",
+                             "Failed runtime invocations by endpoint, component and error type.",
+                             {"endpoint", "component", "type"})),
       in_flight_(metrics.AddGauge("carve_runtime_in_flight",
                                   "Runtime invocations in progress by endpoint and component.",
                                   {"endpoint", "component"})),
@@ -61,17 +75,19 @@ Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
   call.started = clock_.Now();
   auto it = request.path_params.find("EndpointName");
   call.endpoint = it == request.path_params.end() ? "" : it->second;
-  if (!IsResourceName(call.endpoint)) return InvalidArgument(PatternError(call.endpoint, "endpointName"));
+  if (!IsResourceName(call.endpoint))
+    return InvalidArgument(PatternError(call.endpoint, "endpointName"));
   const std::string component = Header(request, "x-amzn-sagemaker-inference-component");
   if (request.headers.count("x-amzn-sagemaker-inference-component") != 0 &&
       !IsResourceName(component)) {
     return InvalidArgument(PatternError(component, "inferenceComponentName"));
   }
   if (request.body.size() > options_.max_body_bytes) {
-    return InvalidArgument("1 validation error detected: Value at 'body' failed to satisfy "
-                           "constraint: Member must have length less than or equal to " +
-                           std::to_string(options_.max_body_bytes) + " (got " +
-                           std::to_string(request.body.size()) + " bytes)");
+    return InvalidArgument(
+        "1 validation error detected: Value at 'body' failed to satisfy "
+        "constraint: Member must have length less than or equal to " +
+        std::to_string(options_.max_body_bytes) + " (got " + std::to_string(request.body.size()) +
+        " bytes)");
   }
   CARVE_ASSIGN_OR_RETURN(RouteInfo route,
                          directory_.Resolve(request.account_id, call.endpoint, component));
@@ -93,8 +109,7 @@ NativeResponse Router::Finish(Call& call, NativeResponse response) {
     }
   }
   requests_.Increment({call.labels[0], call.labels[1], code});
-  latency_.Observe(call.labels,
-                   std::chrono::duration<double>(clock_.Now() - call.started).count());
+  latency_.Observe(call.labels, std::chrono::duration<double>(clock_.Now() - call.started).count());
   return response;
 }
 
@@ -124,7 +139,7 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
     if (!lease) break;
     tried.insert(lease->copy().id);
     CopyReply reply = client_.Call(lease->copy().address, req);
-    if (reply.outcome == CopyOutcome::kConnectFailed) {
+    if (FailedBeforeAnswering(reply)) {
       balancer_.Quarantine(lease->copy().id);
       client_.Forget(lease->copy().address);
       last = std::move(reply);
@@ -157,11 +172,11 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
                                     " are out of rotation after failed connections; retry "
                                     "shortly."));
   }
-  if (last->outcome == CopyOutcome::kConnectFailed) {
-    return Fail(call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " +
-                                         call.endpoint + " accepted a connection (tried " +
-                                         std::to_string(tried.size()) + ", last: " +
-                                         last->detail + "); retry shortly."));
+  if (FailedBeforeAnswering(*last)) {
+    return Fail(
+        call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " + call.endpoint +
+                                 " answered a request (tried " + std::to_string(tried.size()) +
+                                 ", last: " + last->detail + "); retry shortly."));
   }
   return Fail(call, ModelErrorFor(route, call.endpoint, *last));
 }

@@ -64,12 +64,15 @@ class Router {
   // One invocation's bookkeeping, from Prepare to Finish.
   struct Call {
     std::chrono::steady_clock::time_point started;
-    std::string endpoint;               // As requested.
-    LabelValues labels{"", ""};         // {endpoint, component} once resolved; "" before.
+    std::string endpoint;        // As requested.
+    LabelValues labels{"", ""};  // {endpoint, component} once resolved; "" before.
     bool counted_in_flight = false;
     bool finished = false;
   };
   class Upstream;
+  // True when no byte of an answer arrived (refused, or broken before the status line): the
+  // request may move to another copy.
+  static bool FailedBeforeAnswering(const CopyReply& reply);
   Result<RouteInfo> Prepare(const NativeRequest& request, Call& call);
   NativeResponse Finish(Call& call, NativeResponse response);
   NativeResponse Fail(Call& call, const RuntimeError& error);

@@ -25,31 +25,31 @@ constexpr size_t kMaxQueuedBytes = size_t{4} * 1024 * 1024;  // Back-pressure on
 class Router::Upstream {
  public:
   Upstream(CopyClient& client, std::string address, CopyRequest request) {
-    thread_ = std::thread([this, &client, address = std::move(address),
-                           request = std::move(request)] {
-      CopyReply final = client.Stream(
-          address, request,
-          [this](const CopyReply& head) {
-            std::lock_guard lock(mu_);
-            head_ = head;
-            have_head_ = true;
-            cv_.notify_all();
-            return !client_gone_;
-          },
-          [this](std::string_view data) {
-            std::unique_lock lock(mu_);
-            cv_.wait(lock, [&] { return queued_bytes_ < kMaxQueuedBytes || client_gone_; });
-            if (client_gone_) return false;
-            queued_bytes_ += data.size();
-            chunks_.emplace_back(data);
-            cv_.notify_all();
-            return true;
-          });
-      std::lock_guard lock(mu_);
-      final_ = std::move(final);
-      done_ = true;
-      cv_.notify_all();
-    });
+    thread_ =
+        std::thread([this, &client, address = std::move(address), request = std::move(request)] {
+          CopyReply final = client.Stream(
+              address, request,
+              [this](const CopyReply& head) {
+                std::lock_guard lock(mu_);
+                head_ = head;
+                have_head_ = true;
+                cv_.notify_all();
+                return !client_gone_;
+              },
+              [this](std::string_view data) {
+                std::unique_lock lock(mu_);
+                cv_.wait(lock, [&] { return queued_bytes_ < kMaxQueuedBytes || client_gone_; });
+                if (client_gone_) return false;
+                queued_bytes_ += data.size();
+                chunks_.emplace_back(data);
+                cv_.notify_all();
+                return true;
+              });
+          std::lock_guard lock(mu_);
+          final_ = std::move(final);
+          done_ = true;
+          cv_.notify_all();
+        });
   }
 
   ~Upstream() {
@@ -96,14 +96,14 @@ class Router::Upstream {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool have_head_ = false;         // Guarded by mu_.
-  CopyReply head_;                 // Guarded by mu_.
-  bool done_ = false;              // Guarded by mu_.
-  CopyReply final_;                // Guarded by mu_.
-  bool client_gone_ = false;       // Guarded by mu_.
+  bool have_head_ = false;          // Guarded by mu_.
+  CopyReply head_;                  // Guarded by mu_.
+  bool done_ = false;               // Guarded by mu_.
+  CopyReply final_;                 // Guarded by mu_.
+  bool client_gone_ = false;        // Guarded by mu_.
   std::deque<std::string> chunks_;  // Guarded by mu_.
-  size_t queued_bytes_ = 0;        // Guarded by mu_.
-  std::thread thread_;             // Started last: the lambda uses the members above.
+  size_t queued_bytes_ = 0;         // Guarded by mu_.
+  std::thread thread_;              // Started last: the lambda uses the members above.
 };
 
 NativeResponse Router::InvokeStream(const NativeRequest& request) {
@@ -126,7 +126,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
   req.timeout = route.timeout;
 
   std::set<std::string> tried;
-  std::optional<CopyReply> connect_failure;
+  std::optional<CopyReply> unanswered;  // The last copy that failed before answering.
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
     if (!lease) break;
@@ -134,10 +134,10 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     auto upstream = std::make_shared<Upstream>(client_, lease->copy().address, req);
     CopyReply head = upstream->WaitForHead();
     if (!upstream->HasHead()) {
-      if (head.outcome == CopyOutcome::kConnectFailed) {
+      if (FailedBeforeAnswering(head)) {
         balancer_.Quarantine(lease->copy().id);
         client_.Forget(lease->copy().address);
-        connect_failure = std::move(head);
+        unanswered = std::move(head);
         continue;
       }
       return Fail(*call, ModelErrorFor(route, call->endpoint, head));
@@ -180,14 +180,14 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     };
     return out;
   }
-  if (!connect_failure) {
+  if (!unanswered) {
     return Fail(*call, ModelNotReady("Endpoint " + call->endpoint + " has no copy of " +
                                      CopyName(route) + " in rotation; retry shortly."));
   }
-  return Fail(*call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " +
-                                        call->endpoint + " accepted a connection (tried " +
-                                        std::to_string(tried.size()) + ", last: " +
-                                        connect_failure->detail + "); retry shortly."));
+  return Fail(
+      *call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " + call->endpoint +
+                                " answered a request (tried " + std::to_string(tried.size()) +
+                                ", last: " + unanswered->detail + "); retry shortly."));
 }
 
 }  // namespace carve::server::runtime

@@ -12,6 +12,7 @@
 #include "server/runtime/event_stream.h"
 #include "server/runtime/fake_copy_directory.h"
 #include "server/runtime/router.h"
+#include "server/runtime/scripted_copy.h"
 #include "server/runtime/test_copy.h"
 
 namespace carve::server::runtime {
@@ -25,17 +26,17 @@ constexpr const char* kAccount = "111111111111";
 TestCopy::Handler Sse(std::vector<std::string> events, bool cut = false) {
   return [events, cut](const httplib::Request&, httplib::Response& s) {
     auto next = std::make_shared<size_t>(0);
-    s.set_chunked_content_provider("text/event-stream", [events, cut, next](
-                                                            size_t, httplib::DataSink& sink) {
-      if (*next == events.size()) {
-        if (cut) return false;
-        sink.done();
-        return true;
-      }
-      const std::string& e = events[(*next)++];
-      sink.write(e.data(), e.size());
-      return true;
-    });
+    s.set_chunked_content_provider("text/event-stream",
+                                   [events, cut, next](size_t, httplib::DataSink& sink) {
+                                     if (*next == events.size()) {
+                                       if (cut) return false;
+                                       sink.done();
+                                       return true;
+                                     }
+                                     const std::string& e = events[(*next)++];
+                                     sink.write(e.data(), e.size());
+                                     return true;
+                                   });
   };
 }
 
@@ -172,6 +173,19 @@ TEST_F(RouterStreamTest, ARefusedConnectionMovesTheStreamToAnotherCopy) {
   EXPECT_TRUE(router.balancer().IsQuarantined("dead"));
 }
 
+TEST_F(RouterStreamTest, ACopyHangingUpBeforeItsHeadersMovesTheStreamToAnotherCopy) {
+  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  TestCopy good(Sse({"data: ok\n\n"}));
+  dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}, {"good", good.address()}}));
+  Router router(dir_, metrics_, Options());
+  for (int i = 0; i < 6; ++i) {
+    auto msgs = Drain(router.InvokeStream(Request()));
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].payload, "data: ok\n\n");
+  }
+  EXPECT_TRUE(router.balancer().IsQuarantined("gone"));
+}
+
 TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
   if (std::system("python3 -c 'import botocore' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "python3 with botocore not available";
@@ -191,8 +205,8 @@ TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
   ASSERT_TRUE(port.has_value());
   httplib::Client cli("127.0.0.1", *port);
   httplib::Headers h{{"X-Amzn-SageMaker-Inference-Component", "ic-a"}};
-  auto res = cli.Post("/endpoints/ep/invocations-response-stream", h, Request().body,
-                      "application/json");
+  auto res =
+      cli.Post("/endpoints/ep/invocations-response-stream", h, Request().body, "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/vnd.amazon.eventstream");

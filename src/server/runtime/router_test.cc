@@ -10,6 +10,7 @@
 
 #include "common/fake_clock.h"
 #include "server/runtime/fake_copy_directory.h"
+#include "server/runtime/scripted_copy.h"
 #include "server/runtime/test_copy.h"
 
 namespace carve::server::runtime {
@@ -23,8 +24,8 @@ TestCopy::Handler Echo(const std::string& name) {
                      {"body", q.body},
                      {"content_type", q.get_header_value("Content-Type")},
                      {"accept", q.get_header_value("Accept")}};
-    s.set_header("X-Amzn-SageMaker-Custom-Attributes", "seen=" + q.get_header_value(
-                                                           "X-Amzn-SageMaker-Custom-Attributes"));
+    s.set_header("X-Amzn-SageMaker-Custom-Attributes",
+                 "seen=" + q.get_header_value("X-Amzn-SageMaker-Custom-Attributes"));
     s.set_content(j.dump(), "application/json");
   };
 }
@@ -223,6 +224,32 @@ TEST_F(RouterTest, ARefusedConnectionIsRetriedAndTheCopyQuarantinedUntilItExpire
   EXPECT_FALSE(router.balancer().IsQuarantined("dead"));
 }
 
+// A copy that dies or restarts under a request resets or closes the connection before any byte
+// of an answer: nothing reached the client, so the request moves to another copy.
+TEST_F(RouterTest, ACopyHangingUpBeforeAnsweringIsRetriedOnAnotherAndQuarantined) {
+  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  TestCopy good(Echo("good"));
+  dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}, {"good", good.address()}}));
+  Router router(dir_, metrics_, Options());
+  for (int i = 0; i < 10; ++i) {
+    NativeResponse out = router.Invoke(Request());
+    ASSERT_EQ(out.http_status, 200) << out.body;
+    EXPECT_EQ(BodyOf(out)["copy"], "good");
+  }
+  EXPECT_GT(hangs_up.connections(), 0);
+  EXPECT_TRUE(router.balancer().IsQuarantined("gone"));
+}
+
+TEST_F(RouterTest, EveryCopyHangingUpIsServiceUnavailable) {
+  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}}));
+  Router router(dir_, metrics_, Options());
+  NativeResponse out = router.Invoke(Request());
+  EXPECT_EQ(out.http_status, 503) << out.body;
+  EXPECT_NE(BodyOf(out)["Message"].get<std::string>().find("answered a request"), std::string::npos)
+      << out.body;
+}
+
 TEST_F(RouterTest, ASilentCopyTimesOutAsModelError) {
   TestCopy slow([](const httplib::Request&, httplib::Response& s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
@@ -280,14 +307,17 @@ TEST_F(RouterTest, MetricsCountRequestsByCodeErrorsAndLatency) {
   ASSERT_EQ(router.Invoke(Request()).http_status, 200);
   ASSERT_EQ(router.Invoke(Request("ep", "ic-zzz")).http_status, 400);
   const std::string text = metrics_.Expose();
-  EXPECT_NE(text.find(R"(carve_runtime_requests_total{endpoint="ep",component="ic-a",code="200"} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(R"(carve_runtime_requests_total{endpoint="ep",component="ic-a",code="200"} 1)"),
+      std::string::npos)
       << text;
   EXPECT_NE(
       text.find(R"(carve_runtime_errors_total{endpoint="",component="",type="ValidationError"} 1)"),
       std::string::npos);
-  EXPECT_NE(text.find(R"(carve_runtime_request_duration_seconds_count{endpoint="ep",component="ic-a"} 1)"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find(
+          R"(carve_runtime_request_duration_seconds_count{endpoint="ep",component="ic-a"} 1)"),
+      std::string::npos);
   EXPECT_NE(text.find(R"(carve_runtime_in_flight{endpoint="ep",component="ic-a"} 0)"),
             std::string::npos);
   EXPECT_NE(text.find(R"(carve_runtime_copy_in_flight{component="ic-a",copy="c1"} 0)"),
