@@ -126,7 +126,7 @@ class QueueService {
   Status PersistJob(QueueState& q, const JobRecord& job);
   // Reconcile steps (mu_ held).
   // Sends the job's tasks on nodes that stopped reporting back to Pending; true when any moved.
-  bool RescheduleLost(QueueState& q, JobRecord& job);
+  static bool RescheduleLost(QueueState& q, JobRecord& job);
   bool ObserveAgent(QueueState& q, JobRecord& job);
   bool AdvanceJob(QueueState& q, JobRecord& job);
   void Schedule(QueueState& q, std::vector<std::string>& changed);
