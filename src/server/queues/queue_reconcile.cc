@@ -198,9 +198,10 @@ void QueueService::ReconcileOnce() {
   for (auto& [key, q] : queues_) {
     if (q.cards) {
       for (const auto& node : q.record.nodes) {
-        // A node no agent ever registered has run nothing that could be lost.
-        auto view = registry_.Node(NodeId(node));
-        q.cards->SetNodeReady(node, !view || view->ready);
+        // A node no agent ever registered has run nothing that could be lost. IsReady first:
+        // Node() copies the node's whole last report, which only the rare NotReady case needs.
+        const NodeId id(node);
+        q.cards->SetNodeReady(node, registry_.IsReady(id) || !registry_.Node(id).has_value());
       }
     }
     std::vector<std::string> changed;
