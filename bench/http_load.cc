@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/sigv4.h"
+#include "aws/sigv4.h"
 
 namespace {
 
@@ -56,11 +56,10 @@ httplib::Headers BuildHeaders(const Options& o) {
   }
   if (!o.sigv4.empty()) {
     auto colon = o.sigv4.find(':');
-    carve::server::SigV4Request r{"POST", o.path, "", pairs, o.body};
+    carve::aws::SigV4Request r{"POST", o.path, "", pairs, o.body};
     r.headers.emplace_back("Host", o.target);
-    carve::server::sigv4::SignRequest(r, o.sigv4.substr(0, colon), o.sigv4.substr(colon + 1),
-                                      o.region, o.service,
-                                      carve::server::sigv4::FormatAmzDate(std::time(nullptr)));
+    carve::aws::sigv4::SignRequest(r, o.sigv4.substr(0, colon), o.sigv4.substr(colon + 1), o.region,
+                                   o.service, carve::aws::sigv4::FormatAmzDate(std::time(nullptr)));
     pairs = r.headers;
   }
   for (auto& [k, v] : pairs) {
@@ -138,8 +137,8 @@ int main(int argc, char** argv) {
                               : httplib::to_string(res.error())];
           continue;
         }
-        r.latencies_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0)
-                                     .count());
+        r.latencies_ns.push_back(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
       }
     });
   }

@@ -3,9 +3,9 @@
 // the benchmark measures the router's own path: SigV4 verification, routing, balancing, the
 // pooled keep-alive connection to the copy and the response relay. It does not include the
 // control plane's CopyDirectory lookup (a map lookup under a mutex in the SageMaker service).
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
-#include <CLI/CLI.hpp>
 
 #include "server/http_server.h"
 #include "server/runtime/router.h"
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  carve::server::Credentials creds({{"default", access_key, secret, account}});
+  carve::aws::Credentials creds({{"default", access_key, secret, account}});
   carve::server::MetricsRegistry metrics;
   OneCopyDirectory directory(copy);
   carve::server::runtime::Router router(directory, metrics);

@@ -4,14 +4,14 @@
 
 #include <ctime>
 
-#include "server/sigv4.h"
+#include "aws/sigv4.h"
 
 namespace {
 
-using carve::server::Credential;
-using carve::server::Credentials;
-using carve::server::SigV4Request;
-using carve::server::SigV4Verifier;
+using carve::aws::Credential;
+using carve::aws::Credentials;
+using carve::aws::SigV4Request;
+using carve::aws::SigV4Verifier;
 
 const Credential kCred{"default", "AKIABENCH00000000000", "benchsecret0000000000000000000000000000",
                        "123456789012"};
@@ -25,9 +25,8 @@ SigV4Request Signed(const std::string& body) {
                   {"Content-Type", "application/json"},
                   {"X-Amzn-SageMaker-Inference-Component", "bench"}},
                  body};
-  carve::server::sigv4::SignRequest(r, kCred.access_key_id, kCred.secret_access_key, "us-east-1",
-                                    "sagemaker",
-                                    carve::server::sigv4::FormatAmzDate(std::time(nullptr)));
+  carve::aws::sigv4::SignRequest(r, kCred.access_key_id, kCred.secret_access_key, "us-east-1",
+                                 "sagemaker", carve::aws::sigv4::FormatAmzDate(std::time(nullptr)));
   return r;
 }
 
@@ -37,7 +36,7 @@ void BM_VerifyInvocation(benchmark::State& state) {
   const SigV4Request request = Signed(std::string(static_cast<size_t>(state.range(0)), 'x'));
   for (auto _ : state) {
     auto outcome = verifier.Verify(request);
-    if (!std::holds_alternative<carve::server::VerifiedCaller>(outcome)) {
+    if (!std::holds_alternative<carve::aws::VerifiedCaller>(outcome)) {
       state.SkipWithError("signature did not verify");
       break;
     }
@@ -50,14 +49,14 @@ BENCHMARK(BM_VerifyInvocation)->Arg(48)->Arg(4096)->Arg(1 << 20);
 void BM_HmacSha256(benchmark::State& state) {
   const std::string key(32, 'k');
   const std::string data(200, 'd');
-  for (auto _ : state) benchmark::DoNotOptimize(carve::server::sigv4::HmacSha256(key, data));
+  for (auto _ : state) benchmark::DoNotOptimize(carve::aws::sigv4::HmacSha256(key, data));
 }
 BENCHMARK(BM_HmacSha256);
 
 void BM_SigningKey(benchmark::State& state) {
   for (auto _ : state) {
-    benchmark::DoNotOptimize(carve::server::sigv4::SigningKey(kCred.secret_access_key, "20261130",
-                                                              "us-east-1", "sagemaker"));
+    benchmark::DoNotOptimize(carve::aws::sigv4::SigningKey(kCred.secret_access_key, "20261130",
+                                                           "us-east-1", "sagemaker"));
   }
 }
 BENCHMARK(BM_SigningKey);

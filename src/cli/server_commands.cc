@@ -6,18 +6,19 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
-#include <iostream>
-
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
+#include "aws/credentials.h"
 #include "cli/commands.h"
 #include "protocol/signed_client.h"
-#include "server/credentials.h"
 #include "server/fleet/fleet.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
 #include "server/nodes/agent_node_driver.h"
 #include "server/nodes/agent_routes.h"
 #include "server/nodes/node_registry.h"
@@ -26,8 +27,6 @@
 #include "server/runtime/copy_directory.h"
 #include "server/runtime/router.h"
 #include "server/sagemaker/runtimes.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
 #include "server/sagemaker/service.h"
 #include "store/sqlite_store.h"
 
@@ -137,10 +136,10 @@ int RunServer(const ServerFlags& f) {
     return 2;
   }
 
-  server::Credentials credentials;
+  aws::Credentials credentials;
   if (!f.insecure_no_auth) {
     const fs::path cred_file = fs::path(f.data_dir) / "credentials";
-    auto loaded = server::Credentials::LoadOrCreate(cred_file);
+    auto loaded = aws::Credentials::LoadOrCreate(cred_file);
     if (!loaded.has_value()) {
       spdlog::error("credentials: {}", loaded.error().message);
       return 2;
@@ -174,10 +173,9 @@ int RunServer(const ServerFlags& f) {
     return 2;
   }
   // The embedded default fleet is simulated, so the simulator serves every image there.
-  auto runtimes = f.config.empty()
-                      ? Result<server::sagemaker::RuntimeCatalog>(
-                            server::sagemaker::BuiltinRuntimes(/*simulate_all=*/true))
-                      : server::sagemaker::ParseRuntimeConfig(config_text);
+  auto runtimes = f.config.empty() ? Result<server::sagemaker::RuntimeCatalog>(
+                                         server::sagemaker::BuiltinRuntimes(/*simulate_all=*/true))
+                                   : server::sagemaker::ParseRuntimeConfig(config_text);
   if (!runtimes.has_value()) {
     spdlog::error("{}", runtimes.error().message);
     return 2;
@@ -261,8 +259,8 @@ int RunServer(const ServerFlags& f) {
 
   // The embedded local agents: one per node of the simulated fleet, each a real agent talking
   // the real protocol to this server over loopback, running its copies as processes here.
-  const std::string url = "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) +
-                          ":" + std::to_string(*bound);
+  const std::string url = "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) + ":" +
+                          std::to_string(*bound);
   protocol::ClientCredentials agent_key;
   if (!f.insecure_no_auth && !credentials.all().empty()) {
     agent_key.access_key_id = credentials.all().front().access_key_id;
@@ -300,9 +298,9 @@ int RunServer(const ServerFlags& f) {
   service.Start();
   queues.Start();
   std::cout << "carve: listening on " << url << " with "
-            << (f.no_local_agent ? std::string("no local agent (nodes come from carve agent)")
-                                 : std::to_string(agents.size()) +
-                                       " simulated nodes run by the local agent")
+            << (f.no_local_agent
+                    ? std::string("no local agent (nodes come from carve agent)")
+                    : std::to_string(agents.size()) + " simulated nodes run by the local agent")
             << std::endl;
   while (!g_stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   // The reconciler stops first: once the listener closes, agents cannot report, and a reconciler

@@ -1,13 +1,12 @@
-// `carve testmodel`: runs the simulated model server (src/agent/testmodel/server.h).
+// `carve testmodel`: runs the simulated model server (src/testmodel/server.h).
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "agent/testmodel/server.h"
 #include "cli/commands.h"
+#include "testmodel/server.h"
 
 namespace carve::cli {
 namespace {

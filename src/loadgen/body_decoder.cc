@@ -5,7 +5,7 @@
 namespace carve::loadgen {
 namespace {
 
-std::string HeaderValue(const runtime::eventstream::Message& m, std::string_view name) {
+std::string HeaderValue(const aws::eventstream::Message& m, std::string_view name) {
   for (const auto& h : m.headers) {
     if (h.name == name) return h.value;
   }
@@ -19,8 +19,7 @@ Result<std::vector<std::string>> SseBodyDecoder::Feed(std::string_view bytes) {
 }
 
 Result<std::vector<std::string>> EventStreamBodyDecoder::Feed(std::string_view bytes) {
-  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::eventstream::Message> messages,
-                         frames_.Feed(bytes));
+  CARVE_ASSIGN_OR_RETURN(std::vector<aws::eventstream::Message> messages, frames_.Feed(bytes));
   std::vector<std::string> out;
   for (const auto& m : messages) {
     const std::string type = HeaderValue(m, ":message-type");

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "aws/event_stream.h"
 #include "common/result.h"
 #include "loadgen/sse_parser.h"
-#include "server/runtime/event_stream.h"
 
 namespace carve::loadgen {
 
@@ -45,7 +45,7 @@ class EventStreamBodyDecoder : public BodyDecoder {
   std::optional<std::string> Finish() override { return sse_.Finish(); }
 
  private:
-  runtime::eventstream::Decoder frames_;
+  aws::eventstream::Decoder frames_;
   SseParser sse_;
 };
 

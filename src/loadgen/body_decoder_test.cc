@@ -5,7 +5,7 @@
 namespace carve::loadgen {
 namespace {
 
-namespace es = runtime::eventstream;
+namespace es = aws::eventstream;
 
 std::string PayloadPart(std::string bytes) {
   return es::Encode(es::Message{{{":message-type", "event"},
@@ -27,23 +27,25 @@ std::vector<std::string> FeedInPieces(BodyDecoder& d, const std::string& body, s
 
 TEST(EventStreamBodyDecoder, ReadsSseSplitAcrossFramesAndFramesSplitAcrossReads) {
   // One SSE event split over two PayloadPart frames, then a whole one.
-  const std::string body = PayloadPart("data: {\"token\":{\"text\":") + PayloadPart("\" a\"}}\n\n") +
+  const std::string body = PayloadPart("data: {\"token\":{\"text\":") +
+                           PayloadPart("\" a\"}}\n\n") +
                            PayloadPart("data: {\"token\":{\"text\":\" b\"}}\n\n");
   for (size_t piece : {size_t{1}, size_t{7}, body.size()}) {
     EventStreamBodyDecoder d;
-    EXPECT_EQ(FeedInPieces(d, body, piece),
-              (std::vector<std::string>{R"({"token":{"text":" a"}})",
-                                        R"({"token":{"text":" b"}})"}))
+    EXPECT_EQ(
+        FeedInPieces(d, body, piece),
+        (std::vector<std::string>{R"({"token":{"text":" a"}})", R"({"token":{"text":" b"}})"}))
         << "piece " << piece;
   }
 }
 
 TEST(EventStreamBodyDecoder, ModelStreamErrorFrameFailsNamingIt) {
   EventStreamBodyDecoder d;
-  const std::string frame = es::Encode(es::Message{
-      {{":message-type", "exception"}, {":exception-type", "ModelStreamError"},
-       {":content-type", "application/json"}},
-      R"({"Message":"copy died","ErrorCode":"ModelError"})"});
+  const std::string frame =
+      es::Encode(es::Message{{{":message-type", "exception"},
+                              {":exception-type", "ModelStreamError"},
+                              {":content-type", "application/json"}},
+                             R"({"Message":"copy died","ErrorCode":"ModelError"})"});
   auto r = d.Feed(PayloadPart("data: {\"token\":{\"text\":\" a\"}}\n\n") + frame);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("ModelStreamError"), std::string::npos);

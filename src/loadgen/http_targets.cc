@@ -1,20 +1,18 @@
 #include "loadgen/http_targets.h"
 
 #include <httplib.h>
-
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <atomic>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <regex>
 
-#include <nlohmann/json.hpp>
-
+#include "aws/sigv4.h"
 #include "loadgen/body_decoder.h"
 #include "loadgen/stream_tracker.h"
-#include "server/sigv4.h"
 
 namespace carve::loadgen {
 namespace {
@@ -127,8 +125,8 @@ class OpenAiSession : public TargetSession {
 
   RequestOutcome Send(const BenchRequest& request, std::chrono::milliseconds timeout) override {
     Call call;
-    call.path = url_.path + (options_.api == OpenAiApi::kChat ? "/v1/chat/completions"
-                                                              : "/v1/completions");
+    call.path =
+        url_.path + (options_.api == OpenAiApi::kChat ? "/v1/chat/completions" : "/v1/completions");
     call.headers = {{"Host", url_.host_header}, {"Content-Type", "application/json"}};
     call.body = OpenAiBody(options_, request);
     call.require_done = true;
@@ -166,7 +164,7 @@ class RuntimeSession : public TargetSession {
       : options_(options), url_(url), client_(NewClient(url.origin, quick_ack_)) {}
 
   RequestOutcome Send(const BenchRequest& request, std::chrono::milliseconds timeout) override {
-    server::SigV4Request sig;
+    aws::SigV4Request sig;
     sig.method = "POST";
     sig.path = url_.path + "/endpoints/" + options_.endpoint + "/invocations-response-stream";
     sig.body = RuntimeBody(request);
@@ -175,10 +173,9 @@ class RuntimeSession : public TargetSession {
       sig.headers.emplace_back("X-Amzn-SageMaker-Inference-Component", options_.component);
     }
     if (!options_.credentials.access_key_id.empty()) {
-      server::sigv4::SignRequest(sig, options_.credentials.access_key_id,
-                                 options_.credentials.secret_access_key,
-                                 options_.credentials.region, "sagemaker",
-                                 server::sigv4::FormatAmzDate(std::time(nullptr)));
+      aws::sigv4::SignRequest(sig, options_.credentials.access_key_id,
+                              options_.credentials.secret_access_key, options_.credentials.region,
+                              "sagemaker", aws::sigv4::FormatAmzDate(std::time(nullptr)));
     }
     Call call;
     call.path = sig.path;
@@ -244,7 +241,8 @@ std::string RuntimeBody(const BenchRequest& request) {
 }
 
 Result<ParsedUrl> ParseHttpUrl(std::string_view url) {
-  static const std::regex kUrl(R"(^http://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\])(:[0-9]{1,5})?(/.*)?$)");
+  static const std::regex kUrl(
+      R"(^http://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\])(:[0-9]{1,5})?(/.*)?$)");
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_match(url.begin(), url.end(), m, kUrl)) {
     return InvalidArgument("URL '" + std::string(url) +

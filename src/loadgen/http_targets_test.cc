@@ -2,24 +2,22 @@
 // bodies sent in pieces, SigV4 checked with the server's own verifier, failures and deadlines.
 #include "loadgen/http_targets.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "aws/credentials.h"
+#include "aws/event_stream.h"
+#include "aws/sigv4.h"
 #include "common/clock.h"
-#include "server/credentials.h"
-#include "server/runtime/event_stream.h"
-#include "server/sigv4.h"
 
 namespace carve::loadgen {
 namespace {
 
-namespace es = runtime::eventstream;
+namespace es = aws::eventstream;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
@@ -43,14 +41,15 @@ void Stream(httplib::Response& res, const char* type, std::vector<std::string> p
 }
 
 std::string Frame(const std::string& bytes) {
-  return es::Encode(es::Message{{{":message-type", "event"}, {":event-type", "PayloadPart"}},
-                                bytes});
+  return es::Encode(
+      es::Message{{{":message-type", "event"}, {":event-type", "PayloadPart"}}, bytes});
 }
 
 class FakeModelServer {
  public:
-  FakeModelServer() : credentials_({{"default", kKey, kSecret, "123456789012"}}),
-                      verifier_(credentials_, clock_, "sagemaker") {
+  FakeModelServer()
+      : credentials_({{"default", kKey, kSecret, "123456789012"}}),
+        verifier_(credentials_, clock_, "sagemaker") {
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       last_body_ = req.body;
       json body = json::parse(req.body);
@@ -63,17 +62,18 @@ class FakeModelServer {
       // "data: ..." split mid-line across writes, then usage and [DONE].
       Stream(res, "text/event-stream",
              {"data: {\"choices\":[{\"text\":\" a\"}]}\n", "\ndata: {\"choices\":[{\"te",
-              "xt\":\" b\"}]}\n\n", "data: {\"choices\":[{\"text\":\" c\"}],\"usage\":"
+              "xt\":\" b\"}]}\n\n",
+              "data: {\"choices\":[{\"text\":\" c\"}],\"usage\":"
               "{\"completion_tokens\":3}}\n\ndata: [DONE]\n\n"},
              gap);
     });
-    server_.Post("/endpoints/ep-1/invocations-response-stream",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-      server::SigV4Request sig{req.method, req.path, "", {}, req.body};
+    server_.Post("/endpoints/ep-1/invocations-response-stream", [this](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+      aws::SigV4Request sig{req.method, req.path, "", {}, req.body};
       for (const auto& [k, v] : req.headers) sig.headers.emplace_back(k, v);
-      if (std::holds_alternative<server::AuthFailure>(verifier_.Verify(sig))) {
+      if (std::holds_alternative<aws::AuthFailure>(verifier_.Verify(sig))) {
         res.status = 403;
-        res.set_content(std::get<server::AuthFailure>(verifier_.Verify(sig)).message, "text/plain");
+        res.set_content(std::get<aws::AuthFailure>(verifier_.Verify(sig)).message, "text/plain");
         return;
       }
       component_ = req.get_header_value("X-Amzn-SageMaker-Inference-Component");
@@ -103,9 +103,9 @@ class FakeModelServer {
   std::string component_;
 
  private:
-  server::Credentials credentials_;
+  aws::Credentials credentials_;
   SystemClock clock_;
-  server::SigV4Verifier verifier_;
+  aws::SigV4Verifier verifier_;
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;

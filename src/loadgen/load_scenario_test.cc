@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/testmodel/protocol.h"
+#include "testmodel/protocol.h"
 
 namespace carve::loadgen {
 namespace {

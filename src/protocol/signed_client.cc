@@ -4,14 +4,14 @@
 
 #include <ctime>
 
-#include "server/credentials.h"
-#include "server/sigv4.h"
+#include "aws/credentials.h"
+#include "aws/sigv4.h"
 
 namespace carve::protocol {
 
 Result<ClientCredentials> LoadClientCredentials(const std::string& path,
                                                 const std::string& profile) {
-  CARVE_ASSIGN_OR_RETURN(auto all, server::Credentials::Load(path));
+  CARVE_ASSIGN_OR_RETURN(auto all, aws::Credentials::Load(path));
   for (const auto& c : all.all()) {
     if (c.profile == profile) return ClientCredentials{c.access_key_id, c.secret_access_key};
   }
@@ -29,7 +29,7 @@ Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view p
                                      std::string_view body, std::chrono::milliseconds timeout,
                                      std::string_view content_type) const {
   const size_t q = path.find('?');
-  server::SigV4Request req;
+  aws::SigV4Request req;
   req.method = std::string(method);
   req.path = std::string(path.substr(0, q));
   req.query = q == std::string_view::npos ? "" : std::string(path.substr(q + 1));
@@ -37,9 +37,9 @@ Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view p
   req.headers = {{"Host", host_header_}};
   if (!body.empty()) req.headers.emplace_back("Content-Type", std::string(content_type));
   if (!credentials_.access_key_id.empty()) {
-    server::sigv4::SignRequest(req, credentials_.access_key_id, credentials_.secret_access_key,
-                               credentials_.region, "sagemaker",
-                               server::sigv4::FormatAmzDate(std::time(nullptr)));
+    aws::sigv4::SignRequest(req, credentials_.access_key_id, credentials_.secret_access_key,
+                            credentials_.region, "sagemaker",
+                            aws::sigv4::FormatAmzDate(std::time(nullptr)));
   }
   httplib::Client client(base_url_);
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
@@ -91,11 +91,15 @@ Result<nlohmann::json> SignedClient::Json(std::string_view method, std::string_v
     }
   }
   switch (reply.status) {
-    case 400: return InvalidArgument(message);
+    case 400:
+      return InvalidArgument(message);
     case 401:
-    case 403: return FailedPrecondition("access denied: " + message);
-    case 404: return NotFound(message);
-    case 409: return FailedPrecondition(message);
+    case 403:
+      return FailedPrecondition("access denied: " + message);
+    case 404:
+      return NotFound(message);
+    case 409:
+      return FailedPrecondition(message);
     default:
       if (reply.status >= 500) return Unavailable(message);
       return Internal("HTTP " + std::to_string(reply.status) + ": " + message);

@@ -22,8 +22,8 @@
 #include <random>
 #include <variant>
 
+#include "aws/sigv4.h"
 #include "server/fd_stream.h"
-#include "server/sigv4.h"
 
 namespace carve::server {
 
@@ -53,7 +53,7 @@ std::string NewRequestId() {
   std::memcpy(b + 8, &lo, sizeof lo);
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // RFC 4122 version 4.
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
-  std::string hex = sigv4::HexEncode(std::string_view(reinterpret_cast<char*>(b), sizeof b));
+  std::string hex = aws::sigv4::HexEncode(std::string_view(reinterpret_cast<char*>(b), sizeof b));
   return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
          hex.substr(16, 4) + "-" + hex.substr(20);
 }
@@ -101,7 +101,7 @@ struct Route {
       const std::string& p = pattern[i];
       if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
         if (segs[i].empty()) return false;
-        captured[p.substr(1, p.size() - 2)] = sigv4::UriDecode(segs[i], false);
+        captured[p.substr(1, p.size() - 2)] = aws::sigv4::UriDecode(segs[i], false);
       } else if (p != segs[i]) {
         return false;
       }
@@ -135,8 +135,9 @@ std::multimap<std::string, std::string> ParseQuery(std::string_view raw) {
     raw = amp == std::string_view::npos ? std::string_view() : raw.substr(amp + 1);
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
-    out.emplace(sigv4::UriDecode(pair.substr(0, eq), true),
-                eq == std::string_view::npos ? "" : sigv4::UriDecode(pair.substr(eq + 1), true));
+    out.emplace(
+        aws::sigv4::UriDecode(pair.substr(0, eq), true),
+        eq == std::string_view::npos ? "" : aws::sigv4::UriDecode(pair.substr(eq + 1), true));
   }
   return out;
 }
@@ -172,7 +173,7 @@ class HttpServer::Impl {
   static_assert(std::atomic<bool>::is_always_lock_free, "Stop() must be async-signal-safe");
 
  public:
-  Impl(HttpServerOptions options, const Credentials& credentials, MetricsRegistry& metrics)
+  Impl(HttpServerOptions options, const aws::Credentials& credentials, MetricsRegistry& metrics)
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
         verifier_(credentials, clock_, options_.signing_service, options_.max_clock_skew),
@@ -428,17 +429,17 @@ class HttpServer::Impl {
   // Returns the account id, or the 403 to send.
   std::variant<std::string, NativeResponse> Authenticate(Incoming& in) {
     if (options_.insecure_no_auth) return options_.insecure_account_id;
-    SigV4Request sr;
+    aws::SigV4Request sr;
     sr.method = in.method;
     sr.path = in.path;
     sr.query = in.query;
     sr.headers = std::move(in.headers);  // Lent for verification, handed back below.
     sr.body = std::move(in.body);
-    AuthOutcome outcome = verifier_.Verify(sr);
+    aws::AuthOutcome outcome = verifier_.Verify(sr);
     in.headers = std::move(sr.headers);
     in.body = std::move(sr.body);
-    if (auto* caller = std::get_if<VerifiedCaller>(&outcome)) return caller->account_id;
-    const auto& f = std::get<AuthFailure>(outcome);
+    if (auto* caller = std::get_if<aws::VerifiedCaller>(&outcome)) return caller->account_id;
+    const auto& f = std::get<aws::AuthFailure>(outcome);
     NativeResponse res{f.http_status, ErrorBody(f.type, f.message), kAmzJson};
     res.headers.emplace_back("X-Amzn-Errortype", f.type);
     return res;
@@ -460,7 +461,7 @@ class HttpServer::Impl {
         nr.account_id = std::get<std::string>(std::move(account));
       }
       nr.method = in.method;
-      nr.path = sigv4::UriDecode(in.path, false);
+      nr.path = aws::sigv4::UriDecode(in.path, false);
       nr.query = ParseQuery(in.query);
       nr.body = std::move(in.body);
       nr.request_id = request_id;
@@ -512,7 +513,7 @@ class HttpServer::Impl {
 
   const HttpServerOptions options_;
   const Clock& clock_;
-  const SigV4Verifier verifier_;
+  const aws::SigV4Verifier verifier_;
   MetricsRegistry& metrics_;
   Counter& requests_;
   Histogram& latency_;
@@ -531,7 +532,7 @@ class HttpServer::Impl {
   std::thread thread_;  // Guarded by join_mu_ after Start.
 };
 
-HttpServer::HttpServer(HttpServerOptions options, const Credentials& credentials,
+HttpServer::HttpServer(HttpServerOptions options, const aws::Credentials& credentials,
                        MetricsRegistry& metrics)
     : impl_(std::make_unique<Impl>(std::move(options), credentials, metrics)) {}
 

@@ -37,10 +37,10 @@
 #include <utility>
 #include <vector>
 
+#include "aws/credentials.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "server/api.h"
-#include "server/credentials.h"
 #include "server/metrics.h"
 
 namespace carve::server {
@@ -48,7 +48,7 @@ namespace carve::server {
 struct HttpServerOptions {
   // Skip SigV4 and treat every caller as `insecure_account_id` (logs a warning at Start).
   bool insecure_no_auth = false;
-  std::string insecure_account_id = std::string(kDefaultAccountId);
+  std::string insecure_account_id = std::string(aws::kDefaultAccountId);
   std::string signing_service = "sagemaker";  // Service name required in the scope.
   std::chrono::seconds max_clock_skew = std::chrono::minutes(15);
   int threads = 128;  // Worker threads (one per open conn).
@@ -98,7 +98,8 @@ class HttpServer {
  public:
   // `credentials` and `metrics` must outlive the server; `credentials` is unused (may be empty)
   // with insecure_no_auth.
-  HttpServer(HttpServerOptions options, const Credentials& credentials, MetricsRegistry& metrics);
+  HttpServer(HttpServerOptions options, const aws::Credentials& credentials,
+             MetricsRegistry& metrics);
   ~HttpServer();  // Stops and joins.
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

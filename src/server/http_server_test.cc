@@ -11,17 +11,17 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
-#include "server/sigv4_test_util.h"
+#include "aws/sigv4_test_util.h"
 
 namespace carve::server {
 namespace {
 
-const Credential kAlice{"default", "AKIAALICE0000000000A",
-                        "alice-secret-0000000000000000000000000000", "111111111111"};
-const Credential kBob{"bob", "AKIABOB00000000000BB", "bob-secret-00000000000000000000000000000000",
-                      "222222222222"};
+const aws::Credential kAlice{"default", "AKIAALICE0000000000A",
+                             "alice-secret-0000000000000000000000000000", "111111111111"};
+const aws::Credential kBob{"bob", "AKIABOB00000000000BB",
+                           "bob-secret-00000000000000000000000000000000", "222222222222"};
 
-std::string NowAmzDate() { return sigv4::FormatAmzDate(std::time(nullptr)); }
+std::string NowAmzDate() { return aws::sigv4::FormatAmzDate(std::time(nullptr)); }
 
 class HttpServerTest : public ::testing::Test {
  protected:
@@ -57,13 +57,13 @@ class HttpServerTest : public ::testing::Test {
 
   // Sends `method path` with `body`, signed as `who` unless `who` is null.
   httplib::Result Send(const std::string& method, const std::string& path, const std::string& body,
-                       const Credential* who, const std::string& target = "",
+                       const aws::Credential* who, const std::string& target = "",
                        httplib::Client* client = nullptr) {
-    SigV4Request r{method, path, "", {{"Host", Host()}}, body};
+    aws::SigV4Request r{method, path, "", {{"Host", Host()}}, body};
     if (!target.empty()) r.headers.emplace_back("X-Amz-Target", target);
     if (method == "POST") r.headers.emplace_back("Content-Type", "application/x-amz-json-1.1");
     if (who != nullptr) {
-      TestSigner s;
+      aws::TestSigner s;
       s.access_key = who->access_key_id;
       s.secret = who->secret_access_key;
       s.region = "us-west-2";
@@ -79,7 +79,7 @@ class HttpServerTest : public ::testing::Test {
     return c.Get(path.c_str(), headers);
   }
 
-  Credentials creds_{{kAlice, kBob}};
+  aws::Credentials creds_{{kAlice, kBob}};
   MetricsRegistry metrics_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
@@ -136,7 +136,7 @@ TEST_F(HttpServerTest, UnsignedCallIs403MissingAuthenticationToken) {
 
 TEST_F(HttpServerTest, WrongSecretIs403InvalidSignatureException) {
   StartServer();
-  Credential forged = kAlice;
+  aws::Credential forged = kAlice;
   forged.secret_access_key = "not-the-secret";
   auto r = Send("POST", "/", "{}", &forged, "SageMaker.ListModels");
   ASSERT_TRUE(r);
@@ -146,7 +146,7 @@ TEST_F(HttpServerTest, WrongSecretIs403InvalidSignatureException) {
 
 TEST_F(HttpServerTest, UnknownKeyIs403UnrecognizedClientException) {
   StartServer();
-  Credential stranger{"x", "AKIASTRANGER00000000", "s", "333333333333"};
+  aws::Credential stranger{"x", "AKIASTRANGER00000000", "s", "333333333333"};
   auto r = Send("POST", "/", "{}", &stranger, "SageMaker.ListModels");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403);
@@ -226,7 +226,7 @@ TEST_F(HttpServerTest, InsecureModeSkipsVerificationAndUsesTheFixedAccount) {
   auto r = Send("POST", "/", "{}", nullptr, "SageMaker.ListModels");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200);
-  EXPECT_EQ(Json(r)["account"], std::string(kDefaultAccountId));
+  EXPECT_EQ(Json(r)["account"], std::string(aws::kDefaultAccountId));
 }
 
 // botocore pools keep-alive connections; many must be served at once.

@@ -1,14 +1,13 @@
-# carve_server_infra: HTTP front end, SigV4 verification, credentials file, Prometheus metrics.
+# carve_server_infra: the HTTP front end (SigV4-verified through carve_aws) and Prometheus metrics.
 set(infra_dir ${CMAKE_CURRENT_SOURCE_DIR})
 carve_library(carve_server_infra
-  SRCS ${infra_dir}/http_server.cc ${infra_dir}/fd_stream.cc ${infra_dir}/sigv4.cc
-       ${infra_dir}/credentials.cc ${infra_dir}/metrics.cc
-  DEPS carve_common Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
+  SRCS ${infra_dir}/http_server.cc ${infra_dir}/fd_stream.cc ${infra_dir}/metrics.cc
+  DEPS carve_common carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
        spdlog::spdlog fmt::fmt Threads::Threads)
 # One string_view type across Beast and carve (and the same in every translation unit).
 target_compile_definitions(carve_server_infra PUBLIC BOOST_BEAST_USE_STD_STRING_VIEW)
 
 carve_test(server_infra_test
-  SRCS ${infra_dir}/sigv4_test.cc ${infra_dir}/credentials_test.cc ${infra_dir}/metrics_test.cc
+  SRCS ${infra_dir}/metrics_test.cc ${infra_dir}/signed_client_test.cc
        ${infra_dir}/http_server_test.cc ${infra_dir}/fd_stream_test.cc
-  DEPS carve_server_infra PkgConfig::HTTPLIB)
+  DEPS carve_server_infra carve_protocol PkgConfig::HTTPLIB)

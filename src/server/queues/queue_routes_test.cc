@@ -66,7 +66,7 @@ class QueueRoutesTest : public ::testing::Test {
   nodes::NodeRegistry registry_{store_, RegistryOptions()};
   FakeFleetLease lease_{{SmallNode()}};
   QueueService service_{store_, registry_, lease_, ServiceOptions()};
-  Credentials credentials_;
+  aws::Credentials credentials_;
   MetricsRegistry metrics_;
   HttpServer http_{Insecure(), credentials_, metrics_};
   std::unique_ptr<httplib::Client> client_;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "server/runtime/event_stream.h"
+#include "aws/event_stream.h"
 #include "server/runtime/fake_copy_directory.h"
 #include "server/runtime/router.h"
 #include "server/runtime/scripted_copy.h"
@@ -18,7 +18,7 @@
 namespace carve::server::runtime {
 namespace {
 
-namespace es = carve::runtime::eventstream;
+namespace es = carve::aws::eventstream;
 constexpr const char* kAccount = "111111111111";
 
 // Streams `events` as SSE, one chunk each; then ends normally, or cuts the connection when
@@ -195,7 +195,7 @@ TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
                     /*cut=*/true));
   dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
   Router router(dir_, metrics_, Options());
-  Credentials creds;
+  aws::Credentials creds;
   HttpServerOptions so;
   so.insecure_no_auth = true;
   so.insecure_account_id = kAccount;

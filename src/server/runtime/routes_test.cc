@@ -6,18 +6,18 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "aws/sigv4_test_util.h"
 #include "server/runtime/fake_copy_directory.h"
 #include "server/runtime/router.h"
 #include "server/runtime/test_copy.h"
-#include "server/sigv4_test_util.h"
 
 namespace carve::server::runtime {
 namespace {
 
-const Credential kAlice{"default", "AKIAALICE0000000000A",
-                        "alice-secret-0000000000000000000000000000", "111111111111"};
-const Credential kBob{"bob", "AKIABOB00000000000BB", "bob-secret-00000000000000000000000000000000",
-                      "222222222222"};
+const aws::Credential kAlice{"default", "AKIAALICE0000000000A",
+                             "alice-secret-0000000000000000000000000000", "111111111111"};
+const aws::Credential kBob{"bob", "AKIABOB00000000000BB",
+                           "bob-secret-00000000000000000000000000000000", "222222222222"};
 
 class RoutesTest : public ::testing::Test {
  protected:
@@ -33,19 +33,19 @@ class RoutesTest : public ::testing::Test {
     port_ = *port;
   }
 
-  httplib::Result Post(const std::string& path, const Credential* who) {
+  httplib::Result Post(const std::string& path, const aws::Credential* who) {
     const std::string host = "127.0.0.1:" + std::to_string(port_);
     const std::string body = R"({"inputs":"x"})";
-    SigV4Request r{"POST",
-                   path,
-                   "",
-                   {{"Host", host},
-                    {"Content-Type", "application/json"},
-                    {"X-Amzn-SageMaker-Inference-Component", "ic-a"}},
-                   body};
+    aws::SigV4Request r{"POST",
+                        path,
+                        "",
+                        {{"Host", host},
+                         {"Content-Type", "application/json"},
+                         {"X-Amzn-SageMaker-Inference-Component", "ic-a"}},
+                        body};
     if (who != nullptr) {
-      TestSigner signer{who->access_key_id, who->secret_access_key};
-      signer.Sign(r, sigv4::FormatAmzDate(std::time(nullptr)));
+      aws::TestSigner signer{who->access_key_id, who->secret_access_key};
+      signer.Sign(r, aws::sigv4::FormatAmzDate(std::time(nullptr)));
     }
     httplib::Headers h;
     for (const auto& [k, v] : r.headers) {
@@ -61,7 +61,7 @@ class RoutesTest : public ::testing::Test {
   FakeCopyDirectory dir_;
   MetricsRegistry metrics_;
   Router router_{dir_, metrics_, RouterOptions{}};
-  Credentials creds_{{kAlice, kBob}};
+  aws::Credentials creds_{{kAlice, kBob}};
   HttpServer server_{HttpServerOptions{}, creds_, metrics_};
   int port_ = 0;
 };

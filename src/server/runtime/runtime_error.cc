@@ -2,11 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/runtime/event_stream.h"
+#include "aws/event_stream.h"
 
 namespace carve::server::runtime {
 
-namespace es = carve::runtime::eventstream;
+namespace es = carve::aws::eventstream;
 
 RuntimeError ValidationError(std::string message) {
   return {400, "ValidationError", std::move(message), std::nullopt, std::nullopt};

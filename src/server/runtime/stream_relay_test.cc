@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/runtime/event_stream.h"
+#include "aws/event_stream.h"
 
 namespace carve::server::runtime {
 namespace {
 
-namespace es = carve::runtime::eventstream;
+namespace es = carve::aws::eventstream;
 
 std::vector<es::Message> Decode(const std::string& wire) {
   es::Decoder d;

@@ -1,4 +1,4 @@
-#include "server/runtime/event_stream.h"
+#include "aws/event_stream.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-namespace carve::runtime::eventstream {
+namespace carve::aws::eventstream {
 namespace {
 
 Message PayloadPart(std::string payload) {
@@ -175,4 +175,4 @@ TEST(EventStream, BotocoreParsesEncodedFrames) {
 }
 
 }  // namespace
-}  // namespace carve::runtime::eventstream
+}  // namespace carve::aws::eventstream

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "server/sigv4.h"
+#include "aws/sigv4.h"
 
-namespace carve::server {
+namespace carve::aws {
 
 struct TestSigner {
   std::string access_key = "AKIDEXAMPLE";
@@ -19,4 +19,4 @@ struct TestSigner {
   }
 };
 
-}  // namespace carve::server
+}  // namespace carve::aws

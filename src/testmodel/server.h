@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "agent/testmodel/engine.h"
 #include "common/result.h"
+#include "testmodel/engine.h"
 
 namespace httplib {
 class Server;
@@ -26,16 +26,16 @@ namespace carve::testmodel {
 
 struct TestmodelOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                           // 0: any free port (printed by the CLI)
-  std::string model = "llama-3.1-8b";     // planner model catalog id or HF name
-  std::string target = "h100-80gb";       // planner target, "gpu" or "gpu:profile"
+  int port = 0;                        // 0: any free port (printed by the CLI)
+  std::string model = "llama-3.1-8b";  // planner model catalog id or HF name
+  std::string target = "h100-80gb";    // planner target, "gpu" or "gpu:profile"
   std::string precision = "bf16";
-  double speed = 1.0;                     // time scale factor (> 0)
-  bool fail_invocations = false;          // every generation request answers 500
-  int64_t fail_after_tokens = -1;         // >= 0: streams are cut after that many tokens
-  bool fail_ping = false;                 // /ping answers 503
-  std::string model_data;                 // echoed in /info; the simulator reads nothing
-  int threads = 64;                       // HTTP worker threads (one per concurrent request)
+  double speed = 1.0;              // time scale factor (> 0)
+  bool fail_invocations = false;   // every generation request answers 500
+  int64_t fail_after_tokens = -1;  // >= 0: streams are cut after that many tokens
+  bool fail_ping = false;          // /ping answers 503
+  std::string model_data;          // echoed in /info; the simulator reads nothing
+  int threads = 64;                // HTTP worker threads (one per concurrent request)
 };
 
 // The PerfModel for a model name, target and precision. Errors are the planner's (NotFound

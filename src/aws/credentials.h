@@ -22,7 +22,7 @@
 
 #include "common/result.h"
 
-namespace carve::server {
+namespace carve::aws {
 
 inline constexpr std::string_view kDefaultAccountId = "000000000000";
 
@@ -69,4 +69,4 @@ Result<Credential> GenerateCredential(std::string profile, std::string account_i
 Result<Credential> AddAccount(const std::filesystem::path& file, std::string profile,
                               std::string account_id = "");
 
-}  // namespace carve::server
+}  // namespace carve::aws

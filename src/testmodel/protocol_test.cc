@@ -1,6 +1,7 @@
-#include "agent/testmodel/protocol.h"
+#include "testmodel/protocol.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace carve::testmodel {
@@ -9,8 +10,8 @@ namespace {
 using nlohmann::json;
 
 TEST(Protocol, ParsesSageMakerInputsAndMaxNewTokens) {
-  auto r = ParseRequest(Api::kSageMaker,
-                        R"({"inputs":"12345678","parameters":{"max_new_tokens":7}})");
+  auto r =
+      ParseRequest(Api::kSageMaker, R"({"inputs":"12345678","parameters":{"max_new_tokens":7}})");
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->prompt_tokens, 2);
   EXPECT_EQ(r->max_new_tokens, 7);

@@ -1,7 +1,6 @@
-#include "agent/testmodel/protocol.h"
+#include "testmodel/protocol.h"
 
 #include <array>
-
 #include <nlohmann/json.hpp>
 
 namespace carve::testmodel {
@@ -84,8 +83,8 @@ Result<GenerationRequest> ParseRequest(Api api, std::string_view body) {
         }
         prompt += m["content"].get<std::string>();
       }
-      const char* field = j.contains("max_completion_tokens") ? "max_completion_tokens"
-                                                              : "max_tokens";
+      const char* field =
+          j.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
       CARVE_ASSIGN_OR_RETURN(req.max_new_tokens, PositiveInt(j, field, 16));
       break;
     }
@@ -96,7 +95,7 @@ Result<GenerationRequest> ParseRequest(Api api, std::string_view body) {
 
 std::string TokenText(int64_t index) {
   static constexpr std::array<const char*, 8> kWords = {" simulated", " token", " from", " carve",
-                                                         " testmodel", " paced", " by", " model"};
+                                                        " testmodel", " paced", " by",   " model"};
   return kWords[static_cast<size_t>(index) % kWords.size()];
 }
 
@@ -172,8 +171,8 @@ std::string StreamEnd(const GenerationRequest& req) {
 }
 
 std::string StreamError(std::string_view message) {
-  return "data: " +
-         json{{"error", {{"message", message}, {"type", "server_error"}}}}.dump() + "\n\n";
+  return "data: " + json{{"error", {{"message", message}, {"type", "server_error"}}}}.dump() +
+         "\n\n";
 }
 
 }  // namespace carve::testmodel

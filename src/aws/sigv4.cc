@@ -1,4 +1,4 @@
-#include "server/sigv4.h"
+#include "aws/sigv4.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -10,7 +10,7 @@
 #include <ctime>
 #include <map>
 
-namespace carve::server {
+namespace carve::aws {
 
 namespace sigv4 {
 
@@ -499,4 +499,4 @@ AuthOutcome SigV4Verifier::Verify(const SigV4Request& request) const {
   return VerifiedCaller{cred->access_key_id, cred->account_id, auth.region};
 }
 
-}  // namespace carve::server
+}  // namespace carve::aws

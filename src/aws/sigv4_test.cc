@@ -1,4 +1,4 @@
-#include "server/sigv4.h"
+#include "aws/sigv4.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,10 +7,10 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "aws/sigv4_test_util.h"
 #include "common/fake_clock.h"
-#include "server/sigv4_test_util.h"
 
-namespace carve::server {
+namespace carve::aws {
 namespace {
 
 constexpr char kSecret[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
@@ -278,4 +278,4 @@ print(json.dumps({"headers": dict(req.headers.items()), "body": body}))
 }
 
 }  // namespace
-}  // namespace carve::server
+}  // namespace carve::aws

@@ -1,13 +1,13 @@
-#include "agent/testmodel/server.h"
-
-#include <thread>
+#include "testmodel/server.h"
 
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 
-#include "agent/testmodel/protocol.h"
+#include <nlohmann/json.hpp>
+#include <thread>
+
 #include "planner/model_catalog.h"
 #include "planner/target.h"
+#include "testmodel/protocol.h"
 
 namespace carve::testmodel {
 namespace {
@@ -113,8 +113,8 @@ void TestmodelServer::Routes() {
       Result<GenerationRequest> parsed = ParseRequest(api, req.body);
       if (!parsed) return ErrorReply(res, 400, parsed.error().message);
       GenerationRequest gen = std::move(parsed).value();
-      Result<std::shared_ptr<Sequence>> seq = engine_->Submit(gen.prompt_tokens,
-                                                              gen.max_new_tokens);
+      Result<std::shared_ptr<Sequence>> seq =
+          engine_->Submit(gen.prompt_tokens, gen.max_new_tokens);
       if (!seq) return ErrorReply(res, 400, seq.error().message);
       const std::string id = "cmpl-" + std::to_string(next_id_++);
       if (!gen.stream) {

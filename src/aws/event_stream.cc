@@ -1,6 +1,6 @@
 // Event-stream framing. CRC-32 comes from zlib: the same polynomial the spec names, and zlib's
 // implementation is table-driven and fast without carrying our own table.
-#include "server/runtime/event_stream.h"
+#include "aws/event_stream.h"
 
 #include <zlib.h>
 
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace carve::runtime::eventstream {
+namespace carve::aws::eventstream {
 namespace {
 
 constexpr size_t kPreludeBytes = 12;
@@ -187,4 +187,4 @@ Result<std::vector<Message>> Decoder::Feed(std::string_view bytes) {
   return out;
 }
 
-}  // namespace carve::runtime::eventstream
+}  // namespace carve::aws::eventstream

@@ -1,4 +1,4 @@
-#include "server/credentials.h"
+#include "aws/credentials.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-namespace carve::server {
+namespace carve::aws {
 namespace {
 
 class TempDir {
@@ -128,4 +128,4 @@ TEST(Credentials, TheAwsCliReadsTheFileAsIs) {
 }
 
 }  // namespace
-}  // namespace carve::server
+}  // namespace carve::aws

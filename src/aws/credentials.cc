@@ -1,4 +1,4 @@
-#include "server/credentials.h"
+#include "aws/credentials.h"
 
 #include <fcntl.h>
 #include <openssl/rand.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace carve::server {
+namespace carve::aws {
 
 namespace {
 
@@ -208,4 +208,4 @@ Result<Credential> AddAccount(const std::filesystem::path& file, std::string pro
   return fresh;
 }
 
-}  // namespace carve::server
+}  // namespace carve::aws

@@ -22,10 +22,10 @@
 #include <variant>
 #include <vector>
 
+#include "aws/credentials.h"
 #include "common/clock.h"
-#include "server/credentials.h"
 
-namespace carve::server {
+namespace carve::aws {
 
 struct SigV4Request {
   std::string method;  // "POST"
@@ -103,4 +103,4 @@ void SignRequest(SigV4Request& request, std::string_view access_key_id, std::str
                  std::string_view region, std::string_view service, std::string_view amz_date);
 }  // namespace sigv4
 
-}  // namespace carve::server
+}  // namespace carve::aws

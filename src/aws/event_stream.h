@@ -15,7 +15,7 @@
 
 #include "common/result.h"
 
-namespace carve::runtime::eventstream {
+namespace carve::aws::eventstream {
 
 struct Header {
   std::string name;
@@ -56,4 +56,4 @@ class Decoder {
   Error error_{ErrorCode::kInvalidArgument, ""};
 };
 
-}  // namespace carve::runtime::eventstream
+}  // namespace carve::aws::eventstream

@@ -1,4 +1,4 @@
-#include "agent/testmodel/engine.h"
+#include "testmodel/engine.h"
 
 #include <algorithm>
 #include <string>
@@ -75,8 +75,7 @@ void Engine::AdmitLocked() {
     return s->cancelled_;
   });
   // Arrival order: a large request at the head is not overtaken (no starvation).
-  while (!waiting_.empty() &&
-         static_cast<int>(running_.size()) < model_.serving().max_num_seqs) {
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < model_.serving().max_num_seqs) {
     const auto& next = waiting_.front();
     const int64_t need = next->prompt_tokens_ + next->max_new_tokens_;
     if (kv_reserved_ + need > model_.KvCapacityTokens()) break;

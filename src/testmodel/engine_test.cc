@@ -1,8 +1,8 @@
-#include "agent/testmodel/engine.h"
+#include "testmodel/engine.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/testmodel/server.h"
+#include "testmodel/server.h"
 
 namespace carve::testmodel {
 namespace {
