@@ -79,9 +79,9 @@ std::vector<ResolvedRequest> Shapes(const PlacementEngine& e) {
   std::vector<Request> rs;
   for (const char* p :
        {"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "1g.10gb", "2g.20gb", "3g.40gb"}) {
-    rs.push_back(Request::Partition(p, 2, 16384));
+    rs.push_back(Request::Partition(p, 2000, 16384));
   }
-  for (int k : {1, 2, 4}) rs.push_back(Request::WholeGpus(k, 8 * k, 65536LL * k));
+  for (int k : {1, 2, 4}) rs.push_back(Request::WholeGpus(k, 8000 * k, 65536LL * k));
   for (int core : {5, 10, 20, 25, 30, 50}) {
     for (int64_t mem : {256, 1000, 4096}) {
       rs.push_back(Request::Share(ValidateShare(core, mem).value(), 1, 4096));

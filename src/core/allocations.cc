@@ -46,7 +46,7 @@ Result<AllocationRecord> PlacementEngine::Describe(AllocationId id) const {
   rec.id = id;
   rec.node = specs_[c.node].name;
   rec.kind = slot->kind;
-  rec.vcpus = slot->vcpus;
+  rec.cpu_milli = slot->cpu_milli;
   rec.host_memory_mib = slot->host_memory_mib;
   if (slot->kind == RequestKind::kPartition) {
     const PartitionState& p = partitions_[c.items[0]];
@@ -78,58 +78,67 @@ std::vector<AllocationRecord> PlacementEngine::Allocations() const {
 }
 
 Status PlacementEngine::Restore(const AllocationRecord& rec) {
-  uint64_t id = rec.id.value();
+  const uint64_t id = rec.id.value();
   if ((id >> kSlotBits) == 0) {
     return InvalidArgument(
         fmt::format("allocation id {} was not issued by a placement engine", id));
   }
-  uint64_t slot = id & kSlotMask;
+  const uint64_t slot = id & kSlotMask;
   if (slot < slots_.size() && slots_[slot].id != 0) {
     return AlreadyExists(
         fmt::format("allocation {} (slot {}) is live already as {}", id, slot, slots_[slot].id));
   }
+  CARVE_ASSIGN_OR_RETURN(AllocationId restored, Reapply(rec, id));
+  (void)restored;
+  return OkStatus();
+}
+
+Result<AllocationId> PlacementEngine::Adopt(const AllocationRecord& rec) { return Reapply(rec, 0); }
+
+Result<AllocationId> PlacementEngine::Reapply(const AllocationRecord& rec, uint64_t id) {
+  const std::string what = id != 0 ? fmt::format("allocation {}", id) : "the allocation";
   auto node_it = node_by_name_.find(rec.node);
   if (node_it == node_by_name_.end()) {
-    return NotFound(fmt::format("allocation {}: node '{}' is not in the fleet", id, rec.node));
+    return NotFound(fmt::format("{}: node '{}' is not in the fleet", what, rec.node));
   }
   const uint32_t node = node_it->second;
   const NodeState& ns = nodes_[node];
-  if (ns.free_vcpus < rec.vcpus || ns.free_host_mib < rec.host_memory_mib) {
-    return FailedPrecondition(fmt::format(
-        "allocation {}: node '{}' has {} vCPUs and {} MiB host memory free; the allocation holds "
-        "{} vCPUs and {} MiB",
-        id, rec.node, ns.free_vcpus, ns.free_host_mib, rec.vcpus, rec.host_memory_mib));
+  if (ns.free_cpu_milli < rec.cpu_milli || ns.free_host_mib < rec.host_memory_mib) {
+    return FailedPrecondition(
+        fmt::format("{}: node '{}' has {} vCPUs and {} MiB host memory free; the allocation holds "
+                    "{} vCPUs and {} MiB",
+                    what, rec.node, VcpuText(ns.free_cpu_milli), ns.free_host_mib,
+                    VcpuText(rec.cpu_milli), rec.host_memory_mib));
   }
   ResolvedRequest r;
   r.kind = rec.kind;
-  r.vcpus = rec.vcpus;
+  r.cpu_milli = rec.cpu_milli;
   r.host_memory_mib = rec.host_memory_mib;
   r.core_percent = rec.core_percent;
   Choice c;
   c.node = node;
   if (rec.gpu_indexes.empty() || rec.gpu_indexes.size() > kMaxGpusPerNode) {
-    return InvalidArgument(fmt::format("allocation {}: {} GPU indexes; must be 1..{}", id,
+    return InvalidArgument(fmt::format("{}: {} GPU indexes; must be 1..{}", what,
                                        rec.gpu_indexes.size(), kMaxGpusPerNode));
   }
   for (int index : rec.gpu_indexes) {
     if (index < 0 || static_cast<uint32_t>(index) >= ns.gpu_count) {
-      return NotFound(fmt::format("allocation {}: node '{}' has no GPU {}", id, rec.node, index));
+      return NotFound(fmt::format("{}: node '{}' has no GPU {}", what, rec.node, index));
     }
     uint32_t g = ns.first_gpu + static_cast<uint32_t>(index);
     if (std::find(c.items.begin(), c.items.begin() + c.count, g) != c.items.begin() + c.count) {
-      return InvalidArgument(fmt::format("allocation {}: GPU {} listed twice", id, index));
+      return InvalidArgument(fmt::format("{}: GPU {} listed twice", what, index));
     }
     c.items[c.count++] = g;
   }
   const GpuState& first = gpus_[c.items[0]];
   auto wrong_mode = [&](const GpuState& g, GpuMode want) {
-    return FailedPrecondition(fmt::format("allocation {}: node '{}' GPU {} is {}, not {}", id,
-                                          rec.node, g.index, GpuModeName(g.mode),
-                                          GpuModeName(want)));
+    return FailedPrecondition(fmt::format("{}: node '{}' GPU {} is {}, not {}", what, rec.node,
+                                          g.index, GpuModeName(g.mode), GpuModeName(want)));
   };
-  auto taken = [&](const GpuState& g, std::string_view what) {
+  auto taken = [&](const GpuState& g, std::string_view why) {
     return FailedPrecondition(
-        fmt::format("allocation {}: node '{}' GPU {}: {}", id, rec.node, g.index, what));
+        fmt::format("{}: node '{}' GPU {}: {}", what, rec.node, g.index, why));
   };
   switch (rec.kind) {
     case RequestKind::kPartition: {
@@ -145,9 +154,9 @@ Status PlacementEngine::Restore(const AllocationRecord& rec) {
       }
       if (found == UINT32_MAX) {
         return NotFound(
-            fmt::format("allocation {}: node '{}' GPU {} has no {} partition at start "
+            fmt::format("{}: node '{}' GPU {} has no {} partition at start "
                         "{}",
-                        id, rec.node, first.index, rec.profile, rec.partition_start));
+                        what, rec.node, first.index, rec.profile, rec.partition_start));
       }
       if (partitions_[found].busy) {
         return taken(first, "the partition is allocated already");
@@ -171,9 +180,9 @@ Status PlacementEngine::Restore(const AllocationRecord& rec) {
       CARVE_ASSIGN_OR_RETURN(MgpuShare share, ValidateShare(rec.core_percent, {}));
       if (c.count != share.card_count()) {
         return InvalidArgument(
-            fmt::format("allocation {}: core={} needs {} card(s), record lists "
+            fmt::format("{}: core={} needs {} card(s), record lists "
                         "{}",
-                        id, rec.core_percent, share.card_count(), c.count));
+                        what, rec.core_percent, share.card_count(), c.count));
       }
       for (int i = 0; i < c.count; ++i) {
         const GpuState& g = gpus_[c.items[i]];
@@ -200,8 +209,7 @@ Status PlacementEngine::Restore(const AllocationRecord& rec) {
       break;
     }
   }
-  (void)Apply(r, c, id);
-  return OkStatus();
+  return Apply(r, c, id);
 }
 
 }  // namespace carve::core

@@ -23,14 +23,18 @@ std::string NvmlSpelling(std::string_view name) {
   return s;
 }
 
-std::string HostText(int vcpus, int64_t host_memory_mib) {
-  if (vcpus == 0 && host_memory_mib == 0) {
+std::string HostText(int64_t cpu_milli, int64_t host_memory_mib) {
+  if (cpu_milli == 0 && host_memory_mib == 0) {
     return "";
   }
-  return fmt::format(" + {} vCPUs + {} MiB host memory", vcpus, host_memory_mib);
+  return fmt::format(" + {} vCPUs + {} MiB host memory", VcpuText(cpu_milli), host_memory_mib);
 }
 
 }  // namespace
+
+std::string VcpuText(int64_t cpu_milli) {
+  return fmt::format("{:g}", static_cast<double>(cpu_milli) / 1000.0);
+}
 
 std::string_view GpuModeName(GpuMode mode) {
   switch (mode) {
@@ -44,29 +48,29 @@ std::string_view GpuModeName(GpuMode mode) {
   return "unknown";
 }
 
-Request Request::Partition(std::string profile, int vcpus, int64_t host_memory_mib) {
+Request Request::Partition(std::string profile, int64_t cpu_milli, int64_t host_memory_mib) {
   Request r;
   r.kind = RequestKind::kPartition;
   r.profile = std::move(profile);
-  r.vcpus = vcpus;
+  r.cpu_milli = cpu_milli;
   r.host_memory_mib = host_memory_mib;
   return r;
 }
 
-Request Request::WholeGpus(int gpus, int vcpus, int64_t host_memory_mib) {
+Request Request::WholeGpus(int gpus, int64_t cpu_milli, int64_t host_memory_mib) {
   Request r;
   r.kind = RequestKind::kWholeGpus;
   r.gpus = gpus;
-  r.vcpus = vcpus;
+  r.cpu_milli = cpu_milli;
   r.host_memory_mib = host_memory_mib;
   return r;
 }
 
-Request Request::Share(MgpuShare share, int vcpus, int64_t host_memory_mib) {
+Request Request::Share(MgpuShare share, int64_t cpu_milli, int64_t host_memory_mib) {
   Request r;
   r.kind = RequestKind::kShare;
   r.share = share;
-  r.vcpus = vcpus;
+  r.cpu_milli = cpu_milli;
   r.host_memory_mib = host_memory_mib;
   return r;
 }
@@ -86,18 +90,17 @@ Result<PlacementEngine> PlacementEngine::Create(std::vector<NodeSpec> nodes, Fle
     if (!e.node_by_name_.emplace(spec.name, n).second) {
       return InvalidArgument(fmt::format("node name '{}' appears twice", spec.name));
     }
-    if (spec.vcpus < 0 || spec.host_memory_mib < 0) {
+    if (spec.cpu_milli < 0 || spec.host_memory_mib < 0) {
       return InvalidArgument(
-          fmt::format("node '{}': vcpus={} host_memory_mib={} must not be "
-                      "negative",
-                      spec.name, spec.vcpus, spec.host_memory_mib));
+          fmt::format("node '{}': cpu_milli={} host_memory_mib={} must not be negative", spec.name,
+                      spec.cpu_milli, spec.host_memory_mib));
     }
     if (spec.gpus.size() > kMaxGpusPerNode) {
       return InvalidArgument(fmt::format("node '{}' has {} GPUs; at most {} per node", spec.name,
                                          spec.gpus.size(), kMaxGpusPerNode));
     }
     NodeState ns;
-    ns.free_vcpus = spec.vcpus;
+    ns.free_cpu_milli = spec.cpu_milli;
     ns.free_host_mib = spec.host_memory_mib;
     ns.first_gpu = static_cast<uint32_t>(e.gpus_.size());
     ns.gpu_count = static_cast<uint32_t>(spec.gpus.size());
@@ -176,15 +179,15 @@ Result<PlacementEngine> PlacementEngine::Create(std::vector<NodeSpec> nodes, Fle
 }
 
 Result<ResolvedRequest> PlacementEngine::Resolve(const Request& request) const {
-  if (request.vcpus < 0 || request.host_memory_mib < 0) {
-    return InvalidArgument(fmt::format("vcpus={} host_memory_mib={}: must not be negative",
-                                       request.vcpus, request.host_memory_mib));
+  if (request.cpu_milli < 0 || request.host_memory_mib < 0) {
+    return InvalidArgument(fmt::format("cpu_milli={} host_memory_mib={}: must not be negative",
+                                       request.cpu_milli, request.host_memory_mib));
   }
   ResolvedRequest r;
   r.kind = request.kind;
-  r.vcpus = request.vcpus;
+  r.cpu_milli = request.cpu_milli;
   r.host_memory_mib = request.host_memory_mib;
-  std::string host = HostText(request.vcpus, request.host_memory_mib);
+  std::string host = HostText(request.cpu_milli, request.host_memory_mib);
   switch (request.kind) {
     case RequestKind::kPartition: {
       std::string name = NvmlSpelling(request.profile);
@@ -283,12 +286,12 @@ AllocationId PlacementEngine::Apply(const ResolvedRequest& r, const Choice& c, u
   slot.kind = r.kind;
   slot.choice = c;
   slot.core_percent = r.core_percent;
-  slot.vcpus = r.vcpus;
+  slot.cpu_milli = r.cpu_milli;
   slot.host_memory_mib = r.host_memory_mib;
   ++live_;
 
   NodeState& ns = nodes_[c.node];
-  ns.free_vcpus -= r.vcpus;
+  ns.free_cpu_milli -= r.cpu_milli;
   ns.free_host_mib -= r.host_memory_mib;
   if (r.kind == RequestKind::kPartition) {
     PartitionState& p = partitions_[c.items[0]];
@@ -319,7 +322,7 @@ AllocationId PlacementEngine::Apply(const ResolvedRequest& r, const Choice& c, u
 void PlacementEngine::Undo(Slot& slot) {
   const Choice& c = slot.choice;
   NodeState& ns = nodes_[c.node];
-  ns.free_vcpus += slot.vcpus;
+  ns.free_cpu_milli += slot.cpu_milli;
   ns.free_host_mib += slot.host_memory_mib;
   if (slot.kind == RequestKind::kPartition) {
     PartitionState& p = partitions_[c.items[0]];
@@ -347,6 +350,29 @@ void PlacementEngine::Undo(Slot& slot) {
   slot.id = 0;
   free_slots_.push_back(static_cast<uint32_t>(&slot - slots_.data()));
   --live_;
+}
+
+std::vector<PartitionUsage> PlacementEngine::Partitions() const {
+  std::vector<uint64_t> holder(partitions_.size(), 0);
+  for (const Slot& s : slots_) {
+    if (s.id != 0 && s.kind == RequestKind::kPartition) holder[s.choice.items[0]] = s.id;
+  }
+  std::vector<PartitionUsage> out;
+  out.reserve(partitions_.size());
+  for (uint32_t p = 0; p < partitions_.size(); ++p) {
+    const GpuState& g = gpus_[partitions_[p].gpu];
+    out.push_back({specs_[g.node].name, g.index, partitions_[p].instance, AllocationId(holder[p])});
+  }
+  return out;
+}
+
+std::optional<HostUsage> PlacementEngine::Host(const std::string& node) const {
+  auto it = node_by_name_.find(node);
+  if (it == node_by_name_.end()) return std::nullopt;
+  const NodeSpec& spec = specs_[it->second];
+  const NodeState& ns = nodes_[it->second];
+  return HostUsage{spec.cpu_milli, spec.cpu_milli - ns.free_cpu_milli, spec.host_memory_mib,
+                   spec.host_memory_mib - ns.free_host_mib};
 }
 
 std::vector<GpuUsage> PlacementEngine::Gpus() const {

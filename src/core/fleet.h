@@ -22,6 +22,9 @@ enum class GpuMode {
 };
 std::string_view GpuModeName(GpuMode mode);  // "whole", "mig", "mgpu"
 
+// Host CPU in thousandths of a vCPU, as people read it: 250 -> "0.25", 96000 -> "96".
+std::string VcpuText(int64_t cpu_milli);
+
 struct GpuSpec {
   const catalog::GpuModel* model = nullptr;
   GpuMode mode = GpuMode::kWhole;
@@ -32,7 +35,7 @@ struct GpuSpec {
 struct NodeSpec {
   std::string name;           // Unique in the fleet and stable: allocations persist it.
   std::string instance_type;  // Informational, e.g. "ml.p4d.24xlarge".
-  int vcpus = 0;
+  int64_t cpu_milli = 0;      // Host CPU in thousandths of a vCPU (SageMaker asks for 0.25 and up).
   int64_t host_memory_mib = 0;
   std::vector<GpuSpec> gpus;  // In NVML index order.
 };

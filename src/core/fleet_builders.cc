@@ -27,7 +27,7 @@ Result<NodeSpec> NodeFromInstanceType(std::string name, std::string_view instanc
   NodeSpec node;
   node.name = std::move(name);
   node.instance_type = std::string(type->id);
-  node.vcpus = type->vcpus;
+  node.cpu_milli = int64_t{type->vcpus} * 1000;
   node.host_memory_mib = type->memory_mib;
   for (int i = 0; i < type->gpu_count; ++i) {
     GpuSpec g;

@@ -32,7 +32,7 @@ inline NodeSpec Node(std::string name, int vcpus, int64_t host_memory_mib,
                      std::vector<GpuSpec> gpus) {
   NodeSpec n;
   n.name = std::move(name);
-  n.vcpus = vcpus;
+  n.cpu_milli = int64_t{vcpus} * 1000;
   n.host_memory_mib = host_memory_mib;
   n.gpus = std::move(gpus);
   return n;

@@ -25,8 +25,8 @@ void Take(PlacementEngine& e, const Request& r, int copies = 1) {
 // The worked example in fragmentation.cc.
 TEST(Fragmentation, CountsCoreThatHostLimitsLeaveUnusableAsStranded) {
   auto e = Engine({Node("n", 10, 1 << 20, Cards(2, "a10g", GpuMode::kMgpu))});
-  Take(e, Request::Share(MgpuShare{50, 1000}, 2, 0));
-  FragmentationReport f = e.Fragmentation(Shape(e, Request::Share(MgpuShare{30, 1000}, 2, 0)));
+  Take(e, Request::Share(MgpuShare{50, 1000}, 2000, 0));
+  FragmentationReport f = e.Fragmentation(Shape(e, Request::Share(MgpuShare{30, 1000}, 2000, 0)));
   EXPECT_EQ(f.unit, "core percent");
   EXPECT_EQ(f.free, 150);
   EXPECT_EQ(f.copies, 4);

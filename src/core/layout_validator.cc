@@ -1,6 +1,7 @@
 #include "core/layout_validator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -31,6 +32,28 @@ Result<std::vector<const MigProfile*>> ResolveProfiles(const GpuModel& gpu,
     return NotFound(std::move(unknown));
   }
   return profiles;
+}
+
+Result<Layout> LayoutAt(const GpuModel& gpu,
+                        std::span<const std::pair<std::string, int>> placements) {
+  Layout out{&gpu, {}};
+  for (const auto& [name, start] : placements) {
+    CARVE_ASSIGN_OR_RETURN(const MigProfile* profile, catalog::FindProfile(gpu, name));
+    if (std::find(profile->starts.begin(), profile->starts.end(), start) == profile->starts.end()) {
+      return InvalidArgument(
+          fmt::format("{} on {} cannot start at placement unit {}; allowed: [{}]", profile->name,
+                      gpu.id, start, fmt::join(profile->starts, ", ")));
+    }
+    const PlacedInstance inst{profile, start};
+    for (const PlacedInstance& other : out.instances) {
+      if (inst.start < other.end() && other.start < inst.end()) {
+        return InvalidArgument(fmt::format("{}@{} overlaps {}@{} on {}", profile->name, start,
+                                           other.profile->name, other.start, gpu.id));
+      }
+    }
+    out.instances.push_back(inst);
+  }
+  return out;
 }
 
 Result<Layout> ValidateLayout(const GpuModel& gpu, std::span<const std::string> names,

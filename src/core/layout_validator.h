@@ -38,6 +38,14 @@ Result<Layout> ValidateProfiles(const catalog::GpuModel& gpu,
                                 std::span<const catalog::MigProfile* const> profiles,
                                 const LayoutOptions& options = {});
 
+// A layout as the layout engine placed it and a record persisted it: (profile, start) pairs in
+// creation order. Each name is resolved on `gpu`, each start must be one the profile allows,
+// and no two instances may overlap; no other rule is checked again (the layout was validated
+// when it was first placed). NotFound names an unknown profile; InvalidArgument a start the
+// profile does not allow, or an overlap.
+Result<Layout> LayoutAt(const catalog::GpuModel& gpu,
+                        std::span<const std::pair<std::string, int>> placements);
+
 // What one instance type yields when every GPU on it is carved with `layout` (SageMaker applies
 // one layout uniformly: the seed's ml.p4d.24xlarge carved [mig-4g.20gb, mig-2g.10gb,
 // mig-1g.5gb] yields 24 partitions, 8 of each).

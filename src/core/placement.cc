@@ -30,7 +30,8 @@ Result<Strategy> ParseStrategy(std::string_view text) {
 uint32_t PlacementEngine::FindNode(const ResolvedRequest& r, Strategy s, Choice& choice) const {
   return buckets_[r.shape].Find(r.units, s == Strategy::kBinpack, [&](uint32_t node) {
     const NodeState& ns = nodes_[node];
-    if (!ns.schedulable || ns.free_vcpus < r.vcpus || ns.free_host_mib < r.host_memory_mib) {
+    if (!ns.schedulable || ns.free_cpu_milli < r.cpu_milli ||
+        ns.free_host_mib < r.host_memory_mib) {
       return false;
     }
     return ChooseOnNode(r, s, node, choice);
@@ -176,8 +177,8 @@ Result<Placement> PlacementEngine::Place(const Request& request, int copies, Str
 int64_t PlacementEngine::CopiesOnHost(const ResolvedRequest& r, uint32_t node) const {
   const NodeState& ns = nodes_[node];
   int64_t n = std::numeric_limits<int64_t>::max();
-  if (r.vcpus > 0) {
-    n = std::min<int64_t>(n, ns.free_vcpus / r.vcpus);
+  if (r.cpu_milli > 0) {
+    n = std::min<int64_t>(n, ns.free_cpu_milli / r.cpu_milli);
   }
   if (r.host_memory_mib > 0) {
     n = std::min(n, ns.free_host_mib / r.host_memory_mib);
@@ -223,7 +224,7 @@ std::string PlacementEngine::NoCapacityReason(const ResolvedRequest& r, int copi
   int64_t gpu_copies = 0;
   int64_t fitting = 0;
   int gpu_nodes = 0;
-  int best_vcpus = 0;
+  int64_t best_cpu_milli = 0;
   int64_t best_host_mib = 0;
   // Only nodes listed in the shape's buckets (score >= 1) can have room; an exhausted shape
   // costs nothing to report.
@@ -240,7 +241,7 @@ std::string PlacementEngine::NoCapacityReason(const ResolvedRequest& r, int copi
     gpu_copies += g;
     ++gpu_nodes;
     fitting += std::min(g, CopiesOnHost(r, n));
-    best_vcpus = std::max(best_vcpus, nodes_[n].free_vcpus);
+    best_cpu_milli = std::max(best_cpu_milli, nodes_[n].free_cpu_milli);
     best_host_mib = std::max(best_host_mib, nodes_[n].free_host_mib);
     return false;
   });
@@ -252,7 +253,7 @@ std::string PlacementEngine::NoCapacityReason(const ResolvedRequest& r, int copi
         "GPU room for {} cop{} on {} node{}, of which the nodes' free host CPU and memory allow "
         "{} (most free on those nodes: {} vCPUs, {} MiB)",
         gpu_copies, gpu_copies == 1 ? "y" : "ies", gpu_nodes, gpu_nodes == 1 ? "" : "s", fitting,
-        best_vcpus, best_host_mib);
+        VcpuText(best_cpu_milli), best_host_mib);
   }
   if (unschedulable > 0) {
     free_text += fmt::format("; {} node{} with room {} not schedulable (not ready)", unschedulable,

@@ -8,4 +8,5 @@ carve_test(placement_test
   SRCS ${CMAKE_CURRENT_LIST_DIR}/placement_test.cc ${CMAKE_CURRENT_LIST_DIR}/fragmentation_test.cc
        ${CMAKE_CURRENT_LIST_DIR}/score_buckets_test.cc
        ${CMAKE_CURRENT_LIST_DIR}/placement_invariants_test.cc
+       ${CMAKE_CURRENT_LIST_DIR}/adopt_test.cc
   DEPS carve_placement)

@@ -1,7 +1,8 @@
 // PlacementEngine: the fleet's free capacity and the decisions that use it.
 //
 // It places N copies of a request (a MIG partition type, K whole GPUs on one node, or an mGPU
-// share, each plus host vCPUs and memory) with SageMaker's SchedulingConfig.PlacementStrategy:
+// share, each plus host CPU, in thousandths of a vCPU, and host memory) with SageMaker's
+// SchedulingConfig.PlacementStrategy:
 //   BINPACK  fill the node (then the GPU) with the least free capacity of that kind first;
 //   SPREAD   use the node (then the GPU) with the most free capacity of that kind first.
 // Placing is all-or-nothing: either every copy gets an allocation or none does and the engine is
@@ -20,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,15 +47,15 @@ Result<Strategy> ParseStrategy(std::string_view text);
 // What one copy needs.
 struct Request {
   RequestKind kind = RequestKind::kShare;
-  std::string profile;  // kPartition: "mig-1g.10gb" (SageMaker) or "1g.10gb" (NVML).
-  int gpus = 1;         // kWholeGpus: this many whole GPUs on one node.
-  MgpuShare share;      // kShare: core >= 100 takes core/100 idle mGPU cards on one node.
-  int vcpus = 0;
+  std::string profile;    // kPartition: "mig-1g.10gb" (SageMaker) or "1g.10gb" (NVML).
+  int gpus = 1;           // kWholeGpus: this many whole GPUs on one node.
+  MgpuShare share;        // kShare: core >= 100 takes core/100 idle mGPU cards on one node.
+  int64_t cpu_milli = 0;  // Host CPU, thousandths of a vCPU.
   int64_t host_memory_mib = 0;
 
-  static Request Partition(std::string profile, int vcpus = 0, int64_t host_memory_mib = 0);
-  static Request WholeGpus(int gpus, int vcpus = 0, int64_t host_memory_mib = 0);
-  static Request Share(MgpuShare share, int vcpus = 0, int64_t host_memory_mib = 0);
+  static Request Partition(std::string profile, int64_t cpu_milli = 0, int64_t host_memory_mib = 0);
+  static Request WholeGpus(int gpus, int64_t cpu_milli = 0, int64_t host_memory_mib = 0);
+  static Request Share(MgpuShare share, int64_t cpu_milli = 0, int64_t host_memory_mib = 0);
 };
 
 // A request checked against the fleet and reduced to index terms. Resolve once, place many times.
@@ -63,7 +65,7 @@ struct ResolvedRequest {
   int units = 1;  // Score a node needs: partitions, whole GPUs, idle cards, or core percent.
   int core_percent = 0;
   int64_t memory_mib = 0;  // 0 for "proportional to core" (see MgpuShare).
-  int vcpus = 0;
+  int64_t cpu_milli = 0;
   int64_t host_memory_mib = 0;
   std::string description;  // "1 x mig-1g.10gb + 4 vCPUs + 8192 MiB host memory"
 };
@@ -87,7 +89,7 @@ struct AllocationRecord {
   int partition_start = 0;       // kPartition: placement start on the GPU.
   int core_percent = 0;          // kShare.
   int64_t memory_mib = 0;        // kShare: card memory reserved (0 for whole cards).
-  int vcpus = 0;
+  int64_t cpu_milli = 0;
   int64_t host_memory_mib = 0;
 
   friend bool operator==(const AllocationRecord&, const AllocationRecord&) = default;
@@ -123,6 +125,22 @@ struct GpuUsage {
   friend bool operator==(const GpuUsage&, const GpuUsage&) = default;
 };
 
+// One MIG partition and what holds it, for views.
+struct PartitionUsage {
+  std::string_view node;
+  int gpu = 0;  // Index on the node.
+  PlacedInstance instance;
+  AllocationId allocation;  // 0 when free.
+};
+
+// A node's host CPU and memory: what it has and what allocations take.
+struct HostUsage {
+  int64_t cpu_milli = 0;
+  int64_t cpu_used_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t memory_used_mib = 0;
+};
+
 class PlacementEngine {
  public:
   // InvalidArgument when a spec is unusable: duplicate or empty node name, negative host
@@ -146,6 +164,9 @@ class PlacementEngine {
   // partition; FailedPrecondition when the capacity is taken or does not match the GPU's mode;
   // AlreadyExists when the id or its slot is live.
   Status Restore(const AllocationRecord& record);
+  // The same under a fresh id (record.id is ignored), for owners that persist where an
+  // allocation sits but not the engine's id: they rebuild their engine and adopt each record.
+  Result<AllocationId> Adopt(const AllocationRecord& record);
 
   // Takes a node out of placement (false) or returns it (true): an unschedulable node keeps its
   // live allocations (they can be released or restored) but gets no new ones, as when its agent
@@ -155,6 +176,10 @@ class PlacementEngine {
 
   FragmentationReport Fragmentation(const ResolvedRequest& request) const;
   std::vector<GpuUsage> Gpus() const;
+  // Every MIG partition, node by node and GPU by GPU, in layout order.
+  std::vector<PartitionUsage> Partitions() const;
+  // nullopt for an unknown node.
+  std::optional<HostUsage> Host(const std::string& node) const;
   int live_allocations() const { return live_; }
   // Reserves room for this many live allocations, so that placing up to it never allocates.
   void ReserveAllocations(uint32_t count);
@@ -168,7 +193,7 @@ class PlacementEngine {
 
   struct NodeState {
     bool schedulable = true;
-    int free_vcpus = 0;
+    int64_t free_cpu_milli = 0;
     int64_t free_host_mib = 0;
     uint32_t first_gpu = 0;
     uint32_t gpu_count = 0;
@@ -205,7 +230,7 @@ class PlacementEngine {
     RequestKind kind = RequestKind::kShare;
     Choice choice;
     int core_percent = 0;
-    int vcpus = 0;
+    int64_t cpu_milli = 0;
     int64_t host_memory_mib = 0;
   };
 
@@ -220,6 +245,8 @@ class PlacementEngine {
   int64_t CopiesOnHost(const ResolvedRequest& r, uint32_t node) const;
   std::string NoCapacityReason(const ResolvedRequest& r, int copies, Strategy s) const;
   const Slot* LiveSlot(AllocationId id) const;
+  // Restore's checks and application; id 0 issues a fresh id.
+  Result<AllocationId> Reapply(const AllocationRecord& record, uint64_t id);
 
   FleetOptions options_;
   std::vector<NodeSpec> specs_;

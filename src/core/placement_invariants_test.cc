@@ -27,13 +27,13 @@ std::vector<NodeSpec> MixedFleet() {
 }
 
 std::vector<Request> Shapes() {
-  std::vector<Request> out = {Request::Partition("1g.5gb", 1, 1024),
-                              Request::Partition("3g.20gb", 2, 4096),
-                              Request::Partition("mig-4g.20gb", 4, 8192),
-                              Request::WholeGpus(1, 2, 2048),
-                              Request::WholeGpus(2, 4, 4096),
-                              Request::Share(MgpuShare{100, {}}, 1, 1024),
-                              Request::Share(MgpuShare{200, {}}, 1, 1024)};
+  std::vector<Request> out = {Request::Partition("1g.5gb", 1000, 1024),
+                              Request::Partition("3g.20gb", 2000, 4096),
+                              Request::Partition("mig-4g.20gb", 4000, 8192),
+                              Request::WholeGpus(1, 2000, 2048),
+                              Request::WholeGpus(2, 4000, 4096),
+                              Request::Share(MgpuShare{100, {}}, 1000, 1024),
+                              Request::Share(MgpuShare{200, {}}, 1000, 1024)};
   for (int core : {5, 15, 30, 45}) {
     out.push_back(Request::Share(MgpuShare{core, 256 + 1000 * (core / 15)}, 1, 512));
     out.push_back(Request::Share(MgpuShare{core, {}}, 0, 0));

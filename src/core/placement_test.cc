@@ -28,7 +28,7 @@ PlacementEngine TwoMgpuNodes(FleetOptions options = {}) {
 }
 
 Request ShareOf(int core, std::optional<int64_t> memory, int vcpus = 0, int64_t host = 0) {
-  return Request::Share(ValidateShare(core, memory).value(), vcpus, host);
+  return Request::Share(ValidateShare(core, memory).value(), int64_t{vcpus} * 1000, host);
 }
 
 Placement MustPlace(PlacementEngine& e, const Request& r, int copies, Strategy s) {
@@ -218,9 +218,9 @@ TEST(PlacementEngine, HostCpuLimitsCopiesPerNode) {
   auto e = Engine({Node("small", 8, 1 << 20, Cards(4, "a10g", GpuMode::kWhole)),
                    Node("big", 64, 1 << 20, Cards(1, "a10g", GpuMode::kWhole))});
   // BINPACK prefers "big" (1 free GPU) first, then "small" takes two at 4 vCPUs each.
-  Placement p = MustPlace(e, Request::WholeGpus(1, 4, 0), 3, Strategy::kBinpack);
+  Placement p = MustPlace(e, Request::WholeGpus(1, 4000, 0), 3, Strategy::kBinpack);
   ASSERT_TRUE(p.placed()) << p.reason;
-  Placement q = MustPlace(e, Request::WholeGpus(1, 4, 0), 1, Strategy::kBinpack);
+  Placement q = MustPlace(e, Request::WholeGpus(1, 4000, 0), 1, Strategy::kBinpack);
   EXPECT_FALSE(q.placed());
   EXPECT_NE(q.reason.find("GPU room for 2 copies on 1 node, of which the nodes' free host CPU and "
                           "memory allow 0 (most free on those nodes: 0 vCPUs"),
@@ -293,13 +293,14 @@ TEST(PlacementEngine, RestoreRebuildsTheStateFromPersistedRecords) {
         Node("whole", 32, 131072, Cards(2, "a10g", GpuMode::kWhole))};
   };
   auto e = Engine(make_nodes());
-  ASSERT_TRUE(MustPlace(e, Request::Partition("2g.10gb", 2, 100), 2, Strategy::kSpread).placed());
+  ASSERT_TRUE(
+      MustPlace(e, Request::Partition("2g.10gb", 2000, 100), 2, Strategy::kSpread).placed());
   ASSERT_TRUE(MustPlace(e, ShareOf(30, 1000, 1, 10), 3, Strategy::kBinpack).placed());
   ASSERT_TRUE(MustPlace(e, ShareOf(100, std::nullopt), 1, Strategy::kBinpack).placed());
-  Placement whole = MustPlace(e, Request::WholeGpus(2, 4, 4096), 1, Strategy::kBinpack);
+  Placement whole = MustPlace(e, Request::WholeGpus(2, 4000, 4096), 1, Strategy::kBinpack);
   ASSERT_TRUE(whole.placed());
   ASSERT_TRUE(e.Release(whole.allocations[0]).ok());
-  ASSERT_TRUE(MustPlace(e, Request::WholeGpus(1, 4, 4096), 1, Strategy::kBinpack).placed());
+  ASSERT_TRUE(MustPlace(e, Request::WholeGpus(1, 4000, 4096), 1, Strategy::kBinpack).placed());
   std::vector<AllocationRecord> persisted = e.Allocations();
 
   auto rebuilt = Engine(make_nodes());

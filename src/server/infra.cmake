@@ -1,7 +1,9 @@
-# carve_server_infra: the HTTP front end (SigV4-verified through carve_aws) and Prometheus metrics.
+# carve_server_infra: the HTTP front end (SigV4-verified through carve_aws), the native routes'
+# replies, Prometheus metrics, and the reconciler loop every controller runs on.
 set(infra_dir ${CMAKE_CURRENT_SOURCE_DIR})
 carve_library(carve_server_infra
   SRCS ${infra_dir}/http_server.cc ${infra_dir}/fd_stream.cc ${infra_dir}/metrics.cc
+       ${infra_dir}/native_reply.cc ${infra_dir}/reconciler_loop.cc
   DEPS carve_common carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
        spdlog::spdlog fmt::fmt Threads::Threads)
 # One string_view type across Beast and carve (and the same in every translation unit).
@@ -9,5 +11,6 @@ target_compile_definitions(carve_server_infra PUBLIC BOOST_BEAST_USE_STD_STRING_
 
 carve_test(server_infra_test
   SRCS ${infra_dir}/metrics_test.cc ${infra_dir}/signed_client_test.cc
+       ${infra_dir}/reconciler_loop_test.cc ${infra_dir}/native_reply_test.cc
        ${infra_dir}/http_server_test.cc ${infra_dir}/fd_stream_test.cc
   DEPS carve_server_infra carve_protocol PkgConfig::HTTPLIB)

@@ -1,9 +1,17 @@
-# carve_nodes: the server side of the agent protocol (node registry, agent routes, and the
-# NodeDriver that carves through agents).
+# carve_nodes: the fleet's nodes. The server side of the agent protocol (node registry, agent
+# routes, the NodeDriver that carves through agents and the simulated one), which node belongs to
+# which owner (NodeClaims), and the capacity of an owner's nodes (NodePool over the core
+# placement engine), shared by SageMaker copies and queue tasks.
 set(nd ${CMAKE_CURRENT_SOURCE_DIR}/nodes)
 carve_library(carve_nodes
   SRCS ${nd}/node_registry.cc ${nd}/agent_node_driver.cc ${nd}/agent_routes.cc
-  DEPS carve_protocol carve_server_infra carve_catalog carve_layout carve_store
-       nlohmann_json::nlohmann_json spdlog::spdlog fmt::fmt OpenSSL::Crypto Threads::Threads)
+       ${nd}/node_claims.cc ${nd}/node_pool.cc ${nd}/allocation_json.cc
+       ${nd}/simulated_node_driver.cc ${nd}/fleet_config.cc
+  DEPS carve_protocol carve_server_infra carve_catalog carve_layout carve_placement carve_store
+       nlohmann_json::nlohmann_json yaml-cpp spdlog::spdlog fmt::fmt OpenSSL::Crypto
+       Threads::Threads)
 
-carve_test(nodes_test SRCS ${nd}/node_registry_test.cc DEPS carve_nodes)
+carve_test(nodes_test
+  SRCS ${nd}/node_registry_test.cc ${nd}/node_claims_test.cc ${nd}/node_pool_test.cc
+       ${nd}/fleet_config_test.cc
+  DEPS carve_nodes)

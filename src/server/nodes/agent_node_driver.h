@@ -1,4 +1,4 @@
-// AgentNodeDriver: the fleet::NodeDriver for nodes run by agents. A carve becomes the GPU's entry
+// AgentNodeDriver: the NodeDriver for nodes run by agents. A carve becomes the GPU's entry
 // in the node's desired state; the call returns once the agent reports that GPU carved exactly
 // so (its MIG UUIDs are then in the registry), or fails with the agent's own error, or with
 // Unavailable when the node goes NotReady or the agent does not answer within `carve_timeout`.
@@ -7,12 +7,12 @@
 
 #include <chrono>
 
-#include "server/fleet/node_driver.h"
+#include "server/nodes/node_driver.h"
 #include "server/nodes/node_registry.h"
 
 namespace carve::server::nodes {
 
-class AgentNodeDriver final : public fleet::NodeDriver {
+class AgentNodeDriver final : public NodeDriver {
  public:
   explicit AgentNodeDriver(NodeRegistry& registry,
                            std::chrono::milliseconds carve_timeout = std::chrono::minutes(2))

@@ -2,28 +2,10 @@
 
 #include <charconv>
 
+#include "server/native_reply.h"
+
 namespace carve::server::nodes {
 namespace {
-
-NativeResponse Reply(int status, const nlohmann::json& body) {
-  NativeResponse out;
-  out.http_status = status;
-  out.body = body.dump() + "\n";
-  return out;
-}
-
-NativeResponse ErrorReply(const Error& e) {
-  int status = 500;
-  switch (e.code) {
-    case ErrorCode::kInvalidArgument: status = 400; break;
-    case ErrorCode::kNotFound: status = 404; break;
-    case ErrorCode::kFailedPrecondition:
-    case ErrorCode::kAlreadyExists: status = 409; break;
-    case ErrorCode::kUnavailable: status = 503; break;
-    default: break;
-  }
-  return Reply(status, {{"error", e.message}});
-}
 
 std::string Query(const NativeRequest& r, const std::string& key) {
   auto it = r.query.find(key);
@@ -59,33 +41,31 @@ void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry) {
                   if (!reg.has_value()) return ErrorReply(reg.error());
                   auto reply = registry.Register(*reg);
                   if (!reply.has_value()) return ErrorReply(reply.error());
-                  return Reply(200, protocol::ToJson(*reply));
+                  return JsonReply(200, protocol::ToJson(*reply));
                 });
-  http.AddRoute("GET", "/v1/agent/desired", RouteAuth::kSigV4,
-                [&registry](const NativeRequest& r) {
-                  const std::string node = Query(r, "node");
-                  if (node.empty()) {
-                    return ErrorReply(InvalidArgument("query parameter node is required"));
-                  }
-                  auto after = QueryNumber(r, "after", 0);
-                  if (!after.has_value()) return ErrorReply(after.error());
-                  auto wait = QueryNumber(r, "wait_ms", 0);
-                  if (!wait.has_value()) return ErrorReply(wait.error());
-                  auto desired = registry.WaitDesired(node, Query(r, "epoch"), *after,
-                                                      std::chrono::milliseconds(*wait));
-                  if (!desired.has_value()) return ErrorReply(desired.error());
-                  return Reply(200, protocol::ToJson(*desired));
-                });
-  http.AddRoute("POST", "/v1/agent/status", RouteAuth::kSigV4,
-                [&registry](const NativeRequest& r) {
-                  auto body = Body(r);
-                  if (!body.has_value()) return ErrorReply(body.error());
-                  auto report = protocol::StatusReportFromJson(*body);
-                  if (!report.has_value()) return ErrorReply(report.error());
-                  return Reply(200, protocol::ToJson(registry.ReportStatus(*report)));
-                });
+  http.AddRoute("GET", "/v1/agent/desired", RouteAuth::kSigV4, [&registry](const NativeRequest& r) {
+    const std::string node = Query(r, "node");
+    if (node.empty()) {
+      return ErrorReply(InvalidArgument("query parameter node is required"));
+    }
+    auto after = QueryNumber(r, "after", 0);
+    if (!after.has_value()) return ErrorReply(after.error());
+    auto wait = QueryNumber(r, "wait_ms", 0);
+    if (!wait.has_value()) return ErrorReply(wait.error());
+    auto desired =
+        registry.WaitDesired(node, Query(r, "epoch"), *after, std::chrono::milliseconds(*wait));
+    if (!desired.has_value()) return ErrorReply(desired.error());
+    return JsonReply(200, protocol::ToJson(*desired));
+  });
+  http.AddRoute("POST", "/v1/agent/status", RouteAuth::kSigV4, [&registry](const NativeRequest& r) {
+    auto body = Body(r);
+    if (!body.has_value()) return ErrorReply(body.error());
+    auto report = protocol::StatusReportFromJson(*body);
+    if (!report.has_value()) return ErrorReply(report.error());
+    return JsonReply(200, protocol::ToJson(registry.ReportStatus(*report)));
+  });
   http.AddRoute("GET", "/v1/nodes", RouteAuth::kSigV4,
-                [&registry](const NativeRequest&) { return Reply(200, registry.ToJson()); });
+                [&registry](const NativeRequest&) { return JsonReply(200, registry.ToJson()); });
 }
 
 }  // namespace carve::server::nodes

@@ -7,8 +7,6 @@
 
 #include <algorithm>
 
-#include "core/fleet_builders.h"
-
 namespace carve::server::queues {
 namespace {
 
@@ -27,24 +25,17 @@ std::string NodeForGpulessTask(const JobRecord& job, const TaskRecord& task,
 
 Result<QueueCards> QueueCards::Create(bool mgpu, std::vector<QueueNode> nodes,
                                       int64_t reserve_memory_mib) {
-  std::vector<core::NodeSpec> specs;
-  for (const auto& n : nodes) {
-    CARVE_ASSIGN_OR_RETURN(
-        core::NodeSpec spec,
-        core::NodeFromInstanceType(n.name, n.instance_type,
-                                   mgpu ? core::GpuMode::kMgpu : core::GpuMode::kWhole));
-    specs.push_back(std::move(spec));
-  }
-  core::FleetOptions options;
-  options.mgpu_reserved_memory_mib = reserve_memory_mib;
-  CARVE_ASSIGN_OR_RETURN(core::PlacementEngine engine,
-                         core::PlacementEngine::Create(specs, options));
-  return QueueCards(mgpu, std::move(nodes), std::move(specs), reserve_memory_mib,
-                    std::move(engine));
+  nodes::PoolOptions options;
+  options.mode = mgpu ? core::GpuMode::kMgpu : core::GpuMode::kWhole;
+  options.mgpu_reserve_mib = reserve_memory_mib;
+  CARVE_ASSIGN_OR_RETURN(nodes::NodePool pool,
+                         nodes::NodePool::Create(std::move(nodes), std::move(options)));
+  return QueueCards(std::move(pool));
 }
 
-JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobRecord& job,
-                               core::Strategy strategy, bool gang, const std::string& first_node) {
+JobPlacement QueueCards::Place(nodes::NodePool& pool, JobRecord& job, core::Strategy strategy,
+                               bool gang, const std::string& first_node) {
+  const bool mgpu = pool.options().mode == core::GpuMode::kMgpu;
   JobPlacement out;
   std::vector<size_t> placed_now;
   for (size_t i = 0; i < job.tasks.size(); ++i) {
@@ -65,27 +56,20 @@ JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobReco
     } else {
       core::Request request =
           mgpu ? core::Request::Share(*t.share) : core::Request::WholeGpus(t.share->card_count());
-      auto placement = engine.Place(request, 1, strategy);
+      auto placement = pool.PlaceOne(request, strategy);
       if (!placement.has_value()) {
         out.complete = false;
         out.reason = placement.error().message;
         break;
       }
-      if (!placement->placed()) {
+      if (!placement->allocation) {
         out.complete = false;
         out.reason = fmt::format("task {} ({}, {}) does not fit yet: {}", t.index, t.role,
                                  t.share->ToString(), placement->reason);
         break;
       }
-      auto record = engine.Describe(placement->allocations.front());
-      if (!record.has_value()) {  // Cannot happen for an id just issued; keep the engine clean.
-        (void)engine.Release(placement->allocations.front());
-        out.complete = false;
-        out.reason = record.error().message;
-        break;
-      }
-      allocation = *record;
-      node = record->node;
+      allocation = *placement->allocation;
+      node = allocation->node;
     }
     t.allocation = allocation;
     t.gpus = allocation ? allocation->gpu_indexes : std::vector<int>{};
@@ -97,7 +81,7 @@ JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobReco
   if (!out.complete && gang) {
     for (size_t i : placed_now) {
       TaskRecord& t = job.tasks[i];
-      if (t.allocation) (void)engine.Release(t.allocation->id);
+      if (t.allocation) pool.Release(t.allocation->id);
       t.allocation.reset();
       t.gpus.clear();
       t.node.clear();
@@ -112,31 +96,27 @@ JobPlacement QueueCards::Place(core::PlacementEngine& engine, bool mgpu, JobReco
 }
 
 JobPlacement QueueCards::PlaceJob(JobRecord& job, core::Strategy strategy, bool gang) {
-  return Place(engine_, mgpu_, job, strategy, gang, FirstReadyNode());
+  return Place(pool_, job, strategy, gang, FirstReadyNode());
 }
 
 std::string QueueCards::FirstReadyNode() const {
-  for (const auto& n : nodes_) {
-    if (engine_.schedulable(n.name)) return n.name;
+  for (const auto& n : pool_.nodes()) {
+    if (pool_.Ready(n.name)) return n.name;
   }
   return "";
 }
 
-void QueueCards::SetNodeReady(const std::string& node, bool ready) {
-  (void)engine_.SetSchedulable(node, ready);  // NotFound: not one of ours, nothing to do.
-}
+void QueueCards::SetNodeReady(const std::string& node, bool ready) { pool_.SetReady(node, ready); }
 
-bool QueueCards::NodeReady(const std::string& node) const { return engine_.schedulable(node); }
+bool QueueCards::NodeReady(const std::string& node) const { return pool_.Ready(node); }
 
 Result<void> QueueCards::FitsWhenIdle(const JobRecord& job, bool gang) const {
-  core::FleetOptions options;
-  options.mgpu_reserved_memory_mib = reserve_;
-  const std::string first = nodes_.empty() ? "" : nodes_.front().name;
+  const std::string first = pool_.nodes().empty() ? "" : pool_.nodes().front().name;
   auto check = [&](JobRecord trial, bool together) -> Result<void> {
-    CARVE_ASSIGN_OR_RETURN(core::PlacementEngine idle,
-                           core::PlacementEngine::Create(specs_, options));
+    CARVE_ASSIGN_OR_RETURN(nodes::NodePool idle,
+                           nodes::NodePool::Create(pool_.nodes(), pool_.options()));
     for (auto& t : trial.tasks) t.state = TaskState::kPending;
-    JobPlacement p = Place(idle, mgpu_, trial, core::Strategy::kBinpack, together, first);
+    JobPlacement p = Place(idle, trial, core::Strategy::kBinpack, together, first);
     if (!p.complete) return ResourceExhausted(p.reason);
     return OkStatus();
   };
@@ -155,10 +135,10 @@ Result<void> QueueCards::FitsWhenIdle(const JobRecord& job, bool gang) const {
   return OkStatus();
 }
 
-void QueueCards::Release(core::AllocationId id) { (void)engine_.Release(id); }
+void QueueCards::Release(core::AllocationId id) { pool_.Release(id); }
 
 Status QueueCards::Restore(const core::AllocationRecord& allocation) {
-  return engine_.Restore(allocation);
+  return pool_.Restore(allocation);
 }
 
 }  // namespace carve::server::queues

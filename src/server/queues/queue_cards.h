@@ -1,6 +1,7 @@
-// QueueCards: the cards of one queue's nodes and the shares placed on them, over the placement
-// engine (core/placement.h), which owns the per-card rules: core sums to <= 100, memory to <= the
-// card's memory less the reserve, at most 16 workers per card, SPREAD or BINPACK.
+// QueueCards: the cards of one queue's nodes and the shares placed on them, over the queue's
+// nodes::NodePool (the control plane's one capacity model; SageMaker copies use the same), whose
+// engine owns the per-card rules: core sums to <= 100, memory to <= the card's memory less the
+// reserve, at most 16 workers per card, SPREAD or BINPACK.
 //
 // An mGPU queue puts every card in mGPU mode and places a task's share (core >= 100 takes that
 // many idle cards); a queue without mGPU uses cards whole. Tasks without a GPU (a Ray head
@@ -15,14 +16,12 @@
 
 #include "common/result.h"
 #include "core/placement.h"
+#include "server/nodes/node_pool.h"
 #include "server/queues/queue_model.h"
 
 namespace carve::server::queues {
 
-struct QueueNode {
-  std::string name;
-  std::string instance_type;
-};
+using QueueNode = nodes::PoolNode;
 
 struct JobPlacement {
   int placed = 0;        // Tasks placed by this call.
@@ -56,27 +55,17 @@ class QueueCards {
   // Re-applies a persisted allocation (after a restart). Errors are PlacementEngine::Restore's.
   Status Restore(const core::AllocationRecord& allocation);
 
-  std::vector<core::GpuUsage> Gpus() const { return engine_.Gpus(); }
-  bool mgpu() const { return mgpu_; }
-  const std::vector<QueueNode>& nodes() const { return nodes_; }
+  std::vector<core::GpuUsage> Gpus() const { return pool_.engine().Gpus(); }
+  bool mgpu() const { return pool_.options().mode == core::GpuMode::kMgpu; }
+  const std::vector<QueueNode>& nodes() const { return pool_.nodes(); }
 
  private:
-  QueueCards(bool mgpu, std::vector<QueueNode> nodes, std::vector<core::NodeSpec> specs,
-             int64_t reserve, core::PlacementEngine engine)
-      : mgpu_(mgpu),
-        nodes_(std::move(nodes)),
-        specs_(std::move(specs)),
-        reserve_(reserve),
-        engine_(std::move(engine)) {}
-  static JobPlacement Place(core::PlacementEngine& engine, bool mgpu, JobRecord& job,
-                            core::Strategy strategy, bool gang, const std::string& first_node);
+  explicit QueueCards(nodes::NodePool pool) : pool_(std::move(pool)) {}
+  static JobPlacement Place(nodes::NodePool& pool, JobRecord& job, core::Strategy strategy,
+                            bool gang, const std::string& first_node);
   std::string FirstReadyNode() const;  // Where GPU-less tasks go; "" when none is ready.
 
-  bool mgpu_;
-  std::vector<QueueNode> nodes_;
-  std::vector<core::NodeSpec> specs_;
-  int64_t reserve_;
-  core::PlacementEngine engine_;
+  nodes::NodePool pool_;
 };
 
 }  // namespace carve::server::queues

@@ -6,6 +6,8 @@
 
 #include <array>
 
+#include "server/nodes/allocation_json.h"
+
 namespace carve::server::queues {
 namespace {
 
@@ -29,26 +31,6 @@ constexpr std::array<std::string_view, 6> kJobStateNames = {"Submitted", "Pendin
                                                             "Succeeded", "Failed",  "Cancelled"};
 constexpr std::array<std::string_view, 7> kTaskStateNames = {
     "Pending", "Placed", "Running", "Succeeded", "Failed", "Cancelled", "Stopped"};
-
-json AllocationToJson(const core::AllocationRecord& a) {
-  return json{{"id", a.id.value()},
-              {"node", a.node},
-              {"whole", a.kind == core::RequestKind::kWholeGpus},
-              {"gpus", a.gpu_indexes},
-              {"core_percent", a.core_percent},
-              {"memory_mib", a.memory_mib}};
-}
-
-core::AllocationRecord AllocationFromJson(const json& j) {
-  core::AllocationRecord a;
-  a.id = core::AllocationId(j.at("id").get<uint64_t>());
-  a.node = j.at("node").get<std::string>();
-  a.kind = j.at("whole").get<bool>() ? core::RequestKind::kWholeGpus : core::RequestKind::kShare;
-  a.gpu_indexes = j.at("gpus").get<std::vector<int>>();
-  a.core_percent = j.at("core_percent").get<int>();
-  a.memory_mib = j.at("memory_mib").get<int64_t>();
-  return a;
-}
 
 template <typename E, size_t N>
 E EnumOrThrow(const json& j, const char* field, const std::array<std::string_view, N>& names) {
@@ -74,7 +56,11 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
   }
   t.attempt = j.value("attempt", 0);
   t.workload_id = j.value("workload_id", "");
-  if (j.contains("allocation")) t.allocation = AllocationFromJson(j.at("allocation"));
+  if (j.contains("allocation")) {
+    auto a = nodes::AllocationFromJson(j.at("allocation"));
+    if (!a.has_value()) throw std::invalid_argument(a.error().message);
+    t.allocation = std::move(a).value();
+  }
   t.node = j.value("node", "");
   t.gpus = j.value("gpus", std::vector<int>{});
   t.agent_state = j.value("agent_state", "");
@@ -149,7 +135,7 @@ json ToJson(const TaskRecord& t) {
     j["memory_mib"] = t.share->memory_mib ? json(*t.share->memory_mib) : json(nullptr);
   }
   if (t.allocation) {
-    j["allocation"] = AllocationToJson(*t.allocation);
+    j["allocation"] = nodes::AllocationToJson(*t.allocation, /*with_id=*/true);
   }
   j["gpus"] = t.gpus;
   if (!t.address.empty()) j["address"] = t.address;

@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "core/placement.h"
 #include "core/share.h"
+#include "server/nodes/node_claims.h"
 
 namespace carve::server::queues {
 
@@ -44,7 +45,8 @@ struct QueueRecord {
   int64_t next_job_seq = 1;
   int64_t created_ms = 0;
 
-  std::string Owner() const { return "queue/" + account + "/" + name; }
+  // Who holds the queue's nodes in NodeClaims.
+  nodes::Owner Owner() const { return nodes::Owner::Queue(account, name); }
 };
 
 enum class JobType { kCustomJob, kRayJob, kRayCluster, kRayServe };

@@ -304,40 +304,10 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   return w;
 }
 
-void QueueService::Wake() {
-  {
-    std::lock_guard lock(wake_mu_);
-    wake_ = true;
-  }
-  wake_cv_.notify_all();
-}
+void QueueService::Wake() { loop_.Wake(); }
 
-void QueueService::Start() {
-  std::lock_guard lock(wake_mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
-}
+void QueueService::Start() { loop_.Start(); }
 
-void QueueService::Stop() {
-  {
-    std::lock_guard lock(wake_mu_);
-    stopping_ = true;
-  }
-  wake_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void QueueService::Loop() {
-  for (;;) {
-    {
-      std::unique_lock lock(wake_mu_);
-      wake_cv_.wait_for(lock, options_.reconcile_interval, [this] { return wake_ || stopping_; });
-      if (stopping_) return;
-      wake_ = false;
-    }
-    ReconcileOnce();
-  }
-}
+void QueueService::Stop() { loop_.Stop(); }
 
 }  // namespace carve::server::queues

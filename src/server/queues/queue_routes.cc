@@ -6,28 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/native_reply.h"
+
 namespace carve::server::queues {
 namespace {
 
 using nlohmann::json;
-
-NativeResponse Reply(int status, const json& body) {
-  NativeResponse r;
-  r.http_status = status;
-  r.body = body.dump(2) + "\n";
-  return r;
-}
-
-NativeResponse ErrorReply(const Error& e) {
-  return Reply(HttpStatusFor(e.code),
-               json{{"error", e.message}, {"code", std::string(ErrorCodeName(e.code))}});
-}
-
-template <typename T, typename F>
-NativeResponse Answer(const Result<T>& r, int status, F&& to_json) {
-  if (!r.has_value()) return ErrorReply(r.error());
-  return Reply(status, to_json(*r));
-}
 
 Result<json> Body(const NativeRequest& r) {
   json body = json::parse(r.body.empty() ? std::string("{}") : r.body, nullptr, false);
@@ -81,26 +65,6 @@ json LogsJson(const JobRecord& job, size_t max_lines) {
 
 }  // namespace
 
-int HttpStatusFor(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return 400;
-    case ErrorCode::kNotFound:
-      return 404;
-    case ErrorCode::kAlreadyExists:
-    case ErrorCode::kFailedPrecondition:
-    case ErrorCode::kResourceExhausted:
-      return 409;
-    case ErrorCode::kUnavailable:
-      return 503;
-    case ErrorCode::kUnimplemented:
-      return 501;
-    case ErrorCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
-
 void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
   const auto auth = RouteAuth::kSigV4;
   http.AddRoute("POST", "/v1/queues", auth, [&svc](const NativeRequest& r) {
@@ -117,7 +81,7 @@ void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
       auto jobs = svc.ListJobs(r.account_id, q.name);
       list.push_back(QueueJson(q, jobs.has_value() ? &*jobs : nullptr));
     }
-    return Reply(200, json{{"queues", list}});
+    return JsonReply(200, json{{"queues", list}});
   });
   http.AddRoute("GET", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
     const std::string& name = r.path_params.at("q");
@@ -135,7 +99,7 @@ void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
   http.AddRoute("DELETE", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
     Status st = svc.DeleteQueue(r.account_id, r.path_params.at("q"));
     if (!st.ok()) return ErrorReply(st.error());
-    return Reply(200, json{{"deleted", r.path_params.at("q")}});
+    return JsonReply(200, json{{"deleted", r.path_params.at("q")}});
   });
   http.AddRoute("GET", "/v1/queues/{q}/gpu", auth, [&svc](const NativeRequest& r) {
     return Answer(svc.GpuView(r.account_id, r.path_params.at("q")), 200,

@@ -13,7 +13,7 @@
 //   POST   /v1/queues/{q}/jobs/{id}/cancel    cancel          -> 409 when finished
 //   GET    /v1/queues/{q}/jobs/{id}/logs      where each task's logs are (and their tail when
 //                                             the server can read them: embedded agent)
-// Errors are {"error": message, "code": name} with 400 / 404 / 409 / 503 / 500.
+// Errors are server/native_reply.h's: {"error": message, "code": name}, 400 / 404 / 409 / 503.
 #pragma once
 
 #include "server/http_server.h"
@@ -21,9 +21,6 @@
 #include "server/queues/queue_service.h"
 
 namespace carve::server::queues {
-
-// HTTP status for an error code (the one mapping this API uses).
-int HttpStatusFor(ErrorCode code);
 
 void RegisterQueueRoutes(HttpServer& http, QueueService& service);
 

@@ -5,7 +5,6 @@
 #include <httplib.h>
 
 #include "common/fake_clock.h"
-#include "server/queues/fake_fleet_lease.h"
 #include "store/fake_store.h"
 
 namespace carve::server::queues {
@@ -36,14 +35,10 @@ class QueueRoutesTest : public ::testing::Test {
     o.clock = &clock_;
     return o;
   }
-  static nodes::LeasedNode SmallNode() {
-    nodes::LeasedNode n;
-    n.id = NodeId("s1");
-    n.instance_type = "ml.g5.xlarge";
-    n.gpu_model = "a10g";
-    n.gpu_count = 1;
-    n.gpu_memory_mib = 24576;
-    return n;
+  static std::unique_ptr<nodes::NodeClaims> OneSmallNode() {
+    auto claims = std::make_unique<nodes::NodeClaims>();
+    EXPECT_TRUE(claims->Upsert(NodeId("s1"), "ml.g5.xlarge", true).ok());
+    return claims;
   }
   static HttpServerOptions Insecure() {
     HttpServerOptions o;
@@ -64,8 +59,8 @@ class QueueRoutesTest : public ::testing::Test {
   FakeClock clock_;
   store::FakeStore store_{clock_};
   nodes::NodeRegistry registry_{store_, RegistryOptions()};
-  FakeFleetLease lease_{{SmallNode()}};
-  QueueService service_{store_, registry_, lease_, ServiceOptions()};
+  std::unique_ptr<nodes::NodeClaims> claims_ = OneSmallNode();
+  QueueService service_{store_, registry_, *claims_, ServiceOptions()};
   aws::Credentials credentials_;
   MetricsRegistry metrics_;
   HttpServer http_{Insecure(), credentials_, metrics_};

@@ -28,13 +28,14 @@ store::Key JobKeyOf(const JobRecord& j) {
 }  // namespace
 
 QueueService::QueueService(store::Store& store, nodes::NodeRegistry& registry,
-                           nodes::FleetLease& lease, QueueOptions options)
+                           nodes::NodeClaims& claims, QueueOptions options)
     : store_(store),
       registry_(registry),
-      lease_(lease),
+      claims_(claims),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
-      hook_(std::make_shared<WakeHook>()) {
+      hook_(std::make_shared<WakeHook>()),
+      loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }) {
   hook_->service = this;
   registry_.AddListener([hook = hook_] {
     std::lock_guard lock(hook->mu);
@@ -68,13 +69,17 @@ Result<const QueueService::QueueState*> QueueService::Find(const std::string& ac
   return &it->second;
 }
 
-Result<std::unique_ptr<QueueCards>> QueueService::CardsFor(const QueueRecord& q) const {
+std::vector<QueueNode> QueueService::NodesOf(const QueueRecord& q) const {
   std::vector<QueueNode> nodes;
-  for (const auto& n : lease_.NodesOf(q.Owner())) nodes.push_back({n.id.value(), n.instance_type});
-  std::sort(nodes.begin(), nodes.end(),
-            [](const QueueNode& a, const QueueNode& b) { return a.name < b.name; });
+  for (const auto& n : claims_.NodesOf(q.Owner())) {
+    nodes.push_back({n.id.value(), std::string(n.type->id)});
+  }
+  return nodes;  // In name order.
+}
+
+Result<std::unique_ptr<QueueCards>> QueueService::CardsFor(const QueueRecord& q) const {
   CARVE_ASSIGN_OR_RETURN(QueueCards cards,
-                         QueueCards::Create(q.mgpu, std::move(nodes), options_.memory_reserve_mib));
+                         QueueCards::Create(q.mgpu, NodesOf(q), options_.memory_reserve_mib));
   return std::make_unique<QueueCards>(std::move(cards));
 }
 
@@ -82,6 +87,7 @@ Status QueueService::Recover() {
   CARVE_ASSIGN_OR_RETURN(auto queue_records, store_.ListAllAccounts(std::string(kQueueKind)));
   CARVE_ASSIGN_OR_RETURN(auto job_records, store_.ListAllAccounts(std::string(kJobKind)));
   std::lock_guard lock(mu_);
+  nodes::SyncFromRegistry(registry_, claims_);
   for (const auto& r : queue_records) {
     auto parsed = QueueFromJson(nlohmann::json::parse(r.body, nullptr, false));
     if (!parsed.has_value()) {
@@ -93,7 +99,7 @@ Status QueueService::Recover() {
     state.version = r.version;
     std::vector<NodeId> ids;
     for (const auto& n : state.record.nodes) ids.emplace_back(n);
-    Status claimed = lease_.ClaimSpecific(state.record.Owner(), ids);
+    Status claimed = claims_.ClaimSpecific(state.record.Owner(), ids);
     if (claimed.ok()) {
       auto cards = CardsFor(state.record);
       if (cards.has_value())
@@ -104,8 +110,8 @@ Status QueueService::Recover() {
       spdlog::error("queues: queue '{}' cannot re-claim its nodes: {}", state.record.name,
                     claimed.error().message);
     }
-    for (const auto& n : lease_.NodesOf(state.record.Owner())) {
-      for (int g = 0; g < n.gpu_count; ++g) registry_.SetGpuLayout(n.id, {g, false, {}});
+    for (const auto& n : claims_.NodesOf(state.record.Owner())) {
+      for (int g = 0; g < n.type->gpu_count; ++g) registry_.SetGpuLayout(n.id, {g, false, {}});
     }
     queues_.emplace(QueueKey{state.record.account, state.record.name}, std::move(state));
   }
@@ -153,29 +159,30 @@ Result<QueueRecord> QueueService::CreateQueue(const std::string& account,
   q.count = request.count;
   q.requested_nodes = request.nodes;
   q.created_ms = clock_.UnixMillis();
+  nodes::SyncFromRegistry(registry_, claims_);
   if (!request.instance_type.empty()) {
-    CARVE_ASSIGN_OR_RETURN(auto ids, lease_.Claim(q.Owner(), request.instance_type, request.count));
+    CARVE_ASSIGN_OR_RETURN(auto ids,
+                           claims_.Claim(q.Owner(), request.instance_type, request.count));
     (void)ids;
   } else {
     std::vector<NodeId> ids;
     for (const auto& n : request.nodes) ids.emplace_back(n);
-    CARVE_RETURN_IF_ERROR(lease_.ClaimSpecific(q.Owner(), ids));
+    CARVE_RETURN_IF_ERROR(claims_.ClaimSpecific(q.Owner(), ids));
   }
-  auto leased = lease_.NodesOf(q.Owner());
-  for (const auto& n : leased) q.nodes.push_back(n.id.value());
-  std::sort(q.nodes.begin(), q.nodes.end());
+  auto claimed = claims_.NodesOf(q.Owner());
+  for (const auto& n : claimed) q.nodes.push_back(n.id.value());
   auto cards = CardsFor(q);
   if (!cards.has_value()) {
-    lease_.Release(q.Owner());
+    claims_.Release(q.Owner());
     return cards.error();
   }
   auto written = store_.Create(QueueKeyOf(q), ToJson(q).dump());
   if (!written.has_value()) {
-    lease_.Release(q.Owner());
+    claims_.Release(q.Owner());
     return written.error();
   }
-  for (const auto& n : leased) {
-    for (int g = 0; g < n.gpu_count; ++g) registry_.SetGpuLayout(n.id, {g, false, {}});
+  for (const auto& n : claimed) {
+    for (int g = 0; g < n.type->gpu_count; ++g) registry_.SetGpuLayout(n.id, {g, false, {}});
   }
   QueueState state;
   state.record = q;
@@ -230,7 +237,7 @@ Status QueueService::DeleteQueue(const std::string& account, const std::string& 
   batch.push_back(store::Remove{QueueKeyOf(q->record), q->version});
   for (const auto& [id, job] : q->jobs) batch.push_back(store::Remove{JobKeyOf(job), {}});
   CARVE_RETURN_IF_ERROR(store_.Commit(std::move(batch)));
-  lease_.Release(q->record.Owner());
+  claims_.Release(q->record.Owner());
   queues_.erase({account, name});
   Publish();
   return OkStatus();

@@ -1,6 +1,7 @@
 // QueueService: mGPU queues and their jobs (issue 7). Queues own whole nodes claimed through
-// FleetLease; jobs become tasks placed on the queue's cards (QueueCards) and run as processes
-// through the node agents (NodeRegistry::SetWorkloads with source "queues").
+// NodeClaims (so a queue and an endpoint never share a node); jobs become tasks placed on the
+// queue's cards (QueueCards) and run as processes through the node agents
+// (NodeRegistry::SetWorkloads with source "queues").
 //
 // Lifecycle of a job: Submitted -> Pending (waiting for cards, FIFO per priority) -> Running (a
 // task is placed) -> Succeeded | Failed | Cancelled. A job whose parameters break a share rule is
@@ -36,12 +37,13 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "protocol/agent_protocol.h"
-#include "server/nodes/fleet_lease.h"
+#include "server/nodes/node_claims.h"
 #include "server/nodes/node_registry.h"
 #include "server/queues/gpu_view.h"
 #include "server/queues/queue_cards.h"
 #include "server/queues/queue_model.h"
 #include "server/queues/queue_request.h"
+#include "server/reconciler_loop.h"
 #include "store/store.h"
 
 namespace carve::server::queues {
@@ -67,8 +69,9 @@ struct WakeHook;
 
 class QueueService {
  public:
-  // All three must outlive the service. Registers a listener on `registry`.
-  QueueService(store::Store& store, nodes::NodeRegistry& registry, nodes::FleetLease& lease,
+  // All three must outlive the service. Registers a listener on `registry`. `claims` is shared
+  // with the SageMaker service.
+  QueueService(store::Store& store, nodes::NodeRegistry& registry, nodes::NodeClaims& claims,
                QueueOptions options = {});
   ~QueueService();  // Stops the reconciler.
   QueueService(const QueueService&) = delete;
@@ -134,11 +137,11 @@ class QueueService {
   std::optional<protocol::WorkloadDesired> Desired(const QueueState& q, const JobRecord& job,
                                                    const TaskRecord& task) const;
   QueueGpuView ViewLocked(const QueueState& q) const;
-  void Loop();
+  std::vector<QueueNode> NodesOf(const QueueRecord& q) const;
 
   store::Store& store_;
   nodes::NodeRegistry& registry_;
-  nodes::FleetLease& lease_;
+  nodes::NodeClaims& claims_;
   const QueueOptions options_;
   const Clock& clock_;
 
@@ -146,12 +149,8 @@ class QueueService {
   std::map<QueueKey, QueueState> queues_;                                    // guarded by mu_
   std::map<std::string, std::vector<protocol::WorkloadDesired>> published_;  // guarded by mu_
 
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool wake_ = false;      // guarded by wake_mu_
-  bool stopping_ = false;  // guarded by wake_mu_
-  std::thread thread_;
   std::shared_ptr<WakeHook> hook_;
+  ReconcilerLoop loop_;
 };
 
 }  // namespace carve::server::queues

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
-#include "server/queues/fake_fleet_lease.h"
 #include "store/fake_store.h"
 
 namespace carve::server::queues {
@@ -14,16 +13,15 @@ namespace {
 using namespace std::chrono_literals;
 constexpr char kAccount[] = "123456789012";
 
-nodes::LeasedNode Node(std::string name, std::string type, int gpus) {
-  nodes::LeasedNode n;
-  n.id = NodeId(std::move(name));
-  n.instance_type = std::move(type);
-  n.gpu_model = "a10g";
-  n.gpu_count = gpus;
-  n.gpu_memory_mib = 24576;
-  n.ready = true;
-  return n;
-}
+struct TestNode {
+  std::string name;
+  std::string instance_type;
+  int gpus = 1;
+};
+// The fleet of these tests: nodes its agents registered (the queue claims come from the
+// registry's nodes, as in the server).
+const std::vector<TestNode> kFleet = {
+    {"big", "ml.g5.48xlarge", 8}, {"s1", "ml.g5.xlarge", 1}, {"s2", "ml.g5.xlarge", 1}};
 
 protocol::WorkloadStatus Reported(std::string id, std::string state, std::string address = "",
                                   std::vector<int> codes = {}, double core = -1,
@@ -47,12 +45,12 @@ nodes::NodeRegistryOptions RegistryOptions(const Clock* clock) {
 class QueueServiceTest : public ::testing::Test {
  protected:
   QueueServiceTest() {
-    for (const auto& n : lease_.AllNodes()) {
+    for (const auto& n : kFleet) {
       protocol::Registration r;
-      r.node_id = n.id.value();
+      r.node_id = n.name;
       r.instance_type = n.instance_type;
       r.driver = "sim";
-      for (int i = 0; i < n.gpu_count; ++i) {
+      for (int i = 0; i < n.gpus; ++i) {
         protocol::GpuInventory g;
         g.index = i;
         g.uuid = "GPU-" + std::to_string(i);
@@ -60,7 +58,7 @@ class QueueServiceTest : public ::testing::Test {
       }
       EXPECT_TRUE(registry_.Register(r).has_value());
     }
-    service_ = std::make_unique<QueueService>(store_, registry_, lease_, Options());
+    service_ = std::make_unique<QueueService>(store_, registry_, claims_, Options());
   }
   QueueOptions Options() {
     QueueOptions o;
@@ -122,15 +120,14 @@ class QueueServiceTest : public ::testing::Test {
   FakeClock clock_;
   store::FakeStore store_{clock_};
   nodes::NodeRegistry registry_{store_, RegistryOptions(&clock_)};
-  FakeFleetLease lease_{{Node("big", "ml.g5.48xlarge", 8), Node("s1", "ml.g5.xlarge", 1),
-                         Node("s2", "ml.g5.xlarge", 1)}};
+  nodes::NodeClaims claims_;
   std::unique_ptr<QueueService> service_;
 };
 
 TEST_F(QueueServiceTest, CreatesAnMgpuQueueThatClaimsItsNodeAndUsesItsCardsWhole) {
   QueueRecord q = MakeQueue("q1", "ml.g5.48xlarge", 1, true);
   EXPECT_EQ(q.nodes, std::vector<std::string>{"big"});
-  EXPECT_EQ(lease_.NodesOf(q.Owner()).size(), 1u);
+  EXPECT_EQ(claims_.NodesOf(q.Owner()).size(), 1u);
   auto d = registry_.WaitDesired("big", registry_.epoch(), 0, 0ms);
   ASSERT_TRUE(d.has_value());
   ASSERT_EQ(d->gpus.size(), 8u);
@@ -290,13 +287,13 @@ TEST_F(QueueServiceTest, RefusesToDeleteAQueueWithRunningJobsThenReleasesItsNode
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(st.error().message.find(job.id), std::string::npos);
-  EXPECT_EQ(lease_.NodesOf(q.Owner()).size(), 1u);
+  EXPECT_EQ(claims_.NodesOf(q.Owner()).size(), 1u);
   auto cancelled = service_->CancelJob(kAccount, "q1", job.id);
   ASSERT_TRUE(cancelled.has_value());
   EXPECT_EQ(cancelled->state, JobState::kCancelled);
   EXPECT_TRUE(Desired("s1").empty());
   ASSERT_TRUE(service_->DeleteQueue(kAccount, "q1").ok());
-  EXPECT_TRUE(lease_.NodesOf(q.Owner()).empty());
+  EXPECT_TRUE(claims_.NodesOf(q.Owner()).empty());
   EXPECT_FALSE(store_.Get({kAccount, "Job", "q1/" + job.id}).has_value());
 }
 
@@ -310,14 +307,14 @@ TEST_F(QueueServiceTest, KeepsJobsTaskIdsAndPlacementsAcrossARestart) {
   ASSERT_FALSE(workload.empty());
 
   service_.reset();
-  FakeFleetLease fresh_lease{lease_.AllNodes()};
-  QueueService restarted(store_, registry_, fresh_lease, Options());
+  nodes::NodeClaims fresh_claims;  // A new process knows no claims: Recover takes them again.
+  QueueService restarted(store_, registry_, fresh_claims, Options());
   ASSERT_TRUE(restarted.Recover().ok());
   auto after = restarted.GetJob(kAccount, "q1", job.id);
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->state, JobState::kRunning);
   EXPECT_EQ(after->tasks[0].workload_id, workload);
-  EXPECT_EQ(fresh_lease.NodesOf("queue/123456789012/q1").size(), 1u);
+  EXPECT_EQ(fresh_claims.NodesOf(nodes::Owner::Queue(kAccount, "q1")).size(), 1u);
   auto desired = Desired("s1");
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_EQ(desired[0].id, workload);

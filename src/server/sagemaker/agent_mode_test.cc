@@ -36,9 +36,7 @@ class AgentModeTest : public ::testing::Test {
     ServiceOptions options;
     options.clock = &clock_;
     options.registry = &registry_;
-    auto fleet = fleet::Fleet::Create({});
-    service_ = std::make_unique<SageMakerService>(store_, std::move(fleet).value(), driver_,
-                                                  options);
+    service_ = std::make_unique<SageMakerService>(store_, claims_, driver_, options);
     EXPECT_TRUE(service_->Recover().ok());
     pump_ = std::thread([this] {
       while (!stop_) {
@@ -121,18 +119,17 @@ class AgentModeTest : public ::testing::Test {
     Ok("CreateEndpointConfig", {{"EndpointConfigName", "ep"}, {"ProductionVariants", {variant}}});
     Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});
     Settle();
-    Ok("CreateInferenceComponent",
-       {{"InferenceComponentName", "ic"},
-        {"EndpointName", "ep"},
-        {"VariantName", "AllTraffic"},
-        {"Specification",
-         {{"ModelName", "m"},
-          {"ComputeResourceRequirements",
-           {{"AcceleratorPartitionType", "mig-3g.20gb"},
-            {"NumberOfAcceleratorDevicesRequired", 1},
-            {"NumberOfCpuCoresRequired", 1},
-            {"MinMemoryRequiredInMb", 1024}}}}},
-        {"RuntimeConfig", {{"CopyCount", copies}}}});
+    Ok("CreateInferenceComponent", {{"InferenceComponentName", "ic"},
+                                    {"EndpointName", "ep"},
+                                    {"VariantName", "AllTraffic"},
+                                    {"Specification",
+                                     {{"ModelName", "m"},
+                                      {"ComputeResourceRequirements",
+                                       {{"AcceleratorPartitionType", "mig-3g.20gb"},
+                                        {"NumberOfAcceleratorDevicesRequired", 1},
+                                        {"NumberOfCpuCoresRequired", 1},
+                                        {"MinMemoryRequiredInMb", 1024}}}}},
+                                    {"RuntimeConfig", {{"CopyCount", copies}}}});
     Settle();
   }
   json Describe() { return Ok("DescribeInferenceComponent", {{"InferenceComponentName", "ic"}}); }
@@ -144,6 +141,7 @@ class AgentModeTest : public ::testing::Test {
   store::FakeStore store_;
   nodes::NodeRegistry registry_;
   nodes::AgentNodeDriver driver_;
+  nodes::NodeClaims claims_;  // Filled from the registry by the service's passes.
   std::unique_ptr<SageMakerService> service_;
   std::mutex mu_;
   std::set<std::string> healthy_;  // Guarded by mu_.
@@ -249,8 +247,8 @@ TEST_F(AgentModeTest, ANotReadyNodesCopiesMoveToTheOtherInstance) {
     healthy_.insert("node-b");
   }
   Settle();
-  EXPECT_EQ(Ok("DescribeEndpoint", {{"EndpointName", "ep"}})["ProductionVariants"][0]
-                ["CurrentInstanceCount"],
+  EXPECT_EQ(Ok("DescribeEndpoint",
+               {{"EndpointName", "ep"}})["ProductionVariants"][0]["CurrentInstanceCount"],
             2);
   EXPECT_TRUE(Workloads("node-b").empty());
   EXPECT_EQ(Workloads("node-a").size(), 2u);

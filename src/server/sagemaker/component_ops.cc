@@ -14,11 +14,7 @@
 namespace carve::server::sagemaker {
 namespace {
 
-using Ops = SageMakerService::Ops;
-
 constexpr std::string_view kStrategies[] = {"SPREAD", "BINPACK"};
-constexpr std::string_view kComponentStatuses[] = {"InService", "Creating", "Updating", "Failed",
-                                                   "Deleting"};
 constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
 constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)");
 
@@ -27,7 +23,7 @@ struct Requirements {
   std::optional<double> devices;
   double cpus = 0;
   int64_t memory_mib = 0;
-  fleet::PlacementStrategy strategy = fleet::PlacementStrategy::kSpread;
+  core::Strategy strategy = core::Strategy::kSpread;
   std::string model_name;
 };
 
@@ -70,7 +66,7 @@ std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const s
   if (const json* sc = v.Object(spec, "SchedulingConfig", path, false)) {
     auto st = v.String(*sc, "PlacementStrategy", MemberPath(path, "SchedulingConfig"),
                        EnumRule(kStrategies), true);
-    if (st && *st == "BINPACK") r.strategy = fleet::PlacementStrategy::kBinpack;
+    if (st && *st == "BINPACK") r.strategy = core::Strategy::kBinpack;
   }
   if (!v.ok()) return std::nullopt;
   r.model_name = model.value_or("");
@@ -143,16 +139,22 @@ void ApplyRequirements(ComponentRecord& c, const Requirements& r) {
   c.strategy = r.strategy;
 }
 
-json Summary(const SageMakerService& s, const store::Record& r, const json& body) {
+json Summary(const OpContext& ctx, const store::Record& r, const json& body) {
   const std::string endpoint = body.value("EndpointName", "");
   return {{"InferenceComponentName", r.key.name},
-          {"InferenceComponentArn", Ops::Arn(s, r.key.account, kInferenceComponent, r.key.name)},
+          {"InferenceComponentArn", ctx.Arn(r.key.account, kInferenceComponent, r.key.name)},
           {"EndpointName", endpoint},
-          {"EndpointArn", Ops::Arn(s, r.key.account, kEndpoint, endpoint)},
+          {"EndpointArn", ctx.Arn(r.key.account, kEndpoint, endpoint)},
           {"VariantName", body.value("VariantName", "")},
           {"InferenceComponentStatus", body.value("InferenceComponentStatus", "")},
           {"CreationTime", EpochSeconds(r.created_ms)},
           {"LastModifiedTime", EpochSeconds(r.updated_ms)}};
+}
+
+Status RefuseWhileDeleting(const OpContext& ctx, const ApiRequest& req, const ComponentRecord& c) {
+  if (c.status != ComponentStatus::kDeleting) return OkStatus();
+  return FailedPrecondition(fmt::format("Inference component \"{}\" is being deleted.",
+                                        ctx.Arn(req.account_id, kInferenceComponent, c.name)));
 }
 
 const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name) {
@@ -164,8 +166,7 @@ const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name
 
 }  // namespace
 
-Result<json> Ops::CreateInferenceComponent(SageMakerService& s, const ApiRequest& req,
-                                           const json& in) {
+Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   auto endpoint = v.String(in, "EndpointName", "", kEndpointNameRule, true);
@@ -184,12 +185,13 @@ Result<json> Ops::CreateInferenceComponent(SageMakerService& s, const ApiRequest
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
-  std::lock_guard lock(mu(s));
-  CARVE_ASSIGN_OR_RETURN(store::Record ep_rec, Get(s, req.account_id, kEndpoint, *endpoint));
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record ep_rec, ctx.Get(req.account_id, kEndpoint, *endpoint));
   CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(ep_rec));
-  if (ep.status == "Failed" || ep.status == "Deleting") {
+  if (ep.status == EndpointStatus::kFailed || ep.status == EndpointStatus::kDeleting) {
     return FailedPrecondition(fmt::format("Endpoint \"{}\" is {}; it cannot host components.",
-                                          Arn(s, req.account_id, kEndpoint, *endpoint), ep.status));
+                                          ctx.Arn(req.account_id, kEndpoint, *endpoint),
+                                          Name(ep.status)));
   }
   if (!variant) {
     if (ep.variants.size() != 1) {
@@ -206,7 +208,7 @@ Result<json> Ops::CreateInferenceComponent(SageMakerService& s, const ApiRequest
                                        *endpoint, *variant, JoinNodes(names)));
   }
   if (!reqs->model_name.empty()) {
-    CARVE_RETURN_IF_ERROR(Get(s, req.account_id, kModel, reqs->model_name));
+    CARVE_RETURN_IF_ERROR(ctx.Get(req.account_id, kModel, reqs->model_name));
   }
   CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, *endpoint));
 
@@ -217,74 +219,73 @@ Result<json> Ops::CreateInferenceComponent(SageMakerService& s, const ApiRequest
   c.specification = in.at("Specification");
   ApplyRequirements(c, *reqs);
   c.desired = static_cast<int>(*copies);
-  c.status = "Creating";
+  c.status = ComponentStatus::kCreating;
   c.tags = tags.value_or(json::array());
-  auto rec =
-      store(s).Create({req.account_id, std::string(kInferenceComponent), *name}, c.ToJson().dump());
+  auto rec = ctx.store().Create({req.account_id, std::string(kInferenceComponent), *name},
+                                c.ToJson().dump());
   if (!rec.has_value()) {
     if (rec.error().code == ErrorCode::kAlreadyExists) {
-      return AlreadyExistsError(s, req.account_id, kInferenceComponent, *name);
+      return ctx.AlreadyExists(req.account_id, kInferenceComponent, *name);
     }
     return rec.error();
   }
-  Notify(s);
-  return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, *name)}};
+  ctx.Notify();
+  return json{{"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, *name)}};
 }
 
-Result<json> Ops::DescribeInferenceComponent(SageMakerService& s, const ApiRequest& req,
-                                             const json& in) {
+Result<json> DescribeInferenceComponent(const OpContext& ctx, const ApiRequest& req,
+                                        const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kInferenceComponent, *name));
   CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
-  json out = {
-      {"InferenceComponentName", c.name},
-      {"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)},
-      {"EndpointName", c.endpoint},
-      {"EndpointArn", Arn(s, req.account_id, kEndpoint, c.endpoint)},
-      {"VariantName", c.variant},
-      {"Specification", c.specification},
-      {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.running}}},
-      {"InferenceComponentStatus", c.status},
-      {"CreationTime", EpochSeconds(rec.created_ms)},
-      {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
+  json out = {{"InferenceComponentName", c.name},
+              {"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, c.name)},
+              {"EndpointName", c.endpoint},
+              {"EndpointArn", ctx.Arn(req.account_id, kEndpoint, c.endpoint)},
+              {"VariantName", c.variant},
+              {"Specification", c.specification},
+              {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.running}}},
+              {"InferenceComponentStatus", Name(c.status)},
+              {"CreationTime", EpochSeconds(rec.created_ms)},
+              {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
   if (!c.status_message.empty()) out["StatusMessage"] = c.status_message;
   if (!c.failure_reason.empty()) out["FailureReason"] = c.failure_reason;
   return out;
 }
 
-Result<json> Ops::DeleteInferenceComponent(SageMakerService& s, const ApiRequest& req,
-                                           const json& in) {
+Result<json> DeleteInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  std::lock_guard lock(mu(s));
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kInferenceComponent, *name));
   CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
-  CARVE_RETURN_IF_ERROR(store(s).Commit({store::Remove{rec.key, rec.version}}));
-  // Only after the delete is durable do the partitions free up for waiting copies.
-  for (const auto& p : c.copies) fleet(s).Release(p);
-  Notify(s);
+  if (c.status == ComponentStatus::kDeleting) return json::object();
+  // Deleting: the reconciler stops and releases the copies (their partitions free up for waiting
+  // copies only once that is durable), then removes the record.
+  c.status = ComponentStatus::kDeleting;
+  c.status_message.clear();
+  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, c.ToJson().dump(), rec.version));
+  ctx.Notify();
   return json::object();
 }
 
-Result<json> Ops::ListInferenceComponents(SageMakerService& s, const ApiRequest& req,
-                                          const json& in) {
+Result<json> ListInferenceComponents(const OpContext& ctx, const ApiRequest& req, const json& in) {
   static const ListSpec spec{
       kInferenceComponent,
       "InferenceComponents",
       "InferenceComponentStatus",
       true,
-      kComponentStatuses,
+      ComponentStatusNames(),
       &Summary,
       {{"EndpointNameEquals", "EndpointName"}, {"VariantNameEquals", "VariantName"}},
       &kEndpointNameRule};
-  return ListResources(s, req, in, spec);
+  return ListResources(ctx, req, in, spec);
 }
 
-Result<json> Ops::UpdateInferenceComponent(SageMakerService& s, const ApiRequest& req,
-                                           const json& in) {
+Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   std::optional<Requirements> reqs;
@@ -297,9 +298,10 @@ Result<json> Ops::UpdateInferenceComponent(SageMakerService& s, const ApiRequest
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
-  std::lock_guard lock(mu(s));
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kInferenceComponent, *name));
   CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  CARVE_RETURN_IF_ERROR(RefuseWhileDeleting(ctx, req, c));
   if (reqs) {
     if (reqs->partition_type != c.partition_type) {
       return InvalidArgument(fmt::format(
@@ -308,26 +310,26 @@ Result<json> Ops::UpdateInferenceComponent(SageMakerService& s, const ApiRequest
           c.name, c.partition_type.empty() ? "unset (whole GPUs)" : c.partition_type,
           reqs->partition_type.empty() ? "unset (whole GPUs)" : reqs->partition_type));
     }
-    CARVE_ASSIGN_OR_RETURN(store::Record ep_rec, Get(s, req.account_id, kEndpoint, c.endpoint));
+    CARVE_ASSIGN_OR_RETURN(store::Record ep_rec, ctx.Get(req.account_id, kEndpoint, c.endpoint));
     CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(ep_rec));
     const VariantSpec* var = FindVariant(ep, c.variant);
     if (var == nullptr) return Internal("component's variant vanished from its endpoint");
     if (!reqs->model_name.empty()) {
-      CARVE_RETURN_IF_ERROR(Get(s, req.account_id, kModel, reqs->model_name));
+      CARVE_RETURN_IF_ERROR(ctx.Get(req.account_id, kModel, reqs->model_name));
     }
     CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, c.endpoint));
     c.specification = in.at("Specification");
     ApplyRequirements(c, *reqs);  // New copies use the new host figures; placed ones keep theirs.
   }
   if (copies) c.desired = static_cast<int>(*copies);
-  if (c.desired != c.running && c.ever_in_service) c.status = "Updating";
-  CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, c.ToJson().dump(), rec.version));
-  Notify(s);
-  return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)}};
+  if (c.desired != c.running && c.ever_in_service) c.status = ComponentStatus::kUpdating;
+  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, c.ToJson().dump(), rec.version));
+  ctx.Notify();
+  return json{{"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, c.name)}};
 }
 
-Result<json> Ops::UpdateInferenceComponentRuntimeConfig(SageMakerService& s, const ApiRequest& req,
-                                                        const json& in) {
+Result<json> UpdateInferenceComponentRuntimeConfig(const OpContext& ctx, const ApiRequest& req,
+                                                   const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   std::optional<int64_t> copies;
@@ -335,14 +337,15 @@ Result<json> Ops::UpdateInferenceComponentRuntimeConfig(SageMakerService& s, con
     copies = v.Integer(*rc, "CopyCount", "desiredRuntimeConfig", {0, {}}, true);
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  std::lock_guard lock(mu(s));
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kInferenceComponent, *name));
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kInferenceComponent, *name));
   CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  CARVE_RETURN_IF_ERROR(RefuseWhileDeleting(ctx, req, c));
   c.desired = static_cast<int>(*copies);
-  if (c.desired != c.running && c.ever_in_service) c.status = "Updating";
-  CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, c.ToJson().dump(), rec.version));
-  Notify(s);
-  return json{{"InferenceComponentArn", Arn(s, req.account_id, kInferenceComponent, c.name)}};
+  if (c.desired != c.running && c.ever_in_service) c.status = ComponentStatus::kUpdating;
+  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, c.ToJson().dump(), rec.version));
+  ctx.Notify();
+  return json{{"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, c.name)}};
 }
 
 }  // namespace carve::server::sagemaker

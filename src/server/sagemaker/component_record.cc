@@ -4,9 +4,12 @@ namespace carve::server::sagemaker {
 
 using nlohmann::json;
 
+core::Request ComponentRecord::CopyRequest() const {
+  return partition_type.empty() ? core::Request::WholeGpus(devices, cpu_milli, memory_mib)
+                                : core::Request::Partition(partition_type, cpu_milli, memory_mib);
+}
+
 json ComponentRecord::ToJson() const {
-  json copies_json = json::array();
-  for (const auto& c : copies) copies_json.push_back(fleet::PlacementToJson(c));
   return {{"InferenceComponentName", name},
           {"EndpointName", endpoint},
           {"VariantName", variant},
@@ -15,16 +18,33 @@ json ComponentRecord::ToJson() const {
           {"Devices", devices},
           {"CpuMilli", cpu_milli},
           {"MemoryMib", memory_mib},
-          {"Strategy", strategy == fleet::PlacementStrategy::kSpread ? "SPREAD" : "BINPACK"},
+          {"Strategy", core::StrategyName(strategy)},
           {"DesiredCopyCount", desired},
-          {"Copies", copies_json},
           {"RunningCopyCount", running},
-          {"InferenceComponentStatus", status},
+          {"InferenceComponentStatus", Name(status)},
           {"StatusMessage", status_message},
           {"FailureReason", failure_reason},
           {"EverInService", ever_in_service},
           {"Tags", tags}};
 }
+
+namespace {
+
+V1CopyPlacement V1FromJson(const json& j) {
+  V1CopyPlacement p;
+  p.node = j.at("node").get<std::string>();
+  for (const auto& s : j.at("slots")) p.slots.emplace_back(s.at(0).get<int>(), s.at(1).get<int>());
+  p.cpu_milli = j.at("cpu_milli").get<int64_t>();
+  p.memory_mib = j.at("memory_mib").get<int64_t>();
+  p.index = j.value("index", 0);
+  // Records written before copy ids existed: the id that version derived from the first slot.
+  p.id = j.contains("id") ? j.at("id").get<std::string>()
+                          : p.node + "-g" + std::to_string(p.slots.empty() ? 0 : p.slots[0].first) +
+                                "s" + std::to_string(p.slots.empty() ? 0 : p.slots[0].second);
+  return p;
+}
+
+}  // namespace
 
 Result<ComponentRecord> ComponentRecord::FromRecord(const store::Record& record) {
   try {
@@ -38,16 +58,14 @@ Result<ComponentRecord> ComponentRecord::FromRecord(const store::Record& record)
     c.devices = j.at("Devices").get<int>();
     c.cpu_milli = j.at("CpuMilli").get<int64_t>();
     c.memory_mib = j.at("MemoryMib").get<int64_t>();
-    c.strategy = j.at("Strategy").get<std::string>() == "BINPACK"
-                     ? fleet::PlacementStrategy::kBinpack
-                     : fleet::PlacementStrategy::kSpread;
+    CARVE_ASSIGN_OR_RETURN(c.strategy, core::ParseStrategy(j.at("Strategy").get<std::string>()));
     c.desired = j.at("DesiredCopyCount").get<int>();
-    for (const auto& p : j.at("Copies")) {
-      CARVE_ASSIGN_OR_RETURN(fleet::CopyPlacement placement, fleet::PlacementFromJson(p));
-      c.copies.push_back(std::move(placement));
+    if (j.contains("Copies")) {
+      for (const auto& p : j.at("Copies")) c.v1_copies.push_back(V1FromJson(p));
     }
-    c.running = j.value("RunningCopyCount", static_cast<int>(c.copies.size()));
-    c.status = j.at("InferenceComponentStatus").get<std::string>();
+    c.running = j.value("RunningCopyCount", 0);
+    CARVE_ASSIGN_OR_RETURN(
+        c.status, ParseComponentStatus(j.at("InferenceComponentStatus").get<std::string>()));
     c.status_message = j.value("StatusMessage", "");
     c.failure_reason = j.value("FailureReason", "");
     c.ever_in_service = j.value("EverInService", false);

@@ -1,6 +1,7 @@
 // ComponentRecord: the body of an InferenceComponent record in the Store: the specification as
-// the user gave it, the requirements derived from it, the desired copy count, and where each
-// running copy sits (persisted so a restart finds every partition's occupant).
+// the user gave it, the requirements derived from it, the desired copy count and the status.
+// Where each copy runs is not here: every copy has its own record (copy_record.h), so this record
+// stays the same size whatever the copy count.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,43 +9,61 @@
 #include <vector>
 
 #include "common/result.h"
-#include "server/fleet/fleet.h"
+#include "core/placement.h"
+#include "server/sagemaker/statuses.h"
 #include "store/store.h"
 
 namespace carve::server::sagemaker {
+
+// A copy placement as records written before issue 13 kept it, inside the component record and
+// by position: (gpu index, index of the partition type in the variant's declared layout). Read
+// only, so Recover() can migrate it to a copy record.
+struct V1CopyPlacement {
+  std::string id;
+  int index = 0;
+  std::string node;
+  std::vector<std::pair<int, int>> slots;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
 
 struct ComponentRecord {
   std::string name;
   std::string endpoint;
   std::string variant;
   nlohmann::json specification = nlohmann::json::object();
-  std::string partition_type;  // "" for whole GPUs.
-  int devices = 1;
-  int64_t cpu_milli = 0;
-  int64_t memory_mib = 0;
-  fleet::PlacementStrategy strategy = fleet::PlacementStrategy::kSpread;
+  std::string partition_type;  // SageMaker spelling ("mig-1g.5gb"); "" for whole GPUs.
+  int devices = 1;             // Whole GPUs per copy when partition_type is "".
+  int64_t cpu_milli = 0;       // Host CPU per copy, thousandths of a vCPU.
+  int64_t memory_mib = 0;      // Host memory per copy.
+  core::Strategy strategy = core::Strategy::kSpread;
   int desired = 0;
-  std::vector<fleet::CopyPlacement> copies;
   // Copies that serve (agent mode: their process answers /ping; simulated mode: placed). This
   // is DescribeInferenceComponent's CurrentCopyCount.
   int running = 0;
-  std::string status;          // InferenceComponentStatus.
+  ComponentStatus status = ComponentStatus::kCreating;
   std::string status_message;  // What waiting copies wait for; "" when none wait.
-  std::string failure_reason;  // Set with status Failed (its endpoint failed).
+  std::string failure_reason;  // Set with status Failed.
   bool ever_in_service = false;
   nlohmann::json tags = nlohmann::json::array();
+  std::vector<V1CopyPlacement> v1_copies;  // Non-empty only in a record not yet migrated.
 
-  nlohmann::json ToJson() const;
+  // What one copy asks the variant's pool for.
+  core::Request CopyRequest() const;
+  nlohmann::json ToJson() const;  // Never writes v1 placements.
+  // Internal when the stored body is malformed.
   static Result<ComponentRecord> FromRecord(const store::Record& record);
-  // The fleet's occupant id for this component's copies.
-  static std::string Occupant(const std::string& account, const std::string& name) {
-    return account + "/" + name;
-  }
-  // The id of a copy's process on its node's agent.
+  // The id of a copy's process on its node's agent: "<account>/<component>/<copy id>".
   static std::string WorkloadId(const std::string& account, const std::string& name,
-                                const fleet::CopyPlacement& copy) {
-    return account + "/" + name + "/" + copy.id;
+                                const std::string& copy_id) {
+    return account + "/" + name + "/" + copy_id;
   }
+};
+
+// A record and its parsed body, read once per reconcile pass.
+struct ComponentEntry {
+  store::Record record;
+  ComponentRecord component;
 };
 
 }  // namespace carve::server::sagemaker

@@ -11,17 +11,15 @@
 namespace carve::server::sagemaker {
 namespace {
 
-using Ops = SageMakerService::Ops;
-
-json Summary(const SageMakerService& s, const store::Record& r, const json&) {
+json Summary(const OpContext& ctx, const store::Record& r, const json&) {
   return {{"EndpointConfigName", r.key.name},
-          {"EndpointConfigArn", Ops::Arn(s, r.key.account, kEndpointConfig, r.key.name)},
+          {"EndpointConfigArn", ctx.Arn(r.key.account, kEndpointConfig, r.key.name)},
           {"CreationTime", EpochSeconds(r.created_ms)}};
 }
 
 }  // namespace
 
-Result<json> Ops::CreateEndpointConfig(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> CreateEndpointConfig(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
@@ -48,51 +46,57 @@ Result<json> Ops::CreateEndpointConfig(SageMakerService& s, const ApiRequest& re
       }
     }
   }
-  for (const auto& var : variants) CARVE_RETURN_IF_ERROR(CheckVariantLayout(var));
+  // Each layout is placed once, here, and the record keeps where every partition sits.
+  json layouts = json::object();
+  for (const auto& var : variants) {
+    CARVE_ASSIGN_OR_RETURN(core::Layout layout, CheckVariantLayout(var));
+    if (var.partition_types) layouts[var.name] = LayoutToJson(layout);
+  }
 
   json body = in;
   body["Tags"] = tags.value_or(json::array());
-  auto rec = store(s).Create({req.account_id, std::string(kEndpointConfig), *name}, body.dump());
+  body[std::string(kCarveLayouts)] = layouts;
+  auto rec = ctx.store().Create({req.account_id, std::string(kEndpointConfig), *name}, body.dump());
   if (!rec.has_value()) {
     if (rec.error().code == ErrorCode::kAlreadyExists) {
-      return AlreadyExistsError(s, req.account_id, kEndpointConfig, *name);
+      return ctx.AlreadyExists(req.account_id, kEndpointConfig, *name);
     }
     return rec.error();
   }
-  return json{{"EndpointConfigArn", Arn(s, req.account_id, kEndpointConfig, *name)}};
+  return json{{"EndpointConfigArn", ctx.Arn(req.account_id, kEndpointConfig, *name)}};
 }
 
-Result<json> Ops::DescribeEndpointConfig(SageMakerService& s, const ApiRequest& req,
-                                         const json& in) {
+Result<json> DescribeEndpointConfig(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kEndpointConfig, *name));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpointConfig, *name));
   CARVE_ASSIGN_OR_RETURN(json body, Body(rec));
   body.erase("Tags");
-  body["EndpointConfigArn"] = Arn(s, req.account_id, kEndpointConfig, *name);
+  body.erase(std::string(kCarveLayouts));
+  body["EndpointConfigArn"] = ctx.Arn(req.account_id, kEndpointConfig, *name);
   body["CreationTime"] = EpochSeconds(rec.created_ms);
   return body;
 }
 
-Result<json> Ops::DeleteEndpointConfig(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> DeleteEndpointConfig(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   // Endpoints copy their variants when created, so deleting a config in use is allowed, as on
   // the real service.
-  Status st = store(s).Delete({req.account_id, std::string(kEndpointConfig), *name});
+  Status st = ctx.store().Delete({req.account_id, std::string(kEndpointConfig), *name});
   if (!st.ok() && st.error().code == ErrorCode::kNotFound) {
-    return Get(s, req.account_id, kEndpointConfig, *name).error();
+    return ctx.Get(req.account_id, kEndpointConfig, *name).error();
   }
   CARVE_RETURN_IF_ERROR(st);
   return json::object();
 }
 
-Result<json> Ops::ListEndpointConfigs(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> ListEndpointConfigs(const OpContext& ctx, const ApiRequest& req, const json& in) {
   static const ListSpec spec{kEndpointConfig, "EndpointConfigs", "", false, {}, &Summary, {},
                              nullptr};
-  return ListResources(s, req, in, spec);
+  return ListResources(ctx, req, in, spec);
 }
 
 }  // namespace carve::server::sagemaker

@@ -9,21 +9,16 @@
 namespace carve::server::sagemaker {
 namespace {
 
-using Ops = SageMakerService::Ops;
-
-constexpr std::string_view kEndpointStatuses[] = {
-    "OutOfService", "Creating", "Updating", "SystemUpdating",      "RollingBack",
-    "InService",    "Deleting", "Failed",   "UpdateRollbackFailed"};
-
-json Summary(const SageMakerService& s, const store::Record& r, const json& body) {
+json Summary(const OpContext& ctx, const store::Record& r, const json& body) {
   return {{"EndpointName", r.key.name},
-          {"EndpointArn", Ops::Arn(s, r.key.account, kEndpoint, r.key.name)},
+          {"EndpointArn", ctx.Arn(r.key.account, kEndpoint, r.key.name)},
           {"CreationTime", EpochSeconds(r.created_ms)},
           {"LastModifiedTime", EpochSeconds(r.updated_ms)},
           {"EndpointStatus", body.value("EndpointStatus", "")}};
 }
 
-// Variants of a stored endpoint configuration.
+// Variants of a stored endpoint configuration, with the layouts CreateEndpointConfig placed
+// (configs stored before layouts were kept are placed now).
 Result<std::vector<VariantSpec>> ConfigVariants(const json& config) {
   Validator v;
   std::vector<VariantSpec> out;
@@ -35,6 +30,15 @@ Result<std::vector<VariantSpec>> ConfigVariants(const json& config) {
     }
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
+  const json layouts = config.value(std::string(kCarveLayouts), json::object());
+  for (auto& spec : out) {
+    if (!spec.partition_types) continue;
+    if (layouts.contains(spec.name)) {
+      CARVE_ASSIGN_OR_RETURN(spec.layout, LayoutFromJson(spec, layouts.at(spec.name)));
+    } else {
+      CARVE_ASSIGN_OR_RETURN(spec.layout, CheckVariantLayout(spec));
+    }
+  }
   return out;
 }
 
@@ -44,52 +48,53 @@ bool SameLayout(const VariantSpec& a, const VariantSpec& b) {
 
 }  // namespace
 
-Result<json> Ops::CreateEndpoint(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> CreateEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   auto config_name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   auto tags = ValidateTags(v, in, "Tags", "");
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
-  std::lock_guard lock(mu(s));
+  std::lock_guard lock(ctx.state_mu());
   CARVE_ASSIGN_OR_RETURN(store::Record cfg_rec,
-                         Get(s, req.account_id, kEndpointConfig, *config_name));
+                         ctx.Get(req.account_id, kEndpointConfig, *config_name));
   CARVE_ASSIGN_OR_RETURN(json cfg, Body(cfg_rec));
   CARVE_ASSIGN_OR_RETURN(auto variants, ConfigVariants(cfg));
   EndpointRecord ep;
   ep.name = *name;
   ep.config_name = *config_name;
-  ep.status = "Creating";
+  ep.status = EndpointStatus::kCreating;
   ep.variants = std::move(variants);
   ep.tags = tags.value_or(json::array());
-  ep.status_since_ms = clock(s).UnixMillis();
-  auto rec = store(s).Create({req.account_id, std::string(kEndpoint), *name}, ep.ToJson().dump());
+  ep.status_since_ms = ctx.clock().UnixMillis();
+  auto rec =
+      ctx.store().Create({req.account_id, std::string(kEndpoint), *name}, ep.ToJson().dump());
   if (!rec.has_value()) {
     if (rec.error().code == ErrorCode::kAlreadyExists) {
-      return AlreadyExistsError(s, req.account_id, kEndpoint, *name);
+      return ctx.AlreadyExists(req.account_id, kEndpoint, *name);
     }
     return rec.error();
   }
-  Notify(s);
-  return json{{"EndpointArn", Arn(s, req.account_id, kEndpoint, *name)}};
+  ctx.Notify();
+  return json{{"EndpointArn", ctx.Arn(req.account_id, kEndpoint, *name)}};
 }
 
-Result<json> Ops::DescribeEndpoint(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kEndpoint, *name));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpoint, *name));
   CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
   json out = {{"EndpointName", ep.name},
-              {"EndpointArn", Arn(s, req.account_id, kEndpoint, ep.name)},
+              {"EndpointArn", ctx.Arn(req.account_id, kEndpoint, ep.name)},
               {"EndpointConfigName", ep.config_name},
-              {"EndpointStatus", ep.status},
+              {"EndpointStatus", Name(ep.status)},
               {"CreationTime", EpochSeconds(rec.created_ms)},
               {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
   if (!ep.failure_reason.empty()) out["FailureReason"] = ep.failure_reason;
   json variants = json::array();
-  const bool running = ep.status == "InService" || ep.status == "Updating";
-  nodes::NodeRegistry* registry = Ops::registry(s);
+  const bool running = IsCarved(ep.status);
+  nodes::NodeRegistry* registry = ctx.registry();
   for (const auto& var : ep.variants) {
     // Lost capacity: instances whose agents stopped reporting count out of CurrentInstanceCount,
     // and the variant's status says which and what happens to their copies.
@@ -113,9 +118,10 @@ Result<json> Ops::DescribeEndpoint(SageMakerService& s, const ApiRequest& req, c
                          lost.size(), var.nodes.size(), JoinNodes(lost))},
             {"StartTime", EpochSeconds(ep.status_since_ms)}}});
     }
-    if (ep.status == "Creating" || ep.status == "Updating" || ep.status == "Deleting") {
+    if (ep.status == EndpointStatus::kCreating || ep.status == EndpointStatus::kUpdating ||
+        ep.status == EndpointStatus::kDeleting) {
       std::string message =
-          ep.status == "Creating"
+          ep.status == EndpointStatus::kCreating
               ? fmt::format("{} x {}: {}; partition layout {}", var.instance_count,
                             var.instance_type,
                             var.nodes.empty() ? "claiming instances"
@@ -123,7 +129,7 @@ Result<json> Ops::DescribeEndpoint(SageMakerService& s, const ApiRequest& req, c
                             LayoutName(var))
               : fmt::format("{} x {}, partition layout {}", var.instance_count, var.instance_type,
                             LayoutName(var));
-      vs["VariantStatus"] = json::array({{{"Status", ep.status},
+      vs["VariantStatus"] = json::array({{{"Status", Name(ep.status)},
                                           {"StatusMessage", message},
                                           {"StartTime", EpochSeconds(ep.status_since_ms)}}});
     }
@@ -133,16 +139,16 @@ Result<json> Ops::DescribeEndpoint(SageMakerService& s, const ApiRequest& req, c
   return out;
 }
 
-Result<json> Ops::DeleteEndpoint(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> DeleteEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  std::lock_guard lock(mu(s));
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kEndpoint, *name));
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpoint, *name));
   CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
-  if (ep.status == "Deleting") return json::object();
+  if (ep.status == EndpointStatus::kDeleting) return json::object();
   CARVE_ASSIGN_OR_RETURN(auto components,
-                         store(s).List(req.account_id, std::string(kInferenceComponent), {}));
+                         ctx.store().List(req.account_id, std::string(kInferenceComponent), {}));
   std::vector<std::string> attached;
   for (const auto& c : components) {
     CARVE_ASSIGN_OR_RETURN(json body, Body(c));
@@ -151,22 +157,22 @@ Result<json> Ops::DeleteEndpoint(SageMakerService& s, const ApiRequest& req, con
   if (!attached.empty()) {
     return FailedPrecondition(
         fmt::format("Endpoint \"{}\" still hosts inference components [{}]; delete them first.",
-                    Arn(s, req.account_id, kEndpoint, *name), JoinNodes(attached)));
+                    ctx.Arn(req.account_id, kEndpoint, *name), JoinNodes(attached)));
   }
-  ep.status = "Deleting";
-  ep.status_since_ms = clock(s).UnixMillis();
-  CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, ep.ToJson().dump(), rec.version));
-  Notify(s);
+  ep.status = EndpointStatus::kDeleting;
+  ep.status_since_ms = ctx.clock().UnixMillis();
+  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, ep.ToJson().dump(), rec.version));
+  ctx.Notify();
   return json::object();
 }
 
-Result<json> Ops::ListEndpoints(SageMakerService& s, const ApiRequest& req, const json& in) {
-  static const ListSpec spec{kEndpoint, "Endpoints", "EndpointStatus", true, kEndpointStatuses,
+Result<json> ListEndpoints(const OpContext& ctx, const ApiRequest& req, const json& in) {
+  static const ListSpec spec{kEndpoint, "Endpoints", "EndpointStatus", true, EndpointStatusNames(),
                              &Summary,  {},          nullptr};
-  return ListResources(s, req, in, spec);
+  return ListResources(ctx, req, in, spec);
 }
 
-Result<json> Ops::UpdateEndpoint(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   auto config_name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
@@ -174,16 +180,16 @@ Result<json> Ops::UpdateEndpoint(SageMakerService& s, const ApiRequest& req, con
   v.Bool(in, "RetainDeploymentConfig", "", false);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
-  std::lock_guard lock(mu(s));
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kEndpoint, *name));
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpoint, *name));
   CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
-  const std::string arn = Arn(s, req.account_id, kEndpoint, *name);
-  if (ep.status != "InService") {
-    return FailedPrecondition(
-        fmt::format("Cannot update in-progress endpoint \"{}\" (status {}).", arn, ep.status));
+  const std::string arn = ctx.Arn(req.account_id, kEndpoint, *name);
+  if (ep.status != EndpointStatus::kInService) {
+    return FailedPrecondition(fmt::format("Cannot update in-progress endpoint \"{}\" (status {}).",
+                                          arn, Name(ep.status)));
   }
   CARVE_ASSIGN_OR_RETURN(store::Record cfg_rec,
-                         Get(s, req.account_id, kEndpointConfig, *config_name));
+                         ctx.Get(req.account_id, kEndpointConfig, *config_name));
   CARVE_ASSIGN_OR_RETURN(json cfg, Body(cfg_rec));
   CARVE_ASSIGN_OR_RETURN(auto variants, ConfigVariants(cfg));
   for (const auto& old : ep.variants) {
@@ -218,10 +224,10 @@ Result<json> Ops::UpdateEndpoint(SageMakerService& s, const ApiRequest& req, con
         *config_name, variants.size(), *name, ep.variants.size()));
   }
   ep.config_name = *config_name;
-  ep.status = "Updating";
-  ep.status_since_ms = clock(s).UnixMillis();
-  CARVE_RETURN_IF_ERROR(store(s).Update(rec.key, ep.ToJson().dump(), rec.version));
-  Notify(s);
+  ep.status = EndpointStatus::kUpdating;
+  ep.status_since_ms = ctx.clock().UnixMillis();
+  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, ep.ToJson().dump(), rec.version));
+  ctx.Notify();
   return json{{"EndpointArn", arn}};
 }
 

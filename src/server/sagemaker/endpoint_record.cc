@@ -9,7 +9,7 @@ json EndpointRecord::ToJson() const {
   for (const auto& v : variants) vars.push_back(VariantToJson(v));
   return {{"EndpointName", name},
           {"EndpointConfigName", config_name},
-          {"EndpointStatus", status},
+          {"EndpointStatus", Name(status)},
           {"FailureReason", failure_reason},
           {"Variants", vars},
           {"Tags", tags},
@@ -22,7 +22,8 @@ Result<EndpointRecord> EndpointRecord::FromRecord(const store::Record& record) {
     EndpointRecord ep;
     ep.name = j.at("EndpointName").get<std::string>();
     ep.config_name = j.at("EndpointConfigName").get<std::string>();
-    ep.status = j.at("EndpointStatus").get<std::string>();
+    CARVE_ASSIGN_OR_RETURN(ep.status,
+                           ParseEndpointStatus(j.at("EndpointStatus").get<std::string>()));
     ep.failure_reason = j.value("FailureReason", "");
     for (const auto& v : j.at("Variants")) {
       CARVE_ASSIGN_OR_RETURN(VariantSpec spec, VariantFromJson(v));
@@ -34,6 +35,18 @@ Result<EndpointRecord> EndpointRecord::FromRecord(const store::Record& record) {
   } catch (const json::exception& e) {
     return Internal("stored endpoint '" + record.key.name + "' is malformed: " + e.what());
   }
+}
+
+Status MigrateEndpoints(store::Store& store, std::vector<EndpointEntry>& endpoints) {
+  for (auto& e : endpoints) {
+    bool stale = false;
+    for (const auto& v : e.endpoint.variants) stale = stale || v.layout_recomputed;
+    if (!stale) continue;
+    for (auto& v : e.endpoint.variants) v.layout_recomputed = false;
+    CARVE_ASSIGN_OR_RETURN(
+        e.record, store.Update(e.record.key, e.endpoint.ToJson().dump(), e.record.version));
+  }
+  return OkStatus();
 }
 
 std::string JoinNodes(const std::vector<std::string>& names) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "server/sagemaker/statuses.h"
 #include "server/sagemaker/variant.h"
 #include "store/store.h"
 
@@ -16,7 +17,7 @@ namespace carve::server::sagemaker {
 struct EndpointRecord {
   std::string name;
   std::string config_name;
-  std::string status;  // EndpointStatus.
+  EndpointStatus status = EndpointStatus::kCreating;
   std::string failure_reason;
   std::vector<VariantSpec> variants;
   nlohmann::json tags = nlohmann::json::array();
@@ -26,6 +27,16 @@ struct EndpointRecord {
   // Internal when the stored body is malformed.
   static Result<EndpointRecord> FromRecord(const store::Record& record);
 };
+
+// A record and its parsed body, read once per reconcile pass.
+struct EndpointEntry {
+  store::Record record;
+  EndpointRecord endpoint;
+};
+
+// Rewrites, once, the endpoint records written before issue 13 (their variants kept no layout;
+// VariantFromJson placed it on load), so every later read finds the layout in the record.
+Status MigrateEndpoints(store::Store& store, std::vector<EndpointEntry>& endpoints);
 
 // "a, b, c".
 std::string JoinNodes(const std::vector<std::string>& names);

@@ -8,8 +8,6 @@
 namespace carve::server::sagemaker {
 namespace {
 
-using Ops = SageMakerService::Ops;
-
 constexpr std::string_view kOrders[] = {"Ascending", "Descending"};
 constexpr std::string_view kSortWithStatus[] = {"Name", "CreationTime", "Status"};
 constexpr std::string_view kSortPlain[] = {"Name", "CreationTime"};
@@ -28,7 +26,7 @@ std::optional<int64_t> Millis(Validator& v, const json& in, std::string_view mem
 
 }  // namespace
 
-Result<json> ListResources(SageMakerService& s, const ApiRequest& req, const json& in,
+Result<json> ListResources(const OpContext& ctx, const ApiRequest& req, const json& in,
                            const ListSpec& spec) {
   const bool has_status = !spec.status_member.empty();
   Validator v;
@@ -65,7 +63,7 @@ Result<json> ListResources(SageMakerService& s, const ApiRequest& req, const jso
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
   CARVE_ASSIGN_OR_RETURN(auto records,
-                         Ops::store(s).List(req.account_id, std::string(spec.kind), {}));
+                         ctx.store().List(req.account_id, std::string(spec.kind), {}));
   std::vector<Row> rows;
   for (auto& r : records) {
     if (contains && r.key.name.find(*contains) == std::string::npos) continue;
@@ -73,7 +71,7 @@ Result<json> ListResources(SageMakerService& s, const ApiRequest& req, const jso
     if (created_after && r.created_ms <= *created_after) continue;
     if (modified_before && r.updated_ms >= *modified_before) continue;
     if (modified_after && r.updated_ms <= *modified_after) continue;
-    CARVE_ASSIGN_OR_RETURN(json body, Ops::Body(r));
+    CARVE_ASSIGN_OR_RETURN(json body, Body(r));
     if (status && body.value(std::string(spec.status_member), "") != *status) continue;
     bool keep = true;
     for (const auto& [member, want] : equals) keep = keep && body.value(member, "") == want;
@@ -103,7 +101,7 @@ Result<json> ListResources(SageMakerService& s, const ApiRequest& req, const jso
   const size_t limit = static_cast<size_t>(max_results.value_or(kDefaultMaxResults));
   json items = json::array();
   for (size_t i = offset; i < rows.size() && i < offset + limit; ++i) {
-    items.push_back(spec.summary(s, rows[i].record, rows[i].body));
+    items.push_back(spec.summary(ctx, rows[i].record, rows[i].body));
   }
   json out = {{std::string(spec.result_member), items}};
   if (offset + limit < rows.size()) out["NextToken"] = std::to_string(offset + limit);

@@ -5,8 +5,6 @@
 namespace carve::server::sagemaker {
 namespace {
 
-using Ops = SageMakerService::Ops;
-
 constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
 constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)");
 constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
@@ -30,15 +28,15 @@ void ValidateContainer(Validator& v, const json& c, const std::string& path) {
   }
 }
 
-json Summary(const SageMakerService& s, const store::Record& r, const json&) {
+json Summary(const OpContext& ctx, const store::Record& r, const json&) {
   return {{"ModelName", r.key.name},
-          {"ModelArn", Ops::Arn(s, r.key.account, kModel, r.key.name)},
+          {"ModelArn", ctx.Arn(r.key.account, kModel, r.key.name)},
           {"CreationTime", EpochSeconds(r.created_ms)}};
 }
 
 }  // namespace
 
-Result<json> Ops::CreateModel(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> CreateModel(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
@@ -56,43 +54,43 @@ Result<json> Ops::CreateModel(SageMakerService& s, const ApiRequest& req, const 
 
   json body = in;
   body["Tags"] = tags.value_or(json::array());
-  auto rec = store(s).Create({req.account_id, std::string(kModel), *name}, body.dump());
+  auto rec = ctx.store().Create({req.account_id, std::string(kModel), *name}, body.dump());
   if (!rec.has_value()) {
     if (rec.error().code == ErrorCode::kAlreadyExists) {
-      return AlreadyExistsError(s, req.account_id, kModel, *name);
+      return ctx.AlreadyExists(req.account_id, kModel, *name);
     }
     return rec.error();
   }
-  return json{{"ModelArn", Arn(s, req.account_id, kModel, *name)}};
+  return json{{"ModelArn", ctx.Arn(req.account_id, kModel, *name)}};
 }
 
-Result<json> Ops::DescribeModel(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> DescribeModel(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, Get(s, req.account_id, kModel, *name));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kModel, *name));
   CARVE_ASSIGN_OR_RETURN(json body, Body(rec));
   body.erase("Tags");
-  body["ModelArn"] = Arn(s, req.account_id, kModel, *name);
+  body["ModelArn"] = ctx.Arn(req.account_id, kModel, *name);
   body["CreationTime"] = EpochSeconds(rec.created_ms);
   return body;
 }
 
-Result<json> Ops::DeleteModel(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> DeleteModel(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  Status st = store(s).Delete({req.account_id, std::string(kModel), *name});
+  Status st = ctx.store().Delete({req.account_id, std::string(kModel), *name});
   if (!st.ok() && st.error().code == ErrorCode::kNotFound) {
-    return Get(s, req.account_id, kModel, *name).error();  // The service's wording.
+    return ctx.Get(req.account_id, kModel, *name).error();  // The service's wording.
   }
   CARVE_RETURN_IF_ERROR(st);
   return json::object();
 }
 
-Result<json> Ops::ListModels(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> ListModels(const OpContext& ctx, const ApiRequest& req, const json& in) {
   static const ListSpec spec{kModel, "Models", "", false, {}, &Summary, {}, nullptr};
-  return ListResources(s, req, in, spec);
+  return ListResources(ctx, req, in, spec);
 }
 
 }  // namespace carve::server::sagemaker

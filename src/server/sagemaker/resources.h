@@ -18,6 +18,10 @@ inline constexpr std::string_view kEndpointConfig = "EndpointConfig";
 inline constexpr std::string_view kEndpoint = "Endpoint";
 inline constexpr std::string_view kInferenceComponent = "InferenceComponent";
 
+// The member of a stored endpoint config that keeps where CreateEndpointConfig placed each
+// variant's partitions (never part of a response).
+inline constexpr std::string_view kCarveLayouts = "CarveLayouts";
+
 // "endpoint-config" for kEndpointConfig, etc.; "" for an unknown kind.
 std::string_view ArnResourceType(std::string_view kind);
 // The service's human name in messages: "endpoint configuration", "inference component".

@@ -1,46 +1,50 @@
-// SageMakerService: the SageMaker control plane behind `POST /` (awsJson1_1). It validates each
-// request, keeps every object in the Store, and drives endpoints and inference components
-// through their lifecycles on the Fleet:
+// SageMakerService: the SageMaker control plane behind `POST /` (awsJson1_1). It is assembled
+// from explicit parts, each with its own header and tests:
+//   - the operation handlers (ops.h): validate a request and record what is wanted in the Store;
+//   - EndpointLifecycle: Creating -> claim instances, carve -> InService; Deleting -> gone;
+//   - ComponentPlacement: every copy on a partition of its variant's NodePool, the statuses;
+//   - WorkloadPublisher (agent mode): desired GPU layouts and copy processes per node, routes.
+// A reconcile pass runs those three in that order under one state lock, which the handlers that
+// change endpoints and components take too. Models and endpoint configs do not take it (the
+// Store's own atomicity decides races), so their creates share group commits.
 //
 //   Endpoint:  Creating --claim InitialInstanceCount nodes, carve every GPU--> InService
 //              Creating --too few free nodes / carve failed--> Failed (FailureReason)
 //              InService --UpdateEndpoint (same layout)--> Updating --> InService
 //              any --DeleteEndpoint--> Deleting --partitions and nodes released--> (gone)
-//   Component: Creating --all desired copies placed--> InService
+//   Component: Creating --all desired copies placed and serving--> InService
 //              InService --CopyCount changes--> Updating --> InService
-//              Copies that do not fit wait; StatusMessage says for what. They are placed as soon
-//              as room frees (a component deleted, a CopyCount lowered, an endpoint carved).
+//              any --DeleteInferenceComponent--> Deleting --copies released--> (gone)
 //
-// Threading: Handle() is thread-safe and may run on many HTTP worker threads. Endpoint and
-// component state changes are serialised by one mutex; models and endpoint configs are not
-// (the Store's own atomicity decides races). Start() runs the reconciler on a background thread;
+// Threading: Handle() is thread-safe. Start() runs the reconciler on a background thread;
 // tests call ReconcileOnce() and WaitForCarves() instead.
-//
-// Durability: a request is answered only after its Store commit returned. On restart Recover()
-// rebuilds the fleet picture from the Store, and the reconciler resumes in-flight transitions
-// (an endpoint left Creating is carved again; carving is idempotent).
+// Durability: a request is answered only after its Store commit returned. Recover() rebuilds the
+// parts' memory from the Store (migrating records older versions wrote), and the reconciler
+// resumes in-flight transitions (an endpoint left Creating is carved again; carving is
+// idempotent).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
 #include "server/api.h"
-#include "server/fleet/fleet.h"
-#include "server/fleet/node_driver.h"
-#include "server/nodes/fleet_lease.h"
+#include "server/nodes/node_claims.h"
+#include "server/nodes/node_driver.h"
 #include "server/nodes/node_registry.h"
+#include "server/reconciler_loop.h"
+#include "server/sagemaker/component_placement.h"
+#include "server/sagemaker/endpoint_lifecycle.h"
+#include "server/sagemaker/op_context.h"
 #include "server/sagemaker/route_table.h"
 #include "server/sagemaker/runtimes.h"
+#include "server/sagemaker/workload_publisher.h"
 #include "store/store.h"
 
 namespace carve::server::sagemaker {
@@ -52,40 +56,38 @@ struct ServiceOptions {
   std::chrono::milliseconds reconcile_interval{500};
   // Agent mode: nodes come from the registry, copies run as processes on their agents and count
   // as current only once running (healthy), and copies on NotReady nodes are rescheduled.
-  // nullptr: simulated mode, where a placed copy counts as running.
+  // nullptr: simulated mode, where the nodes are NodeClaims' own and a placed copy counts as
+  // running.
   nodes::NodeRegistry* registry = nullptr;
   RuntimeCatalog runtimes = BuiltinRuntimes(false);
-  std::string carve_binary;  // absolute path of the carve executable ({carve} in runtimes)
 };
 
-class SageMakerService final : public nodes::FleetLease {
+class SageMakerService {
  public:
-  // `store` and `driver` must outlive the service.
-  SageMakerService(store::Store& store, fleet::Fleet fleet, fleet::NodeDriver& driver,
+  // All references must outlive the service. `claims` is shared with the queues.
+  SageMakerService(store::Store& store, nodes::NodeClaims& claims, nodes::NodeDriver& driver,
                    ServiceOptions options = {});
-  ~SageMakerService() override;  // Stop()s.
+  ~SageMakerService();  // Stop()s.
   SageMakerService(const SageMakerService&) = delete;
   SageMakerService& operator=(const SageMakerService&) = delete;
 
-  // Replays the Store into the fleet. Call once, before Start() and before serving.
+  // Replays the Store into the parts. Call once, before Start() and before serving.
   Status Recover();
 
   // One SageMaker operation. Never throws; every failure is an AWS error response.
   ApiResponse Handle(const ApiRequest& request);
 
-  // Background reconciler (and carve workers). Stop() joins them; idempotent.
+  // Background reconciler. Stop() joins it and the carve workers; idempotent.
   void Start();
   void Stop();
-
-  // One synchronous reconcile pass: claims and starts carving Creating endpoints, finishes
-  // Updating/Deleting ones, places or removes component copies.
+  // One synchronous reconcile pass.
   void ReconcileOnce();
   // Blocks until no carve worker is running (tests).
   void WaitForCarves();
 
-  // Native views: GET /v1/fleet and GET /v1/endpoints/{name}/carve (NotFound for an unknown
-  // endpoint of that account).
-  nlohmann::json FleetJson() const;
+  // Native views: GET /v1/fleet (the caller's account's nodes in full, others' nodes without
+  // what runs on them) and GET /v1/endpoints/{name}/carve (NotFound for an unknown endpoint).
+  nlohmann::json FleetJson(const std::string& account) const;
   Result<nlohmann::json> EndpointCarveJson(const std::string& account,
                                            const std::string& endpoint) const;
 
@@ -97,46 +99,33 @@ class SageMakerService final : public nodes::FleetLease {
     std::map<std::pair<std::string, std::string>, std::pair<int, int>> copies;
     std::map<std::string, int> endpoints_by_status;
   };
-  Snapshot TakeSnapshot();
+  Snapshot TakeSnapshot() const;
 
   // The runtime router's view: which copies of which component are in rotation (agent mode).
   const RouteTable& routes() const { return routes_; }
 
-  // FleetLease: whole nodes for mGPU queues (claims with account "" and endpoint = owner).
-  Result<std::vector<NodeId>> Claim(const std::string& owner, std::string_view instance_type,
-                                    int count) override;
-  Status ClaimSpecific(const std::string& owner, const std::vector<NodeId>& nodes) override;
-  void Release(const std::string& owner) override;
-  std::vector<nodes::LeasedNode> NodesOf(const std::string& owner) const override;
-  std::vector<nodes::LeasedNode> AllNodes() const override;
-
-  class Ops;  // The handlers (one file per resource) reach state through this.
-
  private:
-  friend class Ops;
-  void Notify();
-  void Loop();
-  void StartCarve(const std::string& account, const std::string& endpoint);
-  void CarveWorker(std::string account, std::string endpoint);
+  Result<std::vector<EndpointEntry>> LoadEndpoints() const;
+  Result<std::vector<ComponentEntry>> LoadComponents() const;
+  void SyncClaims();  // Agent mode: the registry's nodes and readiness into NodeClaims.
+  struct PoolIndex;
+  static const PoolIndex& IndexOf(const nodes::NodePool& pool,
+                                  std::map<const nodes::NodePool*, PoolIndex>& cache);
+  nlohmann::json NodeJson(const nodes::ClaimedNode& node, const std::string& account,
+                          std::map<const nodes::NodePool*, PoolIndex>& cache) const;
 
   store::Store& store_;
-  fleet::NodeDriver& driver_;
+  nodes::NodeClaims& claims_;
   const ServiceOptions options_;
   const Clock& clock_;
-
-  // Serialises endpoint/component state changes and guards the four members below.
+  // Serialises endpoint and component changes (handlers and passes) and guards the parts.
   mutable std::mutex mu_;
-  fleet::Fleet fleet_;
-  std::set<std::pair<std::string, std::string>> carving_;  // (account, endpoint) being carved.
-  std::vector<std::thread> workers_;                       // Carve workers to join.
-
-  std::mutex cv_mu_;  // Guards wake_, stopping_ and loop_ (never held with mu_ inside it).
-  std::condition_variable cv_;
-  bool wake_ = false;
-  bool stopping_ = false;
-  std::thread loop_;
-  std::atomic<bool> abort_carves_{false};  // Set by Stop(): carve workers give up between GPUs.
-  RouteTable routes_;  // Rebuilt after every reconcile pass; has its own lock.
+  RouteTable routes_;  // Rebuilt after every pass; has its own lock.
+  OpContext ops_;
+  EndpointLifecycle lifecycle_;
+  ComponentPlacement placement_;
+  std::optional<WorkloadPublisher> publisher_;  // Agent mode only.
+  ReconcilerLoop loop_;
 };
 
 }  // namespace carve::server::sagemaker

@@ -5,7 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
-#include "server/fleet/simulated_node_driver.h"
+#include "server/nodes/fleet_config.h"
+#include "server/nodes/simulated_node_driver.h"
 #include "store/fake_store.h"
 
 namespace carve::server::sagemaker {
@@ -19,15 +20,26 @@ class ServiceTest : public ::testing::Test {
  protected:
   ServiceTest() : store_(clock_), driver_(std::chrono::milliseconds(0)) { Reset(); }
 
+  // A fresh process over the same store: new claims (the default fleet's nodes, all Ready) and
+  // a new service that recovers from the store.
   void Reset() {
     service_.reset();
-    auto fleet = fleet::Fleet::Create(fleet::DefaultFleetConfig());
-    EXPECT_TRUE(fleet.has_value());
+    claims_ = std::make_unique<nodes::NodeClaims>();
+    for (const auto& n : nodes::DefaultFleetConfig().nodes) {
+      EXPECT_TRUE(claims_->Upsert(n.id, n.instance_type, true).ok());
+    }
     ServiceOptions options;
     options.clock = &clock_;
-    service_ =
-        std::make_unique<SageMakerService>(store_, std::move(fleet).value(), driver_, options);
+    service_ = std::make_unique<SageMakerService>(store_, *claims_, driver_, options);
     EXPECT_TRUE(service_->Recover().ok());
+  }
+  json NodeNamed(const std::string& name) {
+    const json fleet = service_->FleetJson(kAccount);
+    for (const auto& n : fleet["nodes"]) {
+      if (n["name"] == name) return n;
+    }
+    ADD_FAILURE() << "no node " << name << " in " << fleet.dump();
+    return json();
   }
 
   ApiResponse Call(const std::string& op, const json& body, const std::string& account = kAccount) {
@@ -73,7 +85,8 @@ class ServiceTest : public ::testing::Test {
 
   FakeClock clock_;
   store::FakeStore store_;
-  fleet::SimulatedNodeDriver driver_;
+  nodes::SimulatedNodeDriver driver_;
+  std::unique_ptr<nodes::NodeClaims> claims_;
   std::unique_ptr<SageMakerService> service_;
 };
 
@@ -98,7 +111,7 @@ TEST_F(ServiceTest, AnEndpointFailsNamingTheMissingInstances) {
   EXPECT_EQ(d["EndpointStatus"], "Failed");
   EXPECT_NE(d["FailureReason"].get<std::string>().find("Missing: 1 x ml.p5.48xlarge"),
             std::string::npos);
-  EXPECT_TRUE(service_->FleetJson()["nodes"][2]["claim"].is_null());  // Nothing kept.
+  EXPECT_TRUE(NodeNamed("p5.48xlarge-0")["claim"].is_null());  // Nothing kept.
 }
 
 TEST_F(ServiceTest, AComponentOfAnEndpointThatFailsFailsToo) {
@@ -128,8 +141,9 @@ TEST_F(ServiceTest, CopiesBeyondThePartitionsWaitAndSayWhy) {
   EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 8);
   EXPECT_EQ(d["InferenceComponentStatus"], "Creating");
   EXPECT_EQ(d["StatusMessage"],
-            "1 of 9 copies are not placed: waiting for a mig-1g.5gb partition: none is free on "
-            "the 1 instance of variant AllTraffic");
+            "1 of 9 copies are not placed: waiting for a mig-1g.5gb partition: asked for 1 copy of "
+            "1 x mig-1g.5gb + 1 vCPUs + 1024 MiB host memory with SPREAD; free: no GPU capacity "
+            "for even one copy");
 }
 
 TEST_F(ServiceTest, LoweringCopyCountFreesPartitionsForWaitingCopies) {
@@ -185,7 +199,8 @@ TEST_F(ServiceTest, DeletingAnEndpointReleasesItsNodes) {
   Settle();
   ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}});
   EXPECT_EQ(r.error_type, "ValidationException");
-  EXPECT_TRUE(service_->FleetJson()["nodes"][0]["claim"].is_null());
+  const json fleet = service_->FleetJson(kAccount);
+  for (const auto& n : fleet["nodes"]) EXPECT_TRUE(n["claim"].is_null());
 }
 
 TEST_F(ServiceTest, AFailedCommitLeavesNoEndpointBehind) {

@@ -8,13 +8,11 @@
 namespace carve::server::sagemaker {
 namespace {
 
-using Ops = SageMakerService::Ops;
-
 constexpr int kMaxTags = 50;
 
 // Resolves the ARN to a record key of the caller's account: another account's ARN reads as
 // not found, so accounts cannot probe each other.
-Result<store::Key> KeyFor(SageMakerService& s, const ApiRequest& req, const std::string& arn) {
+Result<store::Key> KeyFor(const OpContext& ctx, const ApiRequest& req, const std::string& arn) {
   auto parsed = ParseArn(arn);
   if (!parsed) {
     return InvalidArgument(
@@ -25,23 +23,22 @@ Result<store::Key> KeyFor(SageMakerService& s, const ApiRequest& req, const std:
   if (parsed->account != req.account_id) {
     return NotFound(fmt::format("Could not find resource \"{}\".", arn));
   }
-  CARVE_ASSIGN_OR_RETURN(store::Record rec,
-                         Ops::Get(s, req.account_id, parsed->kind, parsed->name));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, parsed->kind, parsed->name));
   return rec.key;
 }
 
 // Applies `edit` to the record's Tags and writes it back, retrying if another writer raced.
-Result<json> EditTags(SageMakerService& s, const store::Key& key,
+Result<json> EditTags(const OpContext& ctx, const store::Key& key,
                       const std::function<Status(json&)>& edit) {
-  std::unique_lock<std::mutex> lock(Ops::mu(s), std::defer_lock);
+  std::unique_lock<std::mutex> lock(ctx.state_mu(), std::defer_lock);
   if (key.kind == kEndpoint || key.kind == kInferenceComponent) lock.lock();
   for (int attempt = 0; attempt < 5; ++attempt) {
-    CARVE_ASSIGN_OR_RETURN(store::Record rec, Ops::store(s).Get(key));
-    CARVE_ASSIGN_OR_RETURN(json body, Ops::Body(rec));
+    CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.store().Get(key));
+    CARVE_ASSIGN_OR_RETURN(json body, Body(rec));
     json tags = body.value("Tags", json::array());
     CARVE_RETURN_IF_ERROR(edit(tags));
     body["Tags"] = tags;
-    auto st = Ops::store(s).Update(key, body.dump(), rec.version);
+    auto st = ctx.store().Update(key, body.dump(), rec.version);
     if (st.has_value()) return tags;
     if (st.error().code != ErrorCode::kFailedPrecondition) return st.error();
   }
@@ -50,14 +47,14 @@ Result<json> EditTags(SageMakerService& s, const store::Key& key,
 
 }  // namespace
 
-Result<json> Ops::AddTags(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> AddTags(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto arn = v.String(in, "ResourceArn", "", kResourceArnRule, true);
   v.List(in, "Tags", "", 0, kMaxTags, true);
   auto tags = ValidateTags(v, in, "Tags", "");
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Key key, KeyFor(s, req, *arn));
-  CARVE_ASSIGN_OR_RETURN(json all, EditTags(s, key, [&](json& current) -> Status {
+  CARVE_ASSIGN_OR_RETURN(store::Key key, KeyFor(ctx, req, *arn));
+  CARVE_ASSIGN_OR_RETURN(json all, EditTags(ctx, key, [&](json& current) -> Status {
                            for (const auto& t : *tags) {
                              bool replaced = false;
                              for (auto& c : current) {
@@ -79,7 +76,7 @@ Result<json> Ops::AddTags(SageMakerService& s, const ApiRequest& req, const json
   return json{{"Tags", *tags}};
 }
 
-Result<json> Ops::DeleteTags(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> DeleteTags(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto arn = v.String(in, "ResourceArn", "", kResourceArnRule, true);
   std::vector<std::string> keys;
@@ -91,8 +88,8 @@ Result<json> Ops::DeleteTags(SageMakerService& s, const ApiRequest& req, const j
     }
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Key key, KeyFor(s, req, *arn));
-  CARVE_RETURN_IF_ERROR(EditTags(s, key, [&](json& current) -> Status {
+  CARVE_ASSIGN_OR_RETURN(store::Key key, KeyFor(ctx, req, *arn));
+  CARVE_RETURN_IF_ERROR(EditTags(ctx, key, [&](json& current) -> Status {
     json kept = json::array();
     for (const auto& c : current) {
       if (std::find(keys.begin(), keys.end(), c.value("Key", "")) == keys.end()) {
@@ -105,14 +102,14 @@ Result<json> Ops::DeleteTags(SageMakerService& s, const ApiRequest& req, const j
   return json::object();
 }
 
-Result<json> Ops::ListTags(SageMakerService& s, const ApiRequest& req, const json& in) {
+Result<json> ListTags(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto arn = v.String(in, "ResourceArn", "", kResourceArnRule, true);
   auto token = v.String(in, "NextToken", "", LengthRule(0, 8192), false);
   auto max = v.Integer(in, "MaxResults", "", {50, {}}, false);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  CARVE_ASSIGN_OR_RETURN(store::Key key, KeyFor(s, req, *arn));
-  CARVE_ASSIGN_OR_RETURN(store::Record rec, store(s).Get(key));
+  CARVE_ASSIGN_OR_RETURN(store::Key key, KeyFor(ctx, req, *arn));
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.store().Get(key));
   CARVE_ASSIGN_OR_RETURN(json body, Body(rec));
   json tags = body.value("Tags", json::array());
   size_t offset = 0;

@@ -107,8 +107,8 @@ Result<std::pair<const catalog::InstanceType*, const catalog::GpuModel*>> Varian
   return std::make_pair(type, gpu);
 }
 
-Status CheckVariantLayout(const VariantSpec& variant) {
-  if (!variant.partition_types) return OkStatus();
+Result<core::Layout> CheckVariantLayout(const VariantSpec& variant) {
+  if (!variant.partition_types) return core::Layout{};
   if (variant.layout_entries != 1) {
     return InvalidArgument(fmt::format(
         "Variant {} declares {} AcceleratorPartitionLayouts; exactly one is supported: it "
@@ -128,7 +128,29 @@ Status CheckVariantLayout(const VariantSpec& variant) {
                     variant.name, variant.instance_type, hw->first->gpu_count,
                     hw->second->display_name, layout.error().message));
   }
-  return OkStatus();
+  return layout;
+}
+
+json LayoutToJson(const core::Layout& layout) {
+  json out = json::array();
+  for (const auto& inst : layout.instances) {
+    out.push_back({{"Profile", inst.profile->name}, {"Start", inst.start}});
+  }
+  return out;
+}
+
+Result<core::Layout> LayoutFromJson(const VariantSpec& variant, const json& j) {
+  CARVE_ASSIGN_OR_RETURN(auto hw, VariantHardware(variant));
+  std::vector<std::pair<std::string, int>> placements;
+  try {
+    for (const auto& p : j) {
+      placements.emplace_back(p.at("Profile").get<std::string>(), p.at("Start").get<int>());
+    }
+  } catch (const json::exception& e) {
+    return Internal(
+        fmt::format("stored layout of variant {} is malformed: {}", variant.name, e.what()));
+  }
+  return core::LayoutAt(*hw.second, placements);
 }
 
 std::string LayoutName(const VariantSpec& variant) {
@@ -143,7 +165,10 @@ json VariantToJson(const VariantSpec& v) {
             {"InitialInstanceCount", v.instance_count},
             {"Nodes", v.nodes},
             {"RoutingStrategy", v.routing_strategy}};
-  if (v.partition_types) j["PartitionTypes"] = *v.partition_types;
+  if (v.partition_types) {
+    j["PartitionTypes"] = *v.partition_types;
+    j["Layout"] = LayoutToJson(v.layout);
+  }
   return j;
 }
 
@@ -157,6 +182,13 @@ Result<VariantSpec> VariantFromJson(const json& j) {
     if (j.contains("PartitionTypes")) {
       v.partition_types = j.at("PartitionTypes").get<std::vector<std::string>>();
       v.layout_entries = 1;
+      if (j.contains("Layout")) {
+        CARVE_ASSIGN_OR_RETURN(v.layout, LayoutFromJson(v, j.at("Layout")));
+      } else {
+        // Written before layouts were kept: place it once; the caller rewrites the record.
+        CARVE_ASSIGN_OR_RETURN(v.layout, CheckVariantLayout(v));
+        v.layout_recomputed = true;
+      }
     }
     v.nodes = j.value("Nodes", std::vector<std::string>{});
     v.routing_strategy = j.value("RoutingStrategy", std::string("LEAST_OUTSTANDING_REQUESTS"));

@@ -10,6 +10,7 @@
 #include "catalog/gpu_model.h"
 #include "catalog/instance_type.h"
 #include "common/result.h"
+#include "core/layout.h"
 #include "server/sagemaker/validator.h"
 
 namespace carve::server::sagemaker {
@@ -21,6 +22,13 @@ struct VariantSpec {
   int instance_count = 1;
   // The one AcceleratorPartitionLayout's types in declared order; nullopt: whole GPUs.
   std::optional<std::vector<std::string>> partition_types;
+  // Where the layout engine placed them on each GPU, in creation order: computed once, when the
+  // endpoint config is created (CheckVariantLayout), and carried in the config's and the
+  // endpoint's records from then on. No instances for whole GPUs.
+  core::Layout layout;
+  // Set when a record written before issue 13 had no layout and VariantFromJson placed it; the
+  // record is rewritten once with it.
+  bool layout_recomputed = false;
   int layout_entries = 0;          // How many AcceleratorPartitionLayouts were given.
   std::vector<std::string> nodes;  // Claimed fleet nodes (endpoint records only).
   // RoutingConfig.RoutingStrategy: how InvokeEndpoint picks a copy.
@@ -33,9 +41,10 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const nlohmann::json& v
                                            const std::string& path);
 
 // Checks the layout against the GPU of the instance type with the layout engine (SageMaker
-// rules): InvalidArgument that names the variant, the instance type, what the GPU provides and
-// what the layout requests; also rejects more than one layout entry.
-Status CheckVariantLayout(const VariantSpec& variant);
+// rules) and returns where each partition sits (no instances for whole GPUs): InvalidArgument
+// that names the variant, the instance type, what the GPU provides and what the layout
+// requests; also rejects more than one layout entry.
+Result<core::Layout> CheckVariantLayout(const VariantSpec& variant);
 
 // Resolves the instance type and its GPU model from the catalog.
 Result<std::pair<const catalog::InstanceType*, const catalog::GpuModel*>> VariantHardware(
@@ -46,5 +55,10 @@ std::string LayoutName(const VariantSpec& variant);
 
 nlohmann::json VariantToJson(const VariantSpec& variant);
 Result<VariantSpec> VariantFromJson(const nlohmann::json& j);
+
+// The layouts of a config's variants as its record keeps them, by variant name:
+// {"AllTraffic": [{"Profile": "4g.20gb", "Start": 0}, ...]}.
+nlohmann::json LayoutToJson(const core::Layout& layout);
+Result<core::Layout> LayoutFromJson(const VariantSpec& variant, const nlohmann::json& j);
 
 }  // namespace carve::server::sagemaker

@@ -1,8 +1,8 @@
-#include "server/fleet/fleet_config.h"
+#include "server/nodes/fleet_config.h"
 
 #include <gtest/gtest.h>
 
-namespace carve::server::fleet {
+namespace carve::server::nodes {
 namespace {
 
 TEST(FleetConfig, DefaultIsTwoP4dOneP5AndOneG5) {
@@ -63,4 +63,4 @@ TEST(FleetConfig, RejectsMalformedYaml) {
 }
 
 }  // namespace
-}  // namespace carve::server::fleet
+}  // namespace carve::server::nodes

@@ -21,7 +21,7 @@
 #include "common/ids.h"
 #include "common/result.h"
 
-namespace carve::server::fleet {
+namespace carve::server::nodes {
 
 struct NodeSpec {
   NodeId id;
@@ -45,4 +45,4 @@ Result<FleetConfig> ParseFleetConfig(std::string_view yaml_text);
 // Reads and parses a file; NotFound when it cannot be read.
 Result<FleetConfig> LoadFleetConfig(const std::string& path);
 
-}  // namespace carve::server::fleet
+}  // namespace carve::server::nodes

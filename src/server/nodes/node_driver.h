@@ -12,7 +12,7 @@
 #include "common/result.h"
 #include "core/layout.h"
 
-namespace carve::server::fleet {
+namespace carve::server::nodes {
 
 class NodeDriver {
  public:
@@ -24,4 +24,4 @@ class NodeDriver {
   virtual Status ResetGpu(const NodeId& node, GpuIndex gpu) = 0;
 };
 
-}  // namespace carve::server::fleet
+}  // namespace carve::server::nodes

@@ -1,8 +1,8 @@
-#include "server/fleet/simulated_node_driver.h"
+#include "server/nodes/simulated_node_driver.h"
 
 #include <thread>
 
-namespace carve::server::fleet {
+namespace carve::server::nodes {
 
 SimulatedNodeDriver::SimulatedNodeDriver(std::chrono::milliseconds carve_time_per_gpu,
                                          Sleeper sleeper)
@@ -37,4 +37,4 @@ int SimulatedNodeDriver::carve_calls() const {
   return carve_calls_;
 }
 
-}  // namespace carve::server::fleet
+}  // namespace carve::server::nodes

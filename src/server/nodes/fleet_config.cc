@@ -1,4 +1,4 @@
-#include "server/fleet/fleet_config.h"
+#include "server/nodes/fleet_config.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-namespace carve::server::fleet {
+namespace carve::server::nodes {
 namespace {
 
 // "ml.p4d.24xlarge" -> "p4d.24xlarge".
@@ -100,4 +100,4 @@ Result<FleetConfig> LoadFleetConfig(const std::string& path) {
   return ParseFleetConfig(ss.str());
 }
 
-}  // namespace carve::server::fleet
+}  // namespace carve::server::nodes

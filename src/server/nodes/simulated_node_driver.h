@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/fleet/node_driver.h"
+#include "server/nodes/node_driver.h"
 
-namespace carve::server::fleet {
+namespace carve::server::nodes {
 
 class SimulatedNodeDriver final : public NodeDriver {
  public:
@@ -36,4 +36,4 @@ class SimulatedNodeDriver final : public NodeDriver {
   int carve_calls_ = 0;                                                          // Guarded by mu_.
 };
 
-}  // namespace carve::server::fleet
+}  // namespace carve::server::nodes

@@ -1,0 +1,226 @@
+#include "app/server_app.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "agent/node/agent.h"
+#include "agent/node/control_plane.h"
+#include "app/server_routes.h"
+#include "aws/credentials.h"
+#include "protocol/signed_client.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/nodes/agent_node_driver.h"
+#include "server/nodes/agent_routes.h"
+#include "server/nodes/fleet_config.h"
+#include "server/nodes/node_claims.h"
+#include "server/nodes/node_registry.h"
+#include "server/queues/queue_routes.h"
+#include "server/queues/queue_service.h"
+#include "server/runtime/router.h"
+#include "server/sagemaker/runtimes.h"
+#include "server/sagemaker/service.h"
+#include "store/sqlite_store.h"
+
+namespace carve::app {
+
+namespace fs = std::filesystem;
+
+struct ServerApp::Parts {
+  ServerConfig config;
+  aws::Credentials credentials;
+  std::string credentials_file;
+  bool credentials_created = false;
+  server::nodes::FleetConfig fleet;
+  std::unique_ptr<store::SqliteStore> store;
+  std::unique_ptr<server::nodes::NodeRegistry> registry;
+  server::nodes::NodeClaims claims;
+  std::unique_ptr<server::nodes::AgentNodeDriver> driver;
+  std::unique_ptr<server::sagemaker::SageMakerService> sagemaker;
+  std::unique_ptr<server::queues::QueueService> queues;
+  server::MetricsRegistry metrics;
+  std::unique_ptr<ServiceCopyDirectory> directory;
+  std::unique_ptr<server::runtime::Router> router;
+  std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<agent::node::HttpControlPlane> control;
+  std::vector<std::unique_ptr<agent::node::Agent>> agents;
+  int port = 0;
+  bool started = false;
+  bool stopped = false;
+};
+
+namespace {
+
+Result<std::string> ReadConfig(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("--config " + path + ": cannot read the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Blocks until every node of `fleet` has registered with this server process, or the deadline.
+void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const server::nodes::FleetConfig& fleet,
+                     std::chrono::seconds timeout) {
+  auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
+  registry.AddListener([state] { state->second.notify_all(); });
+  auto all_connected = [&] {
+    for (const auto& node : fleet.nodes) {
+      auto view = registry.Node(node.id);
+      if (!view || !view->connected) return false;
+    }
+    return true;
+  };
+  std::unique_lock lock(state->first);
+  if (!state->second.wait_for(lock, timeout, all_connected)) {
+    spdlog::warn("not every local node registered within {} s; carrying on", timeout.count());
+  }
+}
+
+}  // namespace
+
+ServerApp::ServerApp(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+ServerApp::~ServerApp() { Stop(); }
+
+Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
+  auto p = std::make_unique<Parts>();
+  p->config = std::move(config);
+  const ServerConfig& c = p->config;
+  std::error_code ec;
+  fs::create_directories(c.data_dir, ec);
+  if (ec) {
+    return InvalidArgument("--data-dir " + c.data_dir + ": cannot create it: " + ec.message());
+  }
+  if (!c.insecure_no_auth) {
+    p->credentials_file = fs::absolute(fs::path(c.data_dir) / "credentials").string();
+    auto loaded = aws::Credentials::LoadOrCreate(p->credentials_file);
+    if (!loaded.has_value()) return loaded.error();
+    p->credentials = loaded->credentials;
+    p->credentials_created = loaded->created;
+  }
+  CARVE_ASSIGN_OR_RETURN(p->store,
+                         store::SqliteStore::Open((fs::path(c.data_dir) / "carve.db").string()));
+  CARVE_ASSIGN_OR_RETURN(std::string config_text, ReadConfig(c.config_path));
+  if (c.config_path.empty()) {
+    p->fleet = server::nodes::DefaultFleetConfig();
+  } else {
+    CARVE_ASSIGN_OR_RETURN(p->fleet, server::nodes::ParseFleetConfig(config_text));
+  }
+  // The embedded default fleet is simulated, so the simulator serves every image there.
+  server::sagemaker::RuntimeCatalog runtimes;
+  if (c.config_path.empty()) {
+    runtimes = server::sagemaker::BuiltinRuntimes(/*simulate_all=*/true);
+  } else {
+    CARVE_ASSIGN_OR_RETURN(runtimes, server::sagemaker::ParseRuntimeConfig(config_text));
+  }
+  if (!runtimes.default_runtime.empty()) {
+    spdlog::info("images that name no runtime are served by {} (simulated fleet)",
+                 runtimes.default_runtime);
+  }
+
+  server::nodes::NodeRegistryOptions registry_options;
+  registry_options.node_timeout = c.node_timeout;
+  registry_options.heartbeat_interval = c.heartbeat;
+  p->registry = std::make_unique<server::nodes::NodeRegistry>(*p->store, registry_options);
+  CARVE_RETURN_IF_ERROR(p->registry->Recover());
+  p->driver = std::make_unique<server::nodes::AgentNodeDriver>(*p->registry);
+  server::sagemaker::ServiceOptions options;
+  options.region = c.region;
+  options.registry = p->registry.get();
+  options.runtimes = std::move(runtimes);
+  p->sagemaker = std::make_unique<server::sagemaker::SageMakerService>(*p->store, p->claims,
+                                                                       *p->driver, options);
+  CARVE_RETURN_IF_ERROR(p->sagemaker->Recover());
+  // mGPU queues take whole nodes from the same claims, so no node serves both.
+  p->queues = std::make_unique<server::queues::QueueService>(*p->store, *p->registry, p->claims);
+  CARVE_RETURN_IF_ERROR(p->queues->Recover());
+
+  RegisterServerMetrics(p->metrics, *p->sagemaker, *p->registry);
+  server::queues::RegisterQueueMetrics(p->metrics, *p->queues);
+  p->directory = std::make_unique<ServiceCopyDirectory>(p->sagemaker->routes());
+  p->router = std::make_unique<server::runtime::Router>(*p->directory, p->metrics);
+  server::HttpServerOptions http_options;
+  http_options.insecure_no_auth = c.insecure_no_auth;
+  p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
+  p->http->SetApiHandler(
+      [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
+  server::nodes::RegisterAgentRoutes(*p->http, *p->registry);
+  server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
+  server::queues::RegisterQueueRoutes(*p->http, *p->queues);
+  RegisterViewRoutes(*p->http, *p->sagemaker, *p->queues);
+  return std::unique_ptr<ServerApp>(new ServerApp(std::move(p)));
+}
+
+Result<int> ServerApp::Start() {
+  Parts& p = *parts_;
+  const ServerConfig& c = p.config;
+  CARVE_ASSIGN_OR_RETURN(p.port, p.http->Start(c.listen_host, c.listen_port));
+  p.started = true;
+  if (!c.no_local_agent) {
+    protocol::ClientCredentials key;
+    if (!c.insecure_no_auth && !p.credentials.all().empty()) {
+      key.access_key_id = p.credentials.all().front().access_key_id;
+      key.secret_access_key = p.credentials.all().front().secret_access_key;
+    }
+    p.control = std::make_unique<agent::node::HttpControlPlane>(protocol::SignedClient(url(), key));
+    for (const auto& node : p.fleet.nodes) {
+      agent::node::AgentOptions ao;
+      ao.node_id = node.id.value();
+      ao.instance_type = node.instance_type;
+      ao.driver = "sim";
+      ao.data_dir = (fs::path(c.data_dir) / "nodes" / node.id.value()).string();
+      ao.carve_binary = c.carve_binary;
+      ao.sim_carve_time = p.fleet.carve_time_per_gpu;
+      CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.control));
+      a->Start();
+      p.agents.push_back(std::move(a));
+    }
+    // The reconciler claims nodes only once the local ones registered (bounded).
+    AwaitLocalNodes(*p.registry, p.fleet, std::chrono::seconds(15));
+  }
+  p.sagemaker->Start();
+  p.queues->Start();
+  return p.port;
+}
+
+void ServerApp::Stop() {
+  Parts& p = *parts_;
+  if (p.stopped) return;
+  p.stopped = true;
+  // The reconcilers stop first: once the listener closes, agents cannot report, and a reconciler
+  // still running would declare their nodes NotReady and reschedule every copy on the way out.
+  p.queues->Stop();
+  p.sagemaker->Stop();
+  if (p.started) {
+    p.http->Stop();
+    p.http->Wait();
+  }
+  for (auto& a : p.agents) {
+    if (p.config.keep_workloads) {
+      a->Stop();
+    } else {
+      a->StopWorkloads();
+    }
+  }
+}
+
+std::string ServerApp::url() const {
+  const std::string& host = parts_->config.listen_host;
+  return "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) + ":" +
+         std::to_string(parts_->port);
+}
+
+std::string ServerApp::credentials_file() const { return parts_->credentials_file; }
+bool ServerApp::credentials_created() const { return parts_->credentials_created; }
+int ServerApp::local_agents() const { return static_cast<int>(parts_->agents.size()); }
+
+}  // namespace carve::app

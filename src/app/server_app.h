@@ -1,0 +1,62 @@
+// ServerApp: one `carve server` process, assembled. It owns the real parts and wires them:
+// the SQLite store and the credentials file in the data directory, the node registry and the
+// node claims, the SageMaker service, the mGPU queues, the runtime router, metrics, the HTTP
+// front end with every route, and (unless told otherwise) the embedded agents that run the
+// simulated fleet's nodes on this machine, each a real `Agent` talking the real protocol to this
+// server over loopback. `carve server` parses flags into ServerConfig and runs one; tests create
+// one on port 0 in a temporary directory.
+//
+// Lifecycle: Create (opens the store, recovers every part from it) -> Start (binds, starts the
+// local agents and waits for them to register, then the reconcilers) -> Stop (reconcilers first,
+// so that agents that cannot report while the listener closes are never declared lost; then the
+// listener; then the local agents, stopping their processes unless keep_workloads).
+// Errors: InvalidArgument for a bad configuration (it names the key or flag), Unavailable when
+// the listener cannot bind, and the store's and the credentials file's own errors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace carve::app {
+
+struct ServerConfig {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8080;  // 0: any free port.
+  std::string data_dir = "./carve-data";
+  std::string config_path;  // YAML with fleet: and runtimes: sections; "" for the defaults.
+  std::string region = "us-east-1";
+  bool insecure_no_auth = false;
+  bool no_local_agent = false;
+  bool keep_workloads = false;
+  std::chrono::milliseconds node_timeout{15000};
+  std::chrono::milliseconds heartbeat{2000};
+  std::string carve_binary;  // Absolute path of the carve executable ({carve} in runtimes).
+};
+
+class ServerApp {
+ public:
+  static Result<std::unique_ptr<ServerApp>> Create(ServerConfig config);
+  ~ServerApp();  // Stop().
+
+  // Binds and starts everything; returns the bound port.
+  Result<int> Start();
+  // Idempotent.
+  void Stop();
+
+  std::string url() const;               // "http://127.0.0.1:PORT" once started.
+  std::string credentials_file() const;  // "" with insecure_no_auth.
+  bool credentials_created() const;      // The file was written by this start.
+  int local_agents() const;
+
+  struct Parts;
+
+ private:
+  explicit ServerApp(std::unique_ptr<Parts> parts);
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace carve::app

@@ -1,0 +1,134 @@
+#include "app/server_routes.h"
+
+#include <map>
+#include <utility>
+
+#include "server/native_reply.h"
+
+namespace carve::app {
+namespace {
+
+using nlohmann::json;
+
+json Measured(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json Measured(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+// A queue's cards as the fleet view draws them: per card the shares placed on it (allocated)
+// next to what the enforcement layer measured (null where nothing measures it, never 0).
+void AddQueueCards(json& fleet, const std::vector<server::queues::QueueGpuView>& views,
+                   const std::string& account) {
+  std::map<std::pair<std::string, int>, const server::queues::CardView*> cards;
+  std::map<std::pair<std::string, int>, const server::queues::QueueGpuView*> owner;
+  for (const auto& v : views) {
+    if (v.account != account) continue;
+    for (const auto& c : v.cards) {
+      cards[{c.node, c.gpu}] = &c;
+      owner[{c.node, c.gpu}] = &v;
+    }
+  }
+  for (auto& node : fleet["nodes"]) {
+    const json& claim = node["claim"];
+    if (!claim.is_object() || claim.value("kind", "") != "queue") continue;
+    for (auto& gpu : node["gpus"]) {
+      auto it = cards.find({node["name"].get<std::string>(), gpu["index"].get<int>()});
+      if (it == cards.end()) continue;
+      const server::queues::CardView& c = *it->second;
+      gpu["mode"] = owner[it->first]->mgpu ? "mgpu" : "whole";
+      gpu["core_allocated_percent"] = c.core_allocated_percent;
+      gpu["memory_allocated_mib"] = c.memory_allocated_mib;
+      gpu["memory_capacity_mib"] = c.memory_capacity_mib;
+      gpu["utilization_percent"] = c.utilization_percent ? json(*c.utilization_percent) : json();
+      gpu["memory_used_mib"] = Measured(c.memory_used_mib);
+      json workers = json::array();
+      for (const auto& w : c.worker_views) {
+        workers.push_back({{"queue", claim.value("queue", "")},
+                           {"job", w.job},
+                           {"task", w.task},
+                           {"role", w.role},
+                           {"state", w.state},
+                           {"core_percent", w.core_limit_percent},
+                           {"memory_mib", w.memory_limit_mib},
+                           {"core_used_percent", Measured(w.core_used_percent)},
+                           {"memory_used_mib", Measured(w.memory_used_mib)}});
+      }
+      gpu["workers"] = workers;
+    }
+  }
+}
+
+}  // namespace
+
+Result<server::runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::string& account,
+                                                                 const std::string& endpoint,
+                                                                 const std::string& component) {
+  CARVE_ASSIGN_OR_RETURN(auto r, table_.Resolve(account, endpoint, component));
+  server::runtime::RouteInfo out;
+  out.variant = r.variant;
+  out.component = r.component;
+  out.strategy = r.strategy;
+  out.timeout = r.timeout;
+  for (auto& c : r.copies) out.copies.push_back({std::move(c.id), std::move(c.address)});
+  return out;
+}
+
+void RegisterServerMetrics(server::MetricsRegistry& registry,
+                           server::sagemaker::SageMakerService& svc,
+                           server::nodes::NodeRegistry& nodes) {
+  auto& total = registry.AddGauge("carve_partitions_total",
+                                  "Partitions carved on the fleet, per GPU model and profile",
+                                  {"modelName", "GPU_I_PROFILE"});
+  auto& used = registry.AddGauge("carve_partitions_used",
+                                 "Partitions occupied by inference-component copies",
+                                 {"modelName", "GPU_I_PROFILE"});
+  auto& copies = registry.AddGauge("carve_inference_component_copies",
+                                   "Inference-component copies, desired and current",
+                                   {"account", "inference_component", "state"});
+  auto& endpoints = registry.AddGauge("carve_endpoints", "Endpoints by status", {"status"});
+  registry.AddCollector([&] {
+    auto snap = svc.TakeSnapshot();
+    total.Clear();
+    used.Clear();
+    copies.Clear();
+    endpoints.Clear();
+    for (const auto& [key, v] : snap.partitions) {
+      std::string profile = key.second.starts_with("mig-") ? key.second.substr(4) : key.second;
+      total.Set({key.first, profile}, v.first);
+      used.Set({key.first, profile}, v.second);
+    }
+    for (const auto& [key, v] : snap.copies) {
+      copies.Set({key.first, key.second, "desired"}, v.first);
+      copies.Set({key.first, key.second, "current"}, v.second);
+    }
+    for (const auto& [status, n] : snap.endpoints_by_status) endpoints.Set({status}, n);
+  });
+  auto& gap = registry.AddGauge(
+      "carve_mgpu_memory_accounting_mib",
+      "Per mGPU worker: the quota ledger's memory (kind=ledger), NVML's per-process memory "
+      "(kind=nvml) and their difference (kind=gap; > 0 is memory the quota does not see)",
+      {"node", "workload", "kind"});
+  registry.AddCollector([&gap, &nodes] {
+    gap.Clear();
+    for (const auto& g : nodes.LedgerGaps()) {
+      gap.Set({g.node, g.workload, "gap"}, static_cast<double>(g.gap_mib));
+      gap.Set({g.node, g.workload, "ledger"}, static_cast<double>(g.ledger_mib));
+      gap.Set({g.node, g.workload, "nvml"}, static_cast<double>(g.nvml_mib));
+    }
+  });
+}
+
+void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& svc,
+                        server::queues::QueueService& queues) {
+  http.AddRoute("GET", "/v1/fleet", server::RouteAuth::kSigV4,
+                [&svc, &queues](const server::NativeRequest& r) {
+                  json fleet = svc.FleetJson(r.account_id);
+                  AddQueueCards(fleet, queues.AllGpuViews(), r.account_id);
+                  return server::JsonReply(200, fleet);
+                });
+  http.AddRoute(
+      "GET", "/v1/endpoints/{name}/carve", server::RouteAuth::kSigV4,
+      [&svc](const server::NativeRequest& r) {
+        return server::Answer(svc.EndpointCarveJson(r.account_id, r.path_params.at("name")));
+      });
+}
+
+}  // namespace carve::app

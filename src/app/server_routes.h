@@ -1,0 +1,39 @@
+// The parts of `carve server` that join two services: the router's view of the SageMaker
+// service's copies, the gauges of the SageMaker service and the node registry, and the
+// read-only views over the fleet (GET /v1/fleet, GET /v1/endpoints/{name}/carve), which show an
+// endpoint's partitions from the SageMaker service and a queue's cards from the queues.
+#pragma once
+
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/nodes/node_registry.h"
+#include "server/queues/queue_service.h"
+#include "server/runtime/copy_directory.h"
+#include "server/sagemaker/route_table.h"
+#include "server/sagemaker/service.h"
+
+namespace carve::app {
+
+// The runtime router's view of the SageMaker service: its route table, rebuilt every pass.
+class ServiceCopyDirectory final : public server::runtime::CopyDirectory {
+ public:
+  explicit ServiceCopyDirectory(const server::sagemaker::RouteTable& table) : table_(table) {}
+  Result<server::runtime::RouteInfo> Resolve(const std::string& account,
+                                             const std::string& endpoint,
+                                             const std::string& component) override;
+
+ private:
+  const server::sagemaker::RouteTable& table_;
+};
+
+// carve_partitions_total / _used, carve_inference_component_copies, carve_endpoints, and the
+// mGPU ledger-vs-NVML gap per worker.
+void RegisterServerMetrics(server::MetricsRegistry& metrics,
+                           server::sagemaker::SageMakerService& sagemaker,
+                           server::nodes::NodeRegistry& registry);
+
+// GET /v1/fleet and GET /v1/endpoints/{name}/carve, scoped to the caller's account.
+void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
+                        server::queues::QueueService& queues);
+
+}  // namespace carve::app

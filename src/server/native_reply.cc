@@ -1,0 +1,37 @@
+#include "server/native_reply.h"
+
+namespace carve::server {
+
+int HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kAlreadyExists:
+    case ErrorCode::kFailedPrecondition:
+    case ErrorCode::kResourceExhausted:
+      return 409;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kUnimplemented:
+      return 501;
+    case ErrorCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+NativeResponse JsonReply(int status, const nlohmann::json& body) {
+  NativeResponse r;
+  r.http_status = status;
+  r.body = body.dump(2) + "\n";
+  return r;
+}
+
+NativeResponse ErrorReply(const Error& error) {
+  return JsonReply(HttpStatusFor(error.code),
+                   {{"error", error.message}, {"code", std::string(ErrorCodeName(error.code))}});
+}
+
+}  // namespace carve::server

@@ -1,0 +1,96 @@
+// NodeClaims: which node belongs to which owner. An owner is an endpoint's production variant
+// (SageMaker copies) or an mGPU queue (job tasks); a node has at most one owner, so an endpoint
+// and a queue never share a node, and two endpoints never share one either.
+//
+// The nodes themselves come from the node registry (agents register them; NodeClaims is told
+// with Upsert) or, for a control plane without agents, from its configuration. Claims are
+// all-or-none and live only in memory: every owner persists the nodes it holds in its own records
+// (an endpoint record's variant, a queue record) and claims exactly those again with
+// ClaimSpecific after a restart.
+//
+// Errors: InvalidArgument (an instance type the catalog does not know), ResourceExhausted (too
+// few free nodes of the type: the message names what is missing), Unavailable (enough nodes exist
+// but some of them are NotReady: retry later), NotFound / FailedPrecondition from ClaimSpecific
+// (a node gone from the fleet / held by another owner).
+// Thread-safe: one mutex guards all state; no call blocks or calls out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/instance_type.h"
+#include "common/ids.h"
+#include "common/result.h"
+
+namespace carve::server::nodes {
+
+struct Owner {
+  enum class Kind { kEndpoint, kQueue };
+  Kind kind = Kind::kEndpoint;
+  std::string account;
+  std::string name;     // The endpoint's or the queue's name.
+  std::string variant;  // kEndpoint: the production variant; "" for a queue.
+
+  static Owner Endpoint(std::string account, std::string endpoint, std::string variant);
+  static Owner Queue(std::string account, std::string queue);
+  // "variant AllTraffic of endpoint e" / "queue q": how messages name the owner.
+  std::string Describe() const;
+  // "Variant AllTraffic" / "Queue q": the owner as the subject of a sentence about capacity.
+  std::string Subject() const;
+  friend auto operator<=>(const Owner&, const Owner&) = default;
+};
+
+struct ClaimedNode {
+  NodeId id;
+  const catalog::InstanceType* type = nullptr;  // Never null.
+  bool ready = false;                           // Its agent reports (registry readiness).
+  std::optional<Owner> owner;
+};
+
+class NodeClaims {
+ public:
+  // Adds a node, or updates a known node's readiness (its instance type never changes; a
+  // different one is InvalidArgument). InvalidArgument for a type the catalog does not know.
+  Status Upsert(const NodeId& node, std::string_view instance_type, bool ready);
+
+  // Claims `count` free Ready nodes of `instance_type` for `owner`, all or none, in name order.
+  Result<std::vector<NodeId>> Claim(const Owner& owner, std::string_view instance_type, int count);
+  // Claims exactly these nodes (after a restart, or nodes named by the user). All or none; nodes
+  // the owner holds already count as claimed.
+  Status ClaimSpecific(const Owner& owner, std::span<const NodeId> nodes);
+  // Frees every node the owner holds.
+  void Release(const Owner& owner);
+
+  std::vector<ClaimedNode> NodesOf(const Owner& owner) const;  // In name order.
+  std::vector<ClaimedNode> All() const;                        // In name order.
+  std::optional<ClaimedNode> Find(const NodeId& node) const;
+  // Bumped by every change (a node added, readiness, a claim, a release), so a caller can tell
+  // cheaply whether what it derived from the claims is still current.
+  uint64_t generation() const;
+
+ private:
+  struct Entry {
+    const catalog::InstanceType* type = nullptr;
+    bool ready = false;
+    std::optional<Owner> owner;
+  };
+  static ClaimedNode View(const std::string& name, const Entry& e);
+
+  mutable std::mutex mu_;
+  std::map<std::string, Entry, std::less<>> nodes_;  // Guarded by mu_.
+  uint64_t generation_ = 0;                          // Guarded by mu_.
+};
+
+class NodeRegistry;
+// Tells `claims` every node the registry knows and whether it is Ready: what each controller's
+// pass does before it claims or places. A node the registry knows with an instance type the
+// catalog does not is logged and left out.
+void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims);
+
+}  // namespace carve::server::nodes

@@ -1,0 +1,120 @@
+// ComponentPlacement: where every inference-component copy runs, and the component statuses that
+// follow from it.
+//
+// It keeps one nodes::NodePool per carved endpoint variant (built from the variant's claimed
+// instances and the layout its endpoint config fixed), and a mirror of every copy record. A pass
+// moves each component toward its desired copy count:
+//   - copies beyond the count are released, the highest copy number first;
+//   - copies on a node that stopped reporting are released and placed again (on the variant's
+//     other instances, or they wait); when the node returns its agent stops the old process,
+//     because that copy's workload id is no longer desired;
+//   - missing copies are placed one at a time with the component's SPREAD or BINPACK; a copy
+//     that does not fit waits, and StatusMessage says for what ("2 of 10 copies are not placed:
+//     ..."); it takes a partition as soon as one frees.
+// A component marked Deleting has its copies released and then its record removed.
+// The copy records that changed and the component's record are written in one Store
+// transaction; pools and mirror change only once it committed, so memory never runs ahead of
+// the Store, and a restart finds every copy on the partition it had.
+//
+// Status: Creating until every desired copy is placed and serving once, then InService;
+// Updating while the count is not met after that; Failed when its endpoint failed. In agent
+// mode a copy serves once its agent reports it running (its /ping answered); in simulated mode
+// (no registry) once placed.
+//
+// Not thread-safe: the service calls it with its state lock held.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "server/nodes/node_claims.h"
+#include "server/nodes/node_pool.h"
+#include "server/nodes/node_registry.h"
+#include "server/sagemaker/component_record.h"
+#include "server/sagemaker/copy_record.h"
+#include "server/sagemaker/endpoint_record.h"
+#include "store/store.h"
+
+namespace carve::server::sagemaker {
+
+struct LiveCopy {
+  CopyRecord record;
+  int64_t version = 0;            // Its Store record's version.
+  core::AllocationId allocation;  // In its variant's pool; 0 while that pool is not built.
+};
+
+// Who occupies a pool's allocation, for views.
+struct CopyOccupant {
+  std::string account;
+  std::string component;
+  std::string copy_id;
+  int index = 0;
+};
+
+class ComponentPlacement {
+ public:
+  // `registry` is null in simulated mode. Both must outlive this.
+  ComponentPlacement(store::Store& store, nodes::NodeRegistry* registry);
+
+  // Loads every copy record, and migrates placements that records written before issue 13 kept
+  // inside the component record, by slot index, to copy records naming profile and start. Call
+  // once, before the first pass, with every endpoint and component.
+  Status Recover(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components);
+
+  // Builds a pool for every carved variant whose instances changed (re-applying its copies),
+  // drops pools of variants no longer carved, and tells each pool which nodes are Ready.
+  void SyncPools(std::span<const EndpointEntry> endpoints, const nodes::NodeClaims& claims);
+
+  // One pass over every component; entries are updated to what was committed. Copies of
+  // components that no longer exist are released.
+  void Reconcile(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components);
+
+  // A component's live copies (empty for an unknown one).
+  std::span<const LiveCopy> CopiesOf(const std::string& account,
+                                     const std::string& component) const;
+  // The pool of a carved variant; nullptr otherwise.
+  const nodes::NodePool* PoolOf(const nodes::Owner& variant) const;
+  // Calls f(variant, pool) for every carved variant.
+  template <typename F>
+  void ForEachPool(F&& f) const {
+    for (const auto& [owner, vp] : pools_) f(owner, vp.pool);
+  }
+  // Who holds an allocation of a variant's pool; nullptr when free or unknown.
+  const CopyOccupant* OccupantOf(const nodes::Owner& variant, core::AllocationId id) const;
+
+ private:
+  struct VariantPool {
+    nodes::NodePool pool;
+    std::vector<std::string> node_names;                   // As the endpoint record lists them.
+    std::unordered_map<uint64_t, CopyOccupant> occupants;  // By allocation id.
+  };
+  struct ComponentCopies {
+    nodes::Owner variant;
+    std::vector<LiveCopy> copies;  // By copy index.
+  };
+  using ComponentKey = std::pair<std::string, std::string>;  // (account, component)
+
+  void RebuildPool(const nodes::Owner& owner, const VariantSpec& variant);
+  void AdoptInto(VariantPool& pool, const nodes::Owner& owner, const std::string& account,
+                 LiveCopy& copy);
+  void ReleaseCopy(LiveCopy& copy, const nodes::Owner& owner);
+  Status MigrateV1(const EndpointRecord* endpoint, ComponentEntry& entry);
+  void ReconcileOne(const EndpointEntry* endpoint, ComponentEntry& entry);
+  void DropRemoved(std::span<const ComponentEntry> components);
+  // Placed copies that serve, and why the others do not yet (the first one found).
+  std::pair<int, std::string> Serving(const std::string& account, const ComponentRecord& c,
+                                      std::span<const LiveCopy> copies) const;
+
+  store::Store& store_;
+  nodes::NodeRegistry* const registry_;
+  std::map<nodes::Owner, VariantPool> pools_;
+  std::map<ComponentKey, ComponentCopies> copies_;
+};
+
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,263 @@
+// ComponentPlacement's pass: each component toward its desired copy count, its status, and one
+// Store transaction for what changed.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "server/sagemaker/component_placement.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+// A fresh copy id: 12 hex digits, random (unique among a component's copies in practice; the
+// workload id also carries the account and component).
+std::string NewCopyId() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{:012x}", rng() & 0xffffffffffffULL);
+}
+
+// The lowest copy number not in use, so a replaced copy takes its predecessor's number.
+int FreeCopyIndex(const std::set<int>& used) {
+  int i = 0;
+  while (used.contains(i)) ++i;
+  return i;
+}
+
+// "a mig-1g.5gb partition", "3 whole GPUs".
+std::string WhatACopyNeeds(const ComponentRecord& c) {
+  if (!c.partition_type.empty()) return "a " + c.partition_type + " partition";
+  return fmt::format("{} whole GPU{}", c.devices, c.devices == 1 ? "" : "s");
+}
+
+// At most this many copies are released by one transaction of a deletion, so that deleting a
+// very large component never becomes one unbounded write.
+constexpr size_t kDeleteBatch = 100;
+
+}  // namespace
+
+void ComponentPlacement::Reconcile(std::span<const EndpointEntry> endpoints,
+                                   std::span<ComponentEntry> components) {
+  std::map<std::pair<std::string, std::string>, const EndpointEntry*> eps;
+  for (const auto& e : endpoints) eps[{e.record.key.account, e.endpoint.name}] = &e;
+  for (auto& entry : components) {
+    auto ep = eps.find({entry.record.key.account, entry.component.endpoint});
+    ReconcileOne(ep == eps.end() ? nullptr : ep->second, entry);
+  }
+  DropRemoved(components);
+}
+
+void ComponentPlacement::DropRemoved(std::span<const ComponentEntry> components) {
+  std::set<ComponentKey> present;
+  for (const auto& e : components) present.insert({e.record.key.account, e.component.name});
+  for (auto it = copies_.begin(); it != copies_.end();) {
+    if (present.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    std::vector<store::Mutation> removes;
+    for (auto& copy : it->second.copies) {
+      ReleaseCopy(copy, it->second.variant);
+      removes.push_back(store::Remove{copy.record.Key(it->first.first), copy.version});
+    }
+    if (!removes.empty()) (void)store_.Commit(std::move(removes));  // Orphans: best effort.
+    it = copies_.erase(it);
+  }
+}
+
+std::pair<int, std::string> ComponentPlacement::Serving(const std::string& account,
+                                                        const ComponentRecord& c,
+                                                        std::span<const LiveCopy> copies) const {
+  const int placed = static_cast<int>(copies.size());
+  if (registry_ == nullptr) return {placed, ""};
+  // After a server restart, nodes whose agents have not reconnected yet are in their grace
+  // period: what their copies do is unknown, so the last recorded count stands until they
+  // report (or time out and their copies are rescheduled).
+  for (const auto& copy : copies) {
+    auto view = registry_->Node(NodeId(copy.record.placement.node));
+    if (view && view->ready && !view->connected) {
+      return {std::min(c.running, placed),
+              "waiting for the agents of its nodes to reconnect after a server restart"};
+    }
+  }
+  int running = 0;
+  std::string starting;
+  for (const auto& copy : copies) {
+    auto w = registry_->Workload(ComponentRecord::WorkloadId(account, c.name, copy.record.id));
+    if (w && w->state == "running") {
+      ++running;
+    } else if (starting.empty()) {
+      starting = fmt::format("copy {} on {} is {}", copy.record.index, copy.record.placement.node,
+                             w ? w->state + (w->message.empty() ? "" : ": " + w->message)
+                               : "being started by its agent");
+    }
+  }
+  return {running, starting};
+}
+
+void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& entry) {
+  ComponentRecord c = entry.component;
+  const std::string& account = entry.record.key.account;
+  const auto owner = nodes::Owner::Endpoint(account, c.endpoint, c.variant);
+  ComponentCopies& cc = copies_[{account, c.name}];
+  cc.variant = owner;
+  auto pool = pools_.find(owner);
+  VariantPool* vp = pool == pools_.end() ? nullptr : &pool->second;
+
+  // Which live copies stay: not beyond the count (the highest numbers go first), not on a node
+  // that stopped reporting, not without a partition. Deleting: none.
+  std::vector<size_t> keep;
+  std::vector<size_t> release;
+  std::vector<std::string> lost;
+  const bool deleting = c.status == ComponentStatus::kDeleting;
+  for (size_t i = 0; i < cc.copies.size(); ++i) {
+    const LiveCopy& copy = cc.copies[i];
+    const bool placed = vp != nullptr && copy.allocation.value() != 0;
+    if (!deleting && placed && vp->pool.Ready(copy.record.placement.node)) {
+      keep.push_back(i);
+    } else {
+      if (!deleting && vp != nullptr) {
+        lost.push_back(fmt::format("copy {} on {}", copy.record.index, copy.record.placement.node));
+      }
+      release.push_back(i);
+    }
+  }
+  while (static_cast<int>(keep.size()) > c.desired) {
+    release.push_back(keep.back());  // Copies are kept in index order.
+    keep.pop_back();
+  }
+  if (deleting && release.size() > kDeleteBatch) release.resize(kDeleteBatch);
+  if (!lost.empty()) {
+    spdlog::warn("component {}/{}: rescheduling {} (node NotReady)", account, c.name,
+                 fmt::join(lost, ", "));
+  }
+  std::vector<core::AllocationRecord> released;  // To undo if the commit fails.
+  for (size_t i : release) {
+    if (cc.copies[i].allocation.value() != 0) released.push_back(cc.copies[i].record.placement);
+    ReleaseCopy(cc.copies[i], owner);
+  }
+
+  // Missing copies.
+  std::vector<LiveCopy> placed;
+  std::string reason;
+  if (!deleting && static_cast<int>(keep.size()) < c.desired) {
+    if (ep == nullptr) {
+      reason = "waiting for endpoint " + c.endpoint + ", which does not exist";
+    } else if (ep->endpoint.status == EndpointStatus::kFailed) {
+      reason = "endpoint " + c.endpoint + " failed: " + ep->endpoint.failure_reason;
+      c.failure_reason = reason;
+    } else if (!IsCarved(ep->endpoint.status)) {
+      reason = fmt::format("waiting for endpoint {} to be InService (it is {})", c.endpoint,
+                           Name(ep->endpoint.status));
+    } else if (vp == nullptr) {
+      reason = "waiting for the endpoint's instances to be carved and Ready";
+    } else {
+      std::set<int> used;
+      for (size_t i : keep) used.insert(cc.copies[i].record.index);
+      const core::Request request = c.CopyRequest();
+      while (static_cast<int>(keep.size() + placed.size()) < c.desired) {
+        auto out = vp->pool.PlaceOne(request, c.strategy);
+        if (!out.has_value() || !out->allocation) {
+          reason = fmt::format("waiting for {}: {}", WhatACopyNeeds(c),
+                               out.has_value() ? out->reason : out.error().message);
+          break;
+        }
+        const int index = FreeCopyIndex(used);
+        used.insert(index);
+        core::AllocationRecord where = *out->allocation;
+        const core::AllocationId id = where.id;
+        where.id = core::AllocationId(0);
+        placed.push_back(LiveCopy{CopyRecord{c.name, NewCopyId(), index, std::move(where)}, 0, id});
+      }
+    }
+  }
+
+  // Status.
+  std::vector<LiveCopy> after;
+  for (size_t i : keep) after.push_back(cc.copies[i]);
+  for (const auto& p : placed) after.push_back(p);
+  std::sort(after.begin(), after.end(),
+            [](const LiveCopy& a, const LiveCopy& b) { return a.record.index < b.record.index; });
+  const int count = static_cast<int>(after.size());
+  auto [running, starting] = Serving(account, c, after);
+  c.running = running;
+  bool remove_record = false;
+  if (deleting) {
+    remove_record = release.size() == cc.copies.size();
+  } else if (!c.failure_reason.empty()) {
+    c.status = ComponentStatus::kFailed;
+    c.status_message.clear();
+  } else if (count == c.desired && c.running == c.desired) {
+    c.status = ComponentStatus::kInService;
+    c.ever_in_service = true;
+    c.status_message.clear();
+  } else {
+    c.status = c.ever_in_service ? ComponentStatus::kUpdating : ComponentStatus::kCreating;
+    c.status_message = count < c.desired ? fmt::format("{} of {} copies are not placed: {}",
+                                                       c.desired - count, c.desired, reason)
+                                         : fmt::format("{} of {} copies are not serving yet: {}",
+                                                       c.desired - c.running, c.desired, starting);
+  }
+
+  // One transaction: released copies, new copies, the component.
+  std::vector<store::Mutation> writes;
+  for (size_t i : release) {
+    writes.push_back(store::Remove{cc.copies[i].record.Key(account), cc.copies[i].version});
+  }
+  for (const auto& p : placed) {
+    writes.push_back(store::Put{p.record.Key(account), p.record.ToJson().dump(), std::nullopt});
+  }
+  const std::string body = c.ToJson().dump();
+  if (remove_record) {
+    writes.push_back(store::Remove{entry.record.key, entry.record.version});
+  } else if (body != entry.component.ToJson().dump()) {
+    writes.push_back(store::Put{entry.record.key, body, entry.record.version});
+  }
+  if (writes.empty()) return;
+  auto written = store_.Commit(std::move(writes));
+  if (!written.has_value()) {
+    // Not recorded: memory goes back to what the Store holds; the next pass tries again.
+    spdlog::warn("component {}/{}: cannot record placement: {}", account, c.name,
+                 written.error().message);
+    for (const auto& p : placed) vp->pool.Release(p.allocation);
+    for (size_t i : release) {
+      if (vp != nullptr) AdoptInto(*vp, owner, account, cc.copies[i]);
+    }
+    (void)released;
+    return;
+  }
+  std::map<std::string, int64_t> versions;
+  for (const auto& r : *written) versions[r.key.name] = r.version;
+  for (auto& p : placed) {
+    p.version = versions[p.record.Key(account).name];
+    vp->occupants[p.allocation.value()] =
+        CopyOccupant{account, c.name, p.record.id, p.record.index};
+  }
+  for (auto& a : after) {
+    if (a.version == 0) a.version = versions[a.record.Key(account).name];
+  }
+  if (remove_record) {
+    copies_.erase({account, c.name});
+    entry.component = c;
+    return;
+  }
+  if (auto it = versions.find(entry.record.key.name); it != versions.end()) {
+    entry.record.version = it->second;
+  }
+  entry.component = std::move(c);
+  if (deleting) {
+    std::vector<LiveCopy> left;
+    std::set<size_t> gone(release.begin(), release.end());
+    for (size_t i = 0; i < cc.copies.size(); ++i) {
+      if (!gone.contains(i)) left.push_back(cc.copies[i]);
+    }
+    cc.copies = std::move(left);
+  } else {
+    cc.copies = std::move(after);
+  }
+}
+
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,56 @@
+// OpContext: what the SageMaker operation handlers may touch. Handlers validate a request and
+// record what is wanted in the Store; the reconciler's parts (endpoint lifecycle, component
+// placement, workload publishing) do the work. So a handler needs only the Store, the clock, the
+// lock that serialises endpoint and component changes with the reconciler, a way to wake it, and
+// (for DescribeEndpoint's lost instances) the node registry.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "server/nodes/node_registry.h"
+#include "store/store.h"
+
+namespace carve::server::sagemaker {
+
+class OpContext {
+ public:
+  OpContext(store::Store& store, const Clock& clock, std::string region, std::mutex& state_mu,
+            std::function<void()> notify, nodes::NodeRegistry* registry)
+      : store_(store),
+        clock_(clock),
+        region_(std::move(region)),
+        state_mu_(state_mu),
+        notify_(std::move(notify)),
+        registry_(registry) {}
+
+  store::Store& store() const { return store_; }
+  const Clock& clock() const { return clock_; }
+  const std::string& region() const { return region_; }
+  // Held while a handler changes an endpoint or a component, and by every reconcile pass.
+  std::mutex& state_mu() const { return state_mu_; }
+  // Wakes the reconciler: something it acts on changed.
+  void Notify() const { notify_(); }
+  nodes::NodeRegistry* registry() const { return registry_; }
+
+  std::string Arn(std::string_view account, std::string_view kind, std::string_view name) const;
+  // The record, or NotFound worded as the service does: Could not find endpoint "arn:...".
+  Result<store::Record> Get(const std::string& account, std::string_view kind,
+                            const std::string& name) const;
+  // Cannot create already existing endpoint "arn:...".
+  Error AlreadyExists(std::string_view account, std::string_view kind, std::string_view name) const;
+
+ private:
+  store::Store& store_;
+  const Clock& clock_;
+  const std::string region_;
+  std::mutex& state_mu_;
+  const std::function<void()> notify_;
+  nodes::NodeRegistry* const registry_;
+};
+
+}  // namespace carve::server::sagemaker

@@ -1,0 +1,204 @@
+// SageMakerService's read views: GET /v1/fleet, GET /v1/endpoints/{name}/carve, and the gauges.
+// Partitions are drawn from the variants' pools, so a view shows exactly what placement sees.
+#include <map>
+
+#include "catalog/catalog.h"
+#include "core/layout_units.h"
+#include "server/sagemaker/resources.h"
+#include "server/sagemaker/service.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using nlohmann::json;
+
+json ClaimJson(const std::optional<nodes::Owner>& owner, const std::string& account) {
+  if (!owner) return nullptr;
+  if (owner->account != account) {
+    return {{"kind", "other"}, {"account", nullptr}, {"endpoint", nullptr}, {"variant", nullptr}};
+  }
+  if (owner->kind == nodes::Owner::Kind::kQueue) {
+    return {{"kind", "queue"},
+            {"account", owner->account},
+            {"queue", owner->name},
+            {"endpoint", nullptr},
+            {"variant", nullptr}};
+  }
+  return {{"kind", "endpoint"},
+          {"account", owner->account},
+          {"endpoint", owner->name},
+          {"variant", owner->variant}};
+}
+
+}  // namespace
+
+// A pool's partitions and whole-GPU holders, grouped by node: built once per view, so that
+// drawing N nodes costs O(N), not O(N x pool).
+struct SageMakerService::PoolIndex {
+  std::map<std::string, std::vector<core::PartitionUsage>, std::less<>> partitions;
+  std::map<std::string, std::vector<core::AllocationRecord>, std::less<>> allocations;
+};
+
+const SageMakerService::PoolIndex& SageMakerService::IndexOf(
+    const nodes::NodePool& pool, std::map<const nodes::NodePool*, PoolIndex>& cache) {
+  auto [it, added] = cache.try_emplace(&pool);
+  if (added) {
+    for (auto& p : pool.engine().Partitions()) {
+      it->second.partitions[std::string(p.node)].push_back(p);
+    }
+    for (auto& a : pool.engine().Allocations()) it->second.allocations[a.node].push_back(a);
+  }
+  return it->second;
+}
+
+json SageMakerService::NodeJson(const nodes::ClaimedNode& node, const std::string& account,
+                                std::map<const nodes::NodePool*, PoolIndex>& cache) const {
+  const catalog::InstanceType& type = *node.type;
+  const bool mine = node.owner && node.owner->account == account;
+  const nodes::NodePool* pool = mine && node.owner->kind == nodes::Owner::Kind::kEndpoint
+                                    ? placement_.PoolOf(*node.owner)
+                                    : nullptr;
+  const std::string& name = node.id.value();
+  json out = {{"name", name},
+              {"instance_type", type.id},
+              {"ready", node.ready},
+              {"claim", ClaimJson(node.owner, account)},
+              {"carved", pool != nullptr},
+              {"vcpus", type.vcpus},
+              {"vcpus_used", 0.0},
+              {"memory_mib", type.memory_mib},
+              {"memory_used_mib", 0}};
+  auto gpu_model = catalog::FindGpu(type.gpu_id);
+  std::vector<json> gpus;
+  for (int g = 0; g < type.gpu_count; ++g) {
+    gpus.push_back({{"index", g},
+                    {"gpu", type.gpu_id},
+                    {"mode", pool == nullptr ? "unassigned" : "whole"},
+                    {"partitions", json::array()}});
+  }
+  if (pool == nullptr) {
+    out["gpus"] = gpus;
+    return out;
+  }
+  if (auto host = pool->engine().Host(name)) {
+    out["vcpus_used"] = static_cast<double>(host->cpu_used_milli) / 1000.0;
+    out["memory_used_mib"] = host->memory_used_mib;
+  }
+  auto copy_json = [&](core::AllocationId id) -> std::pair<json, json> {
+    const CopyOccupant* o = id.value() != 0 ? placement_.OccupantOf(*node.owner, id) : nullptr;
+    if (o == nullptr) return {nullptr, nullptr};
+    std::string state = "placed";
+    if (options_.registry != nullptr) {
+      auto w = options_.registry->Workload(
+          ComponentRecord::WorkloadId(o->account, o->component, o->copy_id));
+      state = w ? w->state : "starting";
+    }
+    return {
+        o->account + "/" + o->component,
+        {{"component", o->component}, {"index", o->index}, {"id", o->copy_id}, {"state", state}}};
+  };
+  const core::Layout& layout = pool->options().layout;
+  const PoolIndex& index = IndexOf(*pool, cache);
+  static const std::vector<core::PartitionUsage> kNoPartitions;
+  static const std::vector<core::AllocationRecord> kNoAllocations;
+  auto parts = index.partitions.find(name);
+  auto allocs = index.allocations.find(name);
+  if (pool->options().mode == core::GpuMode::kMig && gpu_model.has_value()) {
+    const core::UnitUse units = core::UnitsOf(**gpu_model, layout);
+    for (auto& gj : gpus) {
+      gj["mode"] = "mig";
+      gj["placement_units"] = units.placement_units;
+      gj["free_units"] = units.free;
+      gj["stranded_units"] = units.stranded;
+    }
+    for (const auto& p : parts == index.partitions.end() ? kNoPartitions : parts->second) {
+      if (p.gpu < 0 || p.gpu >= type.gpu_count) continue;
+      auto [occupant, copy] = copy_json(p.allocation);
+      gpus[p.gpu]["partitions"].push_back(
+          {{"partition_type", "mig-" + std::string(p.instance.profile->name)},
+           {"profile", p.instance.profile->name},
+           {"start", p.instance.start},
+           {"size", p.instance.profile->placement_size},
+           {"occupant", occupant},
+           {"copy", copy}});
+    }
+  } else {
+    std::vector<core::AllocationId> holder(static_cast<size_t>(type.gpu_count));
+    for (const auto& a : allocs == index.allocations.end() ? kNoAllocations : allocs->second) {
+      for (int g : a.gpu_indexes) {
+        if (g >= 0 && g < type.gpu_count) holder[g] = a.id;
+      }
+    }
+    for (int g = 0; g < type.gpu_count; ++g) {
+      auto [occupant, copy] = copy_json(holder[g]);
+      gpus[g]["partitions"].push_back({{"partition_type", nullptr},
+                                       {"profile", nullptr},
+                                       {"occupant", occupant},
+                                       {"copy", copy}});
+    }
+  }
+  out["gpus"] = gpus;
+  return out;
+}
+
+json SageMakerService::FleetJson(const std::string& account) const {
+  std::lock_guard lock(mu_);
+  json nodes = json::array();
+  std::map<const nodes::NodePool*, PoolIndex> cache;
+  for (const auto& n : claims_.All()) nodes.push_back(NodeJson(n, account, cache));
+  return {{"nodes", nodes}};
+}
+
+Result<json> SageMakerService::EndpointCarveJson(const std::string& account,
+                                                 const std::string& endpoint) const {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ops_.Get(account, kEndpoint, endpoint));
+  CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
+  json nodes = json::array();
+  std::map<const nodes::NodePool*, PoolIndex> cache;
+  for (const auto& v : ep.variants) {
+    for (const auto& n : claims_.NodesOf(nodes::Owner::Endpoint(account, endpoint, v.name))) {
+      nodes.push_back(NodeJson(n, account, cache));
+    }
+  }
+  json variants = json::array();
+  for (const auto& v : ep.variants) variants.push_back(VariantToJson(v));
+  return json{{"endpoint", endpoint},
+              {"nodes", nodes},
+              {"status", Name(ep.status)},
+              {"variants", variants}};
+}
+
+SageMakerService::Snapshot SageMakerService::TakeSnapshot() const {
+  Snapshot snap;
+  std::lock_guard lock(mu_);
+  placement_.ForEachPool([&](const nodes::Owner&, const nodes::NodePool& pool) {
+    if (pool.options().mode == core::GpuMode::kMig) {
+      for (const auto& p : pool.engine().Partitions()) {
+        const std::string gpu(pool.options().layout.gpu != nullptr ? pool.options().layout.gpu->id
+                                                                   : "");
+        auto& cell = snap.partitions[{gpu, "mig-" + std::string(p.instance.profile->name)}];
+        ++cell.first;
+        cell.second += p.allocation.value() != 0 ? 1 : 0;
+      }
+      return;
+    }
+    for (const auto& g : pool.engine().Gpus()) {
+      auto& cell = snap.partitions[{std::string(g.model->id), "whole"}];
+      ++cell.first;
+      cell.second += g.busy ? 1 : 0;
+    }
+  });
+  if (auto comps = LoadComponents(); comps.has_value()) {
+    for (const auto& e : *comps) {
+      snap.copies[{e.record.key.account, e.component.name}] = {e.component.desired,
+                                                               e.component.running};
+    }
+  }
+  if (auto eps = LoadEndpoints(); eps.has_value()) {
+    for (const auto& e : *eps) ++snap.endpoints_by_status[std::string(Name(e.endpoint.status))];
+  }
+  return snap;
+}
+
+}  // namespace carve::server::sagemaker
