@@ -28,6 +28,7 @@
 #include "server/runtime/router.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
+#include "server/ui/ui_routes.h"
 #include "store/sqlite_store.h"
 
 namespace carve::cli {
@@ -242,6 +243,9 @@ int RunServer(const ServerFlags& f) {
   server::nodes::RegisterAgentRoutes(http, registry);
   server::runtime::RegisterRuntimeRoutes(http, router);
   server::queues::RegisterQueueRoutes(http, queues);
+  // The web dashboard at /ui/ and its read routes (docs/dashboard.md).
+  auto dashboard = server::ui::RegisterUiRoutes(
+      http, credentials, metrics, [&](const server::ApiRequest& r) { return service.Handle(r); });
   http.AddRoute("GET", "/v1/fleet", server::RouteAuth::kSigV4,
                 [&](const server::NativeRequest&) { return JsonResponse(service.FleetJson()); });
   http.AddRoute(
