@@ -12,6 +12,7 @@ import * as fmt from '../model/format.js';
 function unitText(v, unit) {
   if (unit === 'core percent') return fmt.percent(v);
   if (unit === 'GPUs') return fmt.count(v, 'GPU');
+  if (unit === 'compute slices') return fmt.count(v, 'compute slice');
   return `${v} ${unit}`;
 }
 

@@ -45,6 +45,20 @@ function fleetContract(seen) {
   };
 }
 
+// A /v1/fragmentation answer in the contract of docs/dashboard.md.
+const FRAGMENTATION = {
+  shapes: [
+    { shape: { kind: 'partition', profile: 'mig-1g.5gb' }, description: '1 x mig-1g.5gb + 1 vCPUs + 2048 MiB host memory',
+      scope: { kind: 'endpoint', endpoint: ENDPOINT, variant: 'AllTraffic' },
+      unit: 'compute slices', free: 9, usable: 8, stranded: 1, stranded_permille: 111, copies: 8 },
+    { shape: { kind: 'share', core_percent: 30, memory_mib: 1000 }, scope: { kind: 'queue', queue: 'gpuq' },
+      unit: 'core percent', free: 150, usable: 120, stranded: 30, stranded_permille: 200,
+      free_memory_mib: 40000, stranded_memory_mib: 36000, copies: 4 },
+    { shape: { kind: 'whole_gpus', gpus: 2 }, scope: { kind: 'endpoint', endpoint: 'w' },
+      unit: 'GPUs', free: 3, usable: 2, stranded: 1, stranded_permille: 333, copies: 1 },
+  ],
+};
+
 // Every GPU of `node` draws exactly `want[i]` ([{profile, start, size}]), each cell at
 // start/units of its strip's width and size/units wide (within 3 px).
 async function assertStrips(node, want) {
@@ -289,12 +303,39 @@ describe('carve dashboard', { timeout: SUITE_DEADLINE_MS }, () => {
     await screenshot(page, 'queues-waiting');
   });
 
-  test('fragmentation page renders what the server reports', async () => {
+  test('fragmentation page shows what the server reports, and says when it reports nothing', async () => {
     const { page } = main;
     await page.getByTestId('nav-fragmentation').click();
     await page.getByTestId('page-fragmentation').waitFor();
+    const route = await pollUntil(
+      () => main.seen.filter((r) => new URL(r.url).pathname === '/v1/fragmentation').pop(),
+      { what: 'a GET /v1/fragmentation' },
+    );
     await pollUntil(async () => /Stranded placement units/.test(await page.innerText('main')), { what: 'the page' });
     await screenshot(page, 'fragmentation');
+    if (route.status === 404) {
+      assert.match(await page.innerText('main'), /does not expose the placement engine's fragmentation yet/);
+    } else {
+      assert.equal(route.status, 200, route.body);
+      const shapes = JSON.parse(route.body).shapes;
+      await pollUntil(async () => (await page.locator('[data-testid=shape]').count()) === shapes.length, { what: 'one row per shape' });
+    }
+  });
+
+  test('the fragmentation page draws the /v1/fragmentation contract', async () => {
+    const view = await newPage(browser, server);
+    await view.page.route('**/v1/fragmentation', (route) => route.fulfill({ json: FRAGMENTATION }));
+    await login(view.page, server, 'default');
+    await view.page.getByTestId('nav-fragmentation').click();
+    const rows = view.page.locator('[data-testid=shape]');
+    await pollUntil(async () => (await rows.count()) === 3, { what: 'three shape rows' });
+    const text = await rows.allInnerTexts();
+    // Worst stranded share first, each figure in the shape's unit.
+    assert.match(text[0], /^2 whole GPUs[\s\S]*3 GPUs\s+2 GPUs\s+1 GPU\s+33\.3%\s+1 copy$/);
+    assert.match(text[1], /^mGPU 30% · 1000 MiB[\s\S]*queue gpuq\s+150%[\s\S]*120%\s+30%[\s\S]*20%\s+4 copies$/);
+    assert.match(text[2], /^mig-1g\.5gb[\s\S]*9 compute slices\s+8 compute slices\s+1 compute slice\s+11\.1%\s+8 copies$/);
+    await screenshot(view.page, 'fragmentation-contract');
+    await view.context.close();
   });
 
   test('a user of another account sees none of it', async () => {
