@@ -62,6 +62,7 @@ done
 [[ -n "$port" ]] || { echo "server did not start"; cat "$log"; exit 1; }
 grep 'credentials' "$log" || true
 url="http://127.0.0.1:$port"
+echo "dashboard: $url/ui/ (sign in with a key of $data/credentials while the demo runs)"
 export AWS_SHARED_CREDENTIALS_FILE="$data/credentials" AWS_DATA_PATH="$root/contrib/aws"
 export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
 sm() {

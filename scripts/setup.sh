@@ -20,6 +20,14 @@ done
 # pip (as the development machines do) need nothing; a bare Debian gets them from apt.
 python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
 command -v aws >/dev/null 2>&1 || missing+=(awscli)
+# The dashboard (ui/) is bundled with Node.js at build time (Debian 12's nodejs 18 suffices; a
+# newer one installed some other way is used as is) and tested in Debian's Chromium, with a font
+# so that its screenshots show text.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+dpkg-query -W -f='${Status}' fonts-dejavu-core 2>/dev/null | grep -q "install ok installed" ||
+  missing+=(fonts-dejavu-core)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -27,6 +27,7 @@
 #include "server/runtime/router.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
+#include "server/ui/ui_routes.h"
 #include "store/sqlite_store.h"
 
 namespace carve::app {
@@ -49,6 +50,7 @@ struct ServerApp::Parts {
   std::unique_ptr<ServiceCopyDirectory> directory;
   std::unique_ptr<server::runtime::Router> router;
   std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<server::ui::Dashboard> dashboard;
   std::unique_ptr<agent::node::HttpControlPlane> control;
   std::vector<std::unique_ptr<agent::node::Agent>> agents;
   int port = 0;
@@ -157,6 +159,10 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
   server::queues::RegisterQueueRoutes(*p->http, *p->queues);
   RegisterViewRoutes(*p->http, *p->sagemaker, *p->queues);
+  // The web dashboard at /ui/ and its read routes (docs/dashboard.md).
+  p->dashboard = server::ui::RegisterUiRoutes(
+      *p->http, p->credentials, p->metrics,
+      [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
   return std::unique_ptr<ServerApp>(new ServerApp(std::move(p)));
 }
 
@@ -204,6 +210,7 @@ void ServerApp::Stop() {
     p.http->Stop();
     p.http->Wait();
   }
+  p.dashboard->Stop();
   for (auto& a : p.agents) {
     if (p.config.keep_workloads) {
       a->Stop();
