@@ -56,6 +56,48 @@ void AddQueueCards(json& fleet, const std::vector<server::queues::QueueGpuView>&
   }
 }
 
+json ShapeJson(const core::Request& r) {
+  switch (r.kind) {
+    case core::RequestKind::kPartition:
+      return {{"kind", "partition"},
+              {"profile", r.profile.starts_with("mig-") ? r.profile : "mig-" + r.profile}};
+    case core::RequestKind::kWholeGpus:
+      return {{"kind", "whole_gpus"}, {"gpus", r.gpus}};
+    case core::RequestKind::kShare:
+      return {{"kind", "share"},
+              {"core_percent", r.share.core_percent},
+              {"memory_mib", r.share.memory_mib ? json(*r.share.memory_mib) : json(nullptr)}};
+  }
+  return nullptr;
+}
+
+json ScopeJson(const server::nodes::Owner& o) {
+  if (o.kind == server::nodes::Owner::Kind::kQueue) return {{"kind", "queue"}, {"queue", o.name}};
+  return {{"kind", "endpoint"}, {"endpoint", o.name}, {"variant", o.variant}};
+}
+
+json FragmentationJson(const std::vector<server::nodes::ShapeFragmentation>& shapes) {
+  json out = json::array();
+  for (const auto& s : shapes) {
+    const core::FragmentationReport& f = s.report;
+    json row = {{"shape", ShapeJson(s.request)},
+                {"description", s.description},
+                {"scope", ScopeJson(s.scope)},
+                {"unit", f.unit},
+                {"free", f.free},
+                {"usable", f.usable},
+                {"stranded", f.stranded},
+                {"stranded_permille", f.stranded_permille},
+                {"copies", f.copies}};
+    if (s.request.kind == core::RequestKind::kShare) {
+      row["free_memory_mib"] = f.free_memory_mib;
+      row["stranded_memory_mib"] = f.stranded_memory_mib;
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<server::runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::string& account,
@@ -123,6 +165,13 @@ void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerSe
                   json fleet = svc.FleetJson(r.account_id);
                   AddQueueCards(fleet, queues.AllGpuViews(), r.account_id);
                   return server::JsonReply(200, fleet);
+                });
+  http.AddRoute("GET", "/v1/fragmentation", server::RouteAuth::kSigV4,
+                [&svc, &queues](const server::NativeRequest& r) {
+                  auto shapes = svc.Fragmentation(r.account_id);
+                  auto more = queues.Fragmentation(r.account_id);
+                  shapes.insert(shapes.end(), more.begin(), more.end());
+                  return server::JsonReply(200, json{{"shapes", FragmentationJson(shapes)}});
                 });
   http.AddRoute(
       "GET", "/v1/endpoints/{name}/carve", server::RouteAuth::kSigV4,

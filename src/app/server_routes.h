@@ -32,7 +32,8 @@ void RegisterServerMetrics(server::MetricsRegistry& metrics,
                            server::sagemaker::SageMakerService& sagemaker,
                            server::nodes::NodeRegistry& registry);
 
-// GET /v1/fleet and GET /v1/endpoints/{name}/carve, scoped to the caller's account.
+// GET /v1/fleet, GET /v1/fragmentation and GET /v1/endpoints/{name}/carve, scoped to the
+// caller's account.
 void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
                         server::queues::QueueService& queues);
 

@@ -16,7 +16,8 @@ carve_library(carve_sagemaker
 carve_test(sagemaker_test
   SRCS ${sm}/validator_test.cc ${sm}/aws_error_test.cc ${sm}/statuses_test.cc
        ${sm}/service_test.cc ${sm}/agent_mode_test.cc ${sm}/component_placement_test.cc
-       ${sm}/migration_test.cc
+       ${sm}/migration_test.cc ${sm}/endpoint_lifecycle_test.cc ${sm}/workload_publisher_test.cc
+       ${sm}/ops_test.cc
   DEPS carve_sagemaker)
 target_compile_definitions(sagemaker_test PRIVATE
   CARVE_STORE_V1_FIXTURE="${PROJECT_SOURCE_DIR}/tests/fixtures/store_v1.sql")

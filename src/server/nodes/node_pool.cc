@@ -42,6 +42,12 @@ Result<PoolPlacement> NodePool::PlaceOne(const core::Request& request, core::Str
   return out;
 }
 
+Result<ShapeFragmentation> NodePool::Fragmentation(const Owner& scope,
+                                                   const core::Request& request) const {
+  CARVE_ASSIGN_OR_RETURN(core::ResolvedRequest resolved, engine_.Resolve(request));
+  return ShapeFragmentation{scope, request, resolved.description, engine_.Fragmentation(resolved)};
+}
+
 void NodePool::Release(core::AllocationId id) { (void)engine_.Release(id); }
 
 Status NodePool::Restore(const core::AllocationRecord& allocation) {

@@ -16,6 +16,7 @@
 
 #include "common/result.h"
 #include "core/placement.h"
+#include "server/nodes/node_claims.h"
 
 namespace carve::server::nodes {
 
@@ -35,6 +36,14 @@ struct PoolOptions {
 struct PoolPlacement {
   std::optional<core::AllocationRecord> allocation;
   std::string reason;
+};
+
+// The placement engine's fragmentation metric for one request shape on one owner's pool.
+struct ShapeFragmentation {
+  Owner scope;
+  core::Request request;
+  std::string description;  // core::ResolvedRequest::description.
+  core::FragmentationReport report;
 };
 
 class NodePool {
@@ -57,6 +66,10 @@ class NodePool {
   // names are ignored.
   void SetReady(const std::string& node, bool ready);
   bool Ready(const std::string& node) const;
+
+  // The free capacity of the request's kind, and the part no copy of it can use. The errors are
+  // PlaceOne's for a request the pool can never serve.
+  Result<ShapeFragmentation> Fragmentation(const Owner& scope, const core::Request& request) const;
 
   const std::vector<PoolNode>& nodes() const { return nodes_; }
   const PoolOptions& options() const { return options_; }

@@ -86,6 +86,23 @@ TEST(NodePool, AReleasedPartitionIsPlacedAgainAndAdoptRestoresOneExactly) {
   EXPECT_EQ(b.engine().live_allocations(), 1);
 }
 
+TEST(NodePool, FragmentationReportsTheEnginesMetricForTheShape) {
+  NodePool pool = SeedPool(1);
+  const Owner scope = Owner::Endpoint("111111111111", "ep", "AllTraffic");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(
+        pool.PlaceOne(core::Request::Partition("mig-1g.5gb"), core::Strategy::kSpread)->allocation);
+  }
+  auto f = pool.Fragmentation(scope, core::Request::Partition("mig-1g.5gb"));
+  ASSERT_TRUE(f.has_value()) << f.error().message;
+  EXPECT_EQ(f->scope, scope);
+  EXPECT_EQ(f->report.unit, "compute slices");
+  EXPECT_EQ(f->report.copies, 5);  // 8 GPUs x one 1g.5gb partition, 3 taken.
+  EXPECT_EQ(f->report.free, f->report.usable + f->report.stranded);
+  EXPECT_THAT(f->description, HasSubstr("mig-1g.5gb"));
+  EXPECT_FALSE(pool.Fragmentation(scope, core::Request::Partition("mig-7g.40gb")).has_value());
+}
+
 TEST(NodePool, AnUnknownInstanceTypeIsNotFound) {
   auto pool = NodePool::Create({{"x", "ml.nope"}}, PoolOptions{});
   ASSERT_FALSE(pool.has_value());

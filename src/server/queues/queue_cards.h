@@ -56,6 +56,7 @@ class QueueCards {
   Status Restore(const core::AllocationRecord& allocation);
 
   std::vector<core::GpuUsage> Gpus() const { return pool_.engine().Gpus(); }
+  const nodes::NodePool& pool() const { return pool_; }
   bool mgpu() const { return pool_.options().mode == core::GpuMode::kMgpu; }
   const std::vector<QueueNode>& nodes() const { return pool_.nodes(); }
 

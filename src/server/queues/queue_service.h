@@ -106,6 +106,9 @@ class QueueService {
   // Queue monitoring: allocated and measured use per card and per worker.
   Result<QueueGpuView> GpuView(const std::string& account, const std::string& queue) const;
   std::vector<QueueGpuView> AllGpuViews() const;
+  // GET /v1/fragmentation's part: for every queue of the account, the metric of each distinct
+  // share its unfinished jobs' tasks ask for.
+  std::vector<nodes::ShapeFragmentation> Fragmentation(const std::string& account) const;
   // Jobs per (account, queue, state), for metrics.
   std::map<std::tuple<std::string, std::string, std::string>, int> JobCounts() const;
 

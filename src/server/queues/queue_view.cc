@@ -2,6 +2,8 @@
 // placement state; measured ones from the agents' last reports (NodeRegistry).
 #include <fmt/format.h>
 
+#include <set>
+
 #include "server/queues/queue_service.h"
 
 namespace carve::server::queues {
@@ -91,6 +93,31 @@ std::map<std::tuple<std::string, std::string, std::string>, int> QueueService::J
   for (const auto& [key, q] : queues_) {
     for (const auto& [id, job] : q.jobs) {
       ++out[{key.first, key.second, std::string(JobStateName(job.state))}];
+    }
+  }
+  return out;
+}
+
+std::vector<nodes::ShapeFragmentation> QueueService::Fragmentation(
+    const std::string& account) const {
+  std::lock_guard lock(mu_);
+  std::vector<nodes::ShapeFragmentation> out;
+  for (const auto& [key, q] : queues_) {
+    if (key.first != account || !q.cards) continue;
+    std::set<std::pair<int, int64_t>> seen;
+    for (const auto& [id, job] : q.jobs) {
+      if (IsTerminal(job.state)) continue;
+      for (const auto& t : job.tasks) {
+        if (!t.share ||
+            !seen.insert({t.share->core_percent, t.share->memory_mib.value_or(0)}).second) {
+          continue;
+        }
+        const core::Request request = q.cards->mgpu()
+                                          ? core::Request::Share(*t.share)
+                                          : core::Request::WholeGpus(t.share->card_count());
+        auto f = q.cards->pool().Fragmentation(q.record.Owner(), request);
+        if (f.has_value()) out.push_back(std::move(f).value());
+      }
     }
   }
   return out;

@@ -91,6 +91,10 @@ class SageMakerService {
   Result<nlohmann::json> EndpointCarveJson(const std::string& account,
                                            const std::string& endpoint) const;
 
+  // GET /v1/fragmentation's part: for every carved variant of the account, the metric of each
+  // request shape its components use.
+  std::vector<nodes::ShapeFragmentation> Fragmentation(const std::string& account) const;
+
   // Gauges for /metrics, computed under the state lock.
   struct Snapshot {
     // (gpu model, profile) -> {total, used}; profile "whole" for uncarved GPUs.

@@ -1,6 +1,8 @@
 // SageMakerService's read views: GET /v1/fleet, GET /v1/endpoints/{name}/carve, and the gauges.
 // Partitions are drawn from the variants' pools, so a view shows exactly what placement sees.
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "catalog/catalog.h"
 #include "core/layout_units.h"
@@ -167,6 +169,28 @@ Result<json> SageMakerService::EndpointCarveJson(const std::string& account,
               {"nodes", nodes},
               {"status", Name(ep.status)},
               {"variants", variants}};
+}
+
+std::vector<nodes::ShapeFragmentation> SageMakerService::Fragmentation(
+    const std::string& account) const {
+  std::lock_guard lock(mu_);
+  std::vector<nodes::ShapeFragmentation> out;
+  auto components = LoadComponents();
+  if (!components.has_value()) return out;
+  std::set<std::tuple<nodes::Owner, std::string, int, int64_t, int64_t>> seen;
+  for (const auto& e : *components) {
+    const ComponentRecord& c = e.component;
+    if (e.record.key.account != account || c.status == ComponentStatus::kDeleting) continue;
+    const auto owner = nodes::Owner::Endpoint(account, c.endpoint, c.variant);
+    if (!seen.insert({owner, c.partition_type, c.devices, c.cpu_milli, c.memory_mib}).second) {
+      continue;
+    }
+    const nodes::NodePool* pool = placement_.PoolOf(owner);
+    if (pool == nullptr) continue;
+    auto f = pool->Fragmentation(owner, c.CopyRequest());
+    if (f.has_value()) out.push_back(std::move(f).value());
+  }
+  return out;
 }
 
 SageMakerService::Snapshot SageMakerService::TakeSnapshot() const {

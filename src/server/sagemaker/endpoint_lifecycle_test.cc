@@ -1,0 +1,215 @@
+// EndpointLifecycle over a FakeStore, NodeClaims and a scripted NodeDriver, with explicit passes.
+#include "server/sagemaker/endpoint_lifecycle.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "common/fake_clock.h"
+#include "server/sagemaker/resources.h"
+#include "store/fake_store.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using ::testing::HasSubstr;
+constexpr char kAccount[] = "111111111111";
+
+// Records every carve and reset; fails the carve of one (node, GPU) when told to.
+class ScriptedDriver final : public nodes::NodeDriver {
+ public:
+  Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) override {
+    std::lock_guard lock(mu_);
+    if (fail_ == std::make_pair(node.value(), gpu.value())) {
+      return Internal("NVML_ERROR_INSUFFICIENT_RESOURCES");
+    }
+    std::vector<std::string> names;
+    for (const auto& inst : layout.instances) names.emplace_back(inst.profile->name);
+    carved_[{node.value(), gpu.value()}] = names;
+    return OkStatus();
+  }
+  Status ResetGpu(const NodeId& node, GpuIndex gpu) override {
+    std::lock_guard lock(mu_);
+    carved_.erase({node.value(), gpu.value()});
+    ++resets_;
+    return OkStatus();
+  }
+  void FailCarve(std::string node, uint32_t gpu) {
+    std::lock_guard lock(mu_);
+    fail_ = {std::move(node), gpu};
+  }
+  size_t carved() const {
+    std::lock_guard lock(mu_);
+    return carved_.size();
+  }
+  std::vector<std::string> At(const std::string& node, uint32_t gpu) const {
+    std::lock_guard lock(mu_);
+    auto it = carved_.find({node, gpu});
+    return it == carved_.end() ? std::vector<std::string>{} : it->second;
+  }
+  int resets() const {
+    std::lock_guard lock(mu_);
+    return resets_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, uint32_t>, std::vector<std::string>> carved_;
+  std::pair<std::string, uint32_t> fail_{"", 0};
+  int resets_ = 0;
+};
+
+class EndpointLifecycleTest : public ::testing::Test {
+ protected:
+  EndpointLifecycleTest() {
+    for (const char* n : {"p4d-0", "p4d-1", "p4d-2"}) {
+      EXPECT_TRUE(claims_.Upsert(NodeId(n), "ml.p4d.24xlarge", true).ok());
+    }
+  }
+  void CreateEndpoint(const std::string& name, int instances) {
+    VariantSpec v;
+    v.name = "AllTraffic";
+    v.instance_type = "ml.p4d.24xlarge";
+    v.instance_count = instances;
+    v.partition_types = std::vector<std::string>{"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"};
+    v.layout_entries = 1;
+    v.layout = CheckVariantLayout(v).value();
+    EndpointRecord ep;
+    ep.name = name;
+    ep.config_name = name;
+    ep.status = EndpointStatus::kCreating;
+    ep.variants = {v};
+    ASSERT_TRUE(
+        store_.Create({kAccount, std::string(kEndpoint), name}, ep.ToJson().dump()).has_value());
+  }
+  std::vector<EndpointEntry> Load() {
+    std::vector<EndpointEntry> out;
+    const auto records = store_.ListAllAccounts(std::string(kEndpoint)).value();
+    for (const auto& r : records) out.push_back({r, EndpointRecord::FromRecord(r).value()});
+    return out;
+  }
+  void Pass() {
+    auto endpoints = Load();
+    {
+      std::lock_guard lock(mu_);
+      lifecycle_.Reconcile(endpoints);
+    }
+    lifecycle_.Wait();
+  }
+  EndpointRecord Get(const std::string& name) {
+    return EndpointRecord::FromRecord(store_.Get({kAccount, std::string(kEndpoint), name}).value())
+        .value();
+  }
+  nodes::Owner Owner(const std::string& name) {
+    return nodes::Owner::Endpoint(kAccount, name, "AllTraffic");
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_{clock_};
+  nodes::NodeClaims claims_;
+  ScriptedDriver driver_;
+  std::mutex mu_;
+  int wakes_ = 0;
+  EndpointLifecycle lifecycle_{store_, claims_, driver_, clock_, mu_, [this] { ++wakes_; }};
+};
+
+TEST_F(EndpointLifecycleTest, ClaimsRecordsAndCarvesEveryGpuThenGoesInService) {
+  CreateEndpoint("ep", 2);
+  Pass();
+  EndpointRecord ep = Get("ep");
+  EXPECT_EQ(ep.status, EndpointStatus::kInService);
+  EXPECT_EQ(ep.variants[0].nodes, (std::vector<std::string>{"p4d-0", "p4d-1"}));
+  EXPECT_EQ(driver_.carved(), 16u);
+  EXPECT_EQ(driver_.At("p4d-1", 7), (std::vector<std::string>{"4g.20gb", "2g.10gb", "1g.5gb"}));
+  EXPECT_EQ(claims_.NodesOf(Owner("ep")).size(), 2u);
+  EXPECT_GE(wakes_, 1);  // The carve's outcome wakes the reconciler.
+}
+
+TEST_F(EndpointLifecycleTest, TooFewInstancesFailsNamingWhatIsMissingAndKeepsNoClaim) {
+  CreateEndpoint("ep", 4);
+  Pass();
+  EndpointRecord ep = Get("ep");
+  EXPECT_EQ(ep.status, EndpointStatus::kFailed);
+  EXPECT_THAT(ep.failure_reason, HasSubstr("the fleet has 3, 3 free. Missing: 1 x ml.p4d"));
+  EXPECT_TRUE(ep.variants[0].nodes.empty());
+  EXPECT_TRUE(claims_.NodesOf(Owner("ep")).empty());
+  EXPECT_EQ(driver_.carved(), 0u);
+}
+
+TEST_F(EndpointLifecycleTest, InstancesThatAreNotReadyMakeItWaitNotFail) {
+  ASSERT_TRUE(claims_.Upsert(NodeId("p4d-2"), "ml.p4d.24xlarge", false).ok());
+  CreateEndpoint("ep", 3);
+  Pass();
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kCreating);
+  EXPECT_TRUE(claims_.NodesOf(Owner("ep")).empty());
+  ASSERT_TRUE(claims_.Upsert(NodeId("p4d-2"), "ml.p4d.24xlarge", true).ok());
+  Pass();
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kInService);
+}
+
+TEST_F(EndpointLifecycleTest, ACarveFailureFailsWithTheDriversReasonAndReleasesTheInstances) {
+  driver_.FailCarve("p4d-0", 3);
+  CreateEndpoint("ep", 1);
+  Pass();
+  EndpointRecord ep = Get("ep");
+  EXPECT_EQ(ep.status, EndpointStatus::kFailed);
+  EXPECT_EQ(ep.failure_reason, "carving GPU 3 of p4d-0 failed: NVML_ERROR_INSUFFICIENT_RESOURCES");
+  EXPECT_TRUE(claims_.NodesOf(Owner("ep")).empty());
+}
+
+TEST_F(EndpointLifecycleTest, DeletingResetsEveryGpuRemovesTheRecordAndThenReleases) {
+  CreateEndpoint("ep", 1);
+  Pass();
+  auto rec = store_.Get({kAccount, std::string(kEndpoint), "ep"}).value();
+  EndpointRecord ep = Get("ep");
+  ep.status = EndpointStatus::kDeleting;
+  ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  Pass();
+  EXPECT_EQ(driver_.resets(), 8);
+  EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_TRUE(claims_.NodesOf(Owner("ep")).empty());
+}
+
+TEST_F(EndpointLifecycleTest, AFailedDeleteCommitKeepsTheInstancesClaimed) {
+  CreateEndpoint("ep", 1);
+  Pass();
+  auto rec = store_.Get({kAccount, std::string(kEndpoint), "ep"}).value();
+  EndpointRecord ep = Get("ep");
+  ep.status = EndpointStatus::kDeleting;
+  ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  store_.FailNthCommit(1, Unavailable("disk"));
+  Pass();
+  EXPECT_TRUE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_EQ(claims_.NodesOf(Owner("ep")).size(), 1u);
+}
+
+TEST_F(EndpointLifecycleTest, RecoverClaimsTheRecordedInstancesAgain) {
+  CreateEndpoint("ep", 2);
+  Pass();
+  nodes::NodeClaims fresh;
+  for (const char* n : {"p4d-0", "p4d-1", "p4d-2"}) {
+    ASSERT_TRUE(fresh.Upsert(NodeId(n), "ml.p4d.24xlarge", true).ok());
+  }
+  EndpointLifecycle restarted(store_, fresh, driver_, clock_, mu_, [] {});
+  restarted.Recover(Load());
+  auto held = fresh.NodesOf(Owner("ep"));
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].id, NodeId("p4d-0"));
+  EXPECT_EQ(held[1].id, NodeId("p4d-1"));
+}
+
+TEST_F(EndpointLifecycleTest, UpdatingGoesBackInService) {
+  CreateEndpoint("ep", 1);
+  Pass();
+  auto rec = store_.Get({kAccount, std::string(kEndpoint), "ep"}).value();
+  EndpointRecord ep = Get("ep");
+  ep.status = EndpointStatus::kUpdating;
+  ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  Pass();
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kInService);
+}
+
+}  // namespace
+}  // namespace carve::server::sagemaker

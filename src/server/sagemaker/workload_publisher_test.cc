@@ -1,0 +1,183 @@
+// WorkloadPublisher: the desired state agents receive and the route table the router reads, from
+// endpoints, components and placed copies; over a real NodeRegistry and FakeStore.
+#include "server/sagemaker/workload_publisher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "server/sagemaker/resources.h"
+#include "store/fake_store.h"
+
+namespace carve::server::sagemaker {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr char kAccount[] = "111111111111";
+
+class WorkloadPublisherTest : public ::testing::Test {
+ protected:
+  WorkloadPublisherTest() {
+    protocol::Registration r;
+    r.node_id = "p4d-0";
+    r.instance_type = "ml.p4d.24xlarge";
+    r.driver = "sim";
+    EXPECT_TRUE(registry_.Register(r).has_value());
+    nodes::SyncFromRegistry(registry_, claims_);
+    EXPECT_TRUE(claims_
+                    .ClaimSpecific(nodes::Owner::Endpoint(kAccount, "ep", "AllTraffic"),
+                                   std::vector<NodeId>{NodeId("p4d-0")})
+                    .ok());
+    EXPECT_TRUE(store_
+                    .Create({kAccount, std::string(kModel), "m"},
+                            R"({"PrimaryContainer": {"Image": "carve/testmodel",
+                                "Environment": {"MODEL_ID": "llama-3.1-8b"}}})")
+                    .has_value());
+  }
+  nodes::NodeRegistryOptions RegistryOptions() {
+    nodes::NodeRegistryOptions o;
+    o.clock = &clock_;
+    return o;
+  }
+  // The endpoint, carved with `types` on its one instance.
+  void Endpoint(std::vector<std::string> types) {
+    VariantSpec v;
+    v.name = "AllTraffic";
+    v.instance_type = "ml.p4d.24xlarge";
+    v.partition_types = std::move(types);
+    v.layout_entries = 1;
+    v.layout = CheckVariantLayout(v).value();
+    v.nodes = {"p4d-0"};
+    EndpointRecord ep;
+    ep.name = "ep";
+    ep.config_name = "ep";
+    ep.status = EndpointStatus::kInService;
+    ep.variants = {v};
+    auto rec = store_.Create({kAccount, std::string(kEndpoint), "ep"}, ep.ToJson().dump());
+    endpoints_ = {{rec.value(), ep}};
+  }
+  void Component(const std::string& name, const std::string& type, int copies) {
+    ComponentRecord c;
+    c.name = name;
+    c.endpoint = "ep";
+    c.variant = "AllTraffic";
+    c.specification = {{"ModelName", "m"}};
+    c.partition_type = type;
+    c.cpu_milli = 1500;
+    c.memory_mib = 2048;
+    c.desired = copies;
+    ASSERT_TRUE(store_.Create({kAccount, std::string(kInferenceComponent), name}, c.ToJson().dump())
+                    .has_value());
+  }
+  void Pass() {
+    components_.clear();
+    const auto records = store_.ListAllAccounts(std::string(kInferenceComponent)).value();
+    for (const auto& r : records)
+      components_.push_back({r, ComponentRecord::FromRecord(r).value()});
+    placement_.SyncPools(endpoints_, claims_);
+    placement_.Reconcile(endpoints_, components_);
+    publisher_.Publish(endpoints_, components_, placement_);
+  }
+  protocol::DesiredState Desired() {
+    return registry_.WaitDesired("p4d-0", registry_.epoch(), 0, 0ms).value();
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_{clock_};
+  nodes::NodeRegistry registry_{store_, RegistryOptions()};
+  nodes::NodeClaims claims_;
+  RuntimeCatalog runtimes_ = BuiltinRuntimes(false);
+  RouteTable routes_;
+  ComponentPlacement placement_{store_, &registry_};
+  WorkloadPublisher publisher_{store_, registry_, runtimes_, routes_};
+  std::vector<EndpointEntry> endpoints_;
+  std::vector<ComponentEntry> components_;
+};
+
+TEST_F(WorkloadPublisherTest, EveryGpuOfACarvedInstanceIsAskedForTheVariantsLayout) {
+  Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
+  Pass();
+  auto d = Desired();
+  ASSERT_EQ(d.gpus.size(), 8u);
+  for (const auto& g : d.gpus) {
+    EXPECT_TRUE(g.mig);
+    EXPECT_EQ(g.partitions, (std::vector<protocol::PartitionSpec>{
+                                {"4g.20gb", 0}, {"2g.10gb", 4}, {"1g.5gb", 6}}));
+  }
+}
+
+TEST_F(WorkloadPublisherTest, ACopyIsAProcessWithTheModelsContainerAndItsHostLimits) {
+  Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
+  Component("ic", "mig-2g.10gb", 1);
+  Pass();
+  auto d = Desired();
+  ASSERT_EQ(d.workloads.size(), 1u);
+  const protocol::WorkloadDesired& w = d.workloads[0];
+  const auto copy = placement_.CopiesOf(kAccount, "ic")[0].record;
+  EXPECT_EQ(w.id, std::string(kAccount) + "/ic/" + copy.id);
+  EXPECT_EQ(w.kind, "copy");
+  EXPECT_EQ(w.device.gpus, copy.placement.gpu_indexes);
+  EXPECT_EQ(w.device.partition, 1);  // 2g.10gb@4 is the second partition the agent creates.
+  EXPECT_EQ(w.cpu_milli, 1500);
+  EXPECT_EQ(w.memory_mib, 2048);
+  EXPECT_EQ(w.environment.at("MODEL_ID"), "llama-3.1-8b");
+  EXPECT_EQ(w.environment.at("CARVE_INFERENCE_COMPONENT"), "ic");
+  EXPECT_EQ(w.environment.at("CARVE_TARGET"), "a100-40gb:mig-2g.10gb");
+  EXPECT_FALSE(w.command.empty());  // carve/testmodel is a built-in runtime.
+}
+
+// The agent names a copy's partition by its position in the GPU's desired partitions, which are
+// the layout in creation order; the declared order can differ ([1g, 3g, 2g] is carved 3g@0,
+// 2g@4, 1g@6), and a copy must land on a partition of its own type.
+TEST_F(WorkloadPublisherTest, ThePartitionIndexFollowsCreationOrderNotTheDeclaredOrder) {
+  Endpoint({"mig-1g.5gb", "mig-3g.20gb", "mig-2g.10gb"});
+  Component("small", "mig-1g.5gb", 1);
+  Component("mid", "mig-3g.20gb", 1);
+  Pass();
+  auto d = Desired();
+  ASSERT_EQ(d.workloads.size(), 2u);
+  const auto& partitions = d.gpus[0].partitions;
+  for (const auto& w : d.workloads) {
+    ASSERT_GE(w.device.partition, 0);
+    const std::string want = w.name == "small" ? "1g.5gb" : "3g.20gb";
+    EXPECT_EQ(partitions.at(static_cast<size_t>(w.device.partition)).profile, want) << w.name;
+  }
+}
+
+TEST_F(WorkloadPublisherTest, OnlyACopyItsAgentReportsRunningIsInTheRoutes) {
+  Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
+  Component("ic", "mig-4g.20gb", 2);
+  Pass();
+  auto d = Desired();
+  ASSERT_EQ(d.workloads.size(), 2u);
+  EXPECT_TRUE(routes_.Resolve(kAccount, "ep", "ic")->copies.empty());
+  protocol::StatusReport report;
+  report.node_id = "p4d-0";
+  report.epoch = registry_.epoch();
+  protocol::WorkloadStatus up;
+  up.id = d.workloads[0].id;
+  up.state = "running";
+  up.address = "127.0.0.1:40001";
+  protocol::WorkloadStatus starting;
+  starting.id = d.workloads[1].id;
+  starting.state = "starting";
+  starting.address = "127.0.0.1:40002";
+  report.workloads = {up, starting};
+  registry_.ReportStatus(report);
+  Pass();
+  auto r = routes_.Resolve(kAccount, "ep", "ic");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->copies.size(), 1u);
+  EXPECT_EQ(r->copies[0].address, "127.0.0.1:40001");
+}
+
+TEST_F(WorkloadPublisherTest, ACopyWhoseModelIsGoneIsNotStarted) {
+  Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
+  Component("ic", "mig-4g.20gb", 1);
+  ASSERT_TRUE(store_.Delete({kAccount, std::string(kModel), "m"}).ok());
+  Pass();
+  EXPECT_TRUE(Desired().workloads.empty());
+}
+
+}  // namespace
+}  // namespace carve::server::sagemaker
