@@ -1,8 +1,8 @@
 // What lets libcarve-mgpu.so load in the containers GPU workloads run in: glibc 2.28 (RHEL 8,
 // Debian 10) or newer, and any libstdc++ or none. The library links libstdc++ and libgcc
 // statically (-static-libstdc++ -static-libgcc) and sends every reference to a glibc symbol
-// whose default version is newer than GLIBC_2.28 through a wrapper (-Wl,--wrap=<name>) that
-// binds the old version of the same function, or replaces it:
+// whose default version is newer than GLIBC_2.28 through a wrapper (-Wl,--wrap=<name>, the
+// names listed in wraps.txt) that binds the old version of the same function, or replaces it:
 //   dlopen, dladdr, dladdr1, dlvsym                 moved into libc at 2.34; old GLIBC_2.2.5/2.3.3
 //   pthread_once, __pthread_key_create,             moved into libc at 2.34 (libstdc++.a uses
 //   pthread_mutexattr_{init,destroy,setpshared}       them); old versions GLIBC_2.2.5
@@ -13,7 +13,7 @@
 //   _dl_find_object (2.35)                          libgcc's unwinder: dl_iterate_phdr instead
 // On glibc < 2.34 the dl* and pthread functions live in libdl.so.2 and libpthread.so.0, which
 // the library therefore lists as needed (they are empty stubs on 2.34+). aarch64 takes the same
-// route with its base version GLIBC_2.17. tools/check_symbol_floor.sh proves the result in
+// route with its base version GLIBC_2.17. check_symbol_floor.sh proves the result in
 // `make test`; docs/interposer.md states the floor.
 #pragma once
 
