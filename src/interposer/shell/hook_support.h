@@ -71,6 +71,27 @@ void TrimPools(Runtime& rt);
 // Admit `bytes`; on a refusal trim the pools and try once more.
 Status AdmitWithTrim(Runtime& rt, uint64_t bytes);
 
+// The same for an allocation from the pool with ledger key `pool`, whose cache is reused first;
+// then `alloc` (the driver's result; the pointer is read from `*dptr` after a success) is recorded
+// against that pool or undone.
+template <typename Alloc>
+CuResult ChargedFromPool(Runtime& rt, uint64_t pool, uint64_t bytes, const CuDevicePtr* dptr,
+                         Alloc&& alloc) {
+  Status s = rt.account->AdmitFromPool(pool, bytes);
+  if (!s.ok() && !rt.account->PoolsWithCache().empty()) {
+    TrimPools(rt);
+    s = rt.account->AdmitFromPool(pool, bytes);
+  }
+  if (!s.ok()) return ToCuResult(s);
+  CuResult r = alloc();
+  if (r != kCudaSuccess) {
+    rt.account->AbortFromPool(pool, bytes);
+    return r;
+  }
+  rt.account->RecordFromPool(pool, *dptr, bytes);
+  return r;
+}
+
 // Admit, allocate, then record or undo. `alloc` returns the driver's result and the handle.
 template <typename Alloc>
 CuResult Charged(uint64_t bytes, AllocationKind kind, Alloc&& alloc) {

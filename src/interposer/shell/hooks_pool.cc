@@ -42,19 +42,7 @@ CuResult PoolAlloc(CuDevicePtr* dptr, size_t bytes, CuMemoryPool pool, CuStream 
   } else {
     key = PoolKeyFor(pool, effective);
   }
-  Status s = rt->account->AdmitFromPool(key, bytes);
-  if (!s.ok() && !rt->account->PoolsWithCache().empty()) {
-    TrimPools(*rt);
-    s = rt->account->AdmitFromPool(key, bytes);
-  }
-  if (!s.ok()) return ToCuResult(s);
-  CuResult r = call();
-  if (r != kCudaSuccess) {
-    rt->account->AbortFromPool(key, bytes);
-    return r;
-  }
-  rt->account->RecordFromPool(key, *dptr, bytes);
-  return r;
+  return ChargedFromPool(*rt, key, bytes, dptr, call);
 }
 
 // After a freed pointer's driver call succeeded: back to its pool's cache, or, for memory from
@@ -79,20 +67,8 @@ CuResult GraphAlloc(CuGraph graph, CuMemAllocNodeParams* params, Add&& add) {
   if (rt->broken) return ToCuResult(FailedPrecondition(rt->broken_reason));
   if (!ChargedLocation(params->poolProps.location)) return add();
   const uint64_t key = MemoryAccount::GraphPoolKey(params->poolProps.location.id);
-  const uint64_t bytes = params->bytesize;
-  Status s = rt->account->AdmitFromPool(key, bytes);
-  if (!s.ok() && !rt->account->PoolsWithCache().empty()) {
-    TrimPools(*rt);
-    s = rt->account->AdmitFromPool(key, bytes);
-  }
-  if (!s.ok()) return ToCuResult(s);
-  CuResult r = add();
-  if (r != kCudaSuccess) {
-    rt->account->AbortFromPool(key, bytes);
-    return r;
-  }
-  rt->account->NoteGraphOwner(reinterpret_cast<uint64_t>(graph));
-  rt->account->RecordFromPool(key, params->dptr, bytes);
+  CuResult r = ChargedFromPool(*rt, key, params->bytesize, &params->dptr, add);
+  if (r == kCudaSuccess) rt->account->NoteGraphOwner(reinterpret_cast<uint64_t>(graph));
   return r;
 }
 

@@ -103,6 +103,11 @@ int StreamDeviceLocked(CuStream stream) {
   return it == S().streams.end() ? CurrentDevice() : it->second.device;
 }
 
+int StreamDevice(CuStream stream) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return StreamDeviceLocked(stream);
+}
+
 CuResult CheckUnsafeLocked() {
   const int mode = ThreadCaptureMode();
   if (mode == kCuStreamCaptureModeRelaxed) return kCudaSuccess;
@@ -170,53 +175,30 @@ using namespace carve::fake_cuda;  // NOLINT: a C ABI shim
 namespace {
 
 CuResult Launch(CuStream stream, bool per_thread) {
-  State& s = S();
-  int device = 0;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    device = StreamDeviceLocked(stream);
-  }
-  WaitForQueueRoom(device);
-  std::lock_guard<std::mutex> lock(s.mu);
-  Capture* capture = nullptr;
-  if (CuResult r = CheckStreamLocked(StreamKey(stream, per_thread), &capture); r != kCudaSuccess) {
-    return r;
-  }
-  if (capture != nullptr) {
-    capture->graph->nodes.push_back({GraphNode::Kind::kKernel, s.kernel_ns, 0});
+  WaitForQueueRoom(StreamDevice(stream));
+  return WithStream(stream, per_thread, [&](Capture* capture) {
+    State& s = S();
+    if (capture != nullptr) {
+      capture->graph->nodes.push_back({GraphNode::Kind::kKernel, s.kernel_ns, 0});
+    } else {
+      EnqueueLocked(StreamDeviceLocked(stream), s.kernel_ns);
+    }
     return kCudaSuccess;
-  }
-  EnqueueLocked(device, s.kernel_ns);
-  return kCudaSuccess;
+  });
 }
 
 // Maps the graph's allocations and runs its kernels; an allocation still live from an earlier
-// launch makes the launch fail, as for a real graph with unfreed allocations.
-CuResult LaunchGraph(Graph* exec, CuStream stream, bool per_thread) {
+// launch makes the launch fail, as for a real graph with unfreed allocations. Requires mu.
+CuResult RunGraphLocked(const Graph& exec, int device) {
   State& s = S();
-  int device = 0;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    device = StreamDeviceLocked(stream);
-  }
-  WaitForQueueRoom(device);
-  std::lock_guard<std::mutex> lock(s.mu);
-  Capture* capture = nullptr;
-  if (CuResult r = CheckStreamLocked(StreamKey(stream, per_thread), &capture); r != kCudaSuccess) {
-    return r;
-  }
-  int64_t ns = 0;
-  for (const GraphNode& n : exec->nodes) ns += n.ns;
-  if (capture != nullptr) {
-    capture->graph->nodes.push_back({GraphNode::Kind::kKernel, ns, 0});
-    return kCudaSuccess;
-  }
-  for (const GraphNode& n : exec->nodes) {
+  for (const GraphNode& n : exec.nodes) {
     if (n.kind == GraphNode::Kind::kAlloc && s.graph_ptrs.at(n.ptr).live) {
       return kCudaErrorInvalidValue;
     }
   }
-  for (const GraphNode& n : exec->nodes) {
+  int64_t ns = 0;
+  for (const GraphNode& n : exec.nodes) {
+    ns += n.ns;
     if (n.kind == GraphNode::Kind::kKernel) continue;
     GraphAllocation& a = s.graph_ptrs.at(n.ptr);
     Device& d = s.devices[a.device];
@@ -231,6 +213,17 @@ CuResult LaunchGraph(Graph* exec, CuStream stream, bool per_thread) {
   }
   EnqueueLocked(device, ns);
   return kCudaSuccess;
+}
+
+CuResult LaunchGraph(Graph* exec, CuStream stream, bool per_thread) {
+  WaitForQueueRoom(StreamDevice(stream));
+  return WithStream(stream, per_thread, [&](Capture* capture) {
+    if (capture == nullptr) return RunGraphLocked(*exec, StreamDeviceLocked(stream));
+    int64_t ns = 0;  // a graph launched into a capture: a child graph's time, as one node
+    for (const GraphNode& n : exec->nodes) ns += n.ns;
+    capture->graph->nodes.push_back({GraphNode::Kind::kKernel, ns, 0});
+    return kCudaSuccess;
+  });
 }
 
 CuResult BeginCapture(CuStream stream, int mode, bool per_thread) {
@@ -303,18 +296,14 @@ CuResult CaptureInfo(CuStream stream, int* status, CuUint64* id, CuGraph* graph,
 }
 
 CuResult RecordEvent(CuEvent e, CuStream stream, bool per_thread) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  Capture* capture = nullptr;
-  if (CuResult r = CheckStreamLocked(StreamKey(stream, per_thread), &capture); r != kCudaSuccess) {
-    return r;
-  }
-  auto* ev = reinterpret_cast<Event*>(e);
-  ev->captured = capture != nullptr;
-  if (capture == nullptr) {
-    ev->at = std::max(NowNs(), s.devices[StreamDeviceLocked(stream)].busy_until);
-  }
-  return kCudaSuccess;
+  return WithStream(stream, per_thread, [&](Capture* capture) {
+    auto* ev = reinterpret_cast<Event*>(e);
+    ev->captured = capture != nullptr;
+    if (capture == nullptr) {
+      ev->at = std::max(NowNs(), S().devices[StreamDeviceLocked(stream)].busy_until);
+    }
+    return kCudaSuccess;
+  });
 }
 
 CuResult SynchronizeDevice(int device) {

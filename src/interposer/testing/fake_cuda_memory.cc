@@ -85,41 +85,32 @@ CuResult CaptureAllocLocked(Capture& capture, CuDevicePtr* ptr, size_t bytes, in
 }
 
 CuResult PoolAlloc(CuDevicePtr* ptr, size_t bytes, Pool* pool, CuStream stream, bool per_thread) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
   if (bytes == 0) return kCudaErrorInvalidValue;
-  Capture* capture = nullptr;
-  if (CuResult r = CheckStreamLocked(StreamKey(stream, per_thread), &capture); r != kCudaSuccess) {
-    return r;
-  }
-  const int device = StreamDeviceLocked(stream);
-  if (capture != nullptr) return CaptureAllocLocked(*capture, ptr, bytes, device);
-  if (pool == nullptr) pool = s.devices[device].current_pool;
-  const uint64_t reuse = std::min<uint64_t>(pool->cached, bytes);
-  if (pool->device >= 0 && !Fits(pool->device, bytes - reuse)) return kCudaErrorOutOfMemory;
-  pool->cached -= reuse;
-  pool->in_use += bytes;
-  if (pool->device < 0) s.host_bytes += bytes - reuse;
-  *ptr = NewAddressLocked(bytes);
-  s.pool_ptrs[*ptr] = {pool, bytes};
-  return kCudaSuccess;
+  return WithStream(stream, per_thread, [&](Capture* capture) {
+    State& s = S();
+    const int device = StreamDeviceLocked(stream);
+    if (capture != nullptr) return CaptureAllocLocked(*capture, ptr, bytes, device);
+    if (pool == nullptr) pool = s.devices[device].current_pool;
+    const uint64_t reuse = std::min<uint64_t>(pool->cached, bytes);
+    if (pool->device >= 0 && !Fits(pool->device, bytes - reuse)) return kCudaErrorOutOfMemory;
+    pool->cached -= reuse;
+    pool->in_use += bytes;
+    if (pool->device < 0) s.host_bytes += bytes - reuse;
+    *ptr = NewAddressLocked(bytes);
+    s.pool_ptrs[*ptr] = {pool, bytes};
+    return kCudaSuccess;
+  });
 }
 
 CuResult FreeAsync(CuDevicePtr ptr, CuStream stream, bool per_thread) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  Capture* capture = nullptr;
-  if (CuResult r = CheckStreamLocked(StreamKey(stream, per_thread), &capture); r != kCudaSuccess) {
-    return r;
-  }
-  if (capture != nullptr) {
-    // cuda.h: during capture a free node, which "must therefore be passed the address of a graph
-    // allocation".
-    if (!s.graph_ptrs.contains(ptr)) return kCudaErrorInvalidValue;
+  return WithStream(stream, per_thread, [&](Capture* capture) {
+    if (capture == nullptr) return FreeLocked(ptr);
+    // cuda.h: during capture a free node, which "must therefore be passed the address of a
+    // graph allocation".
+    if (!S().graph_ptrs.contains(ptr)) return kCudaErrorInvalidValue;
     capture->graph->nodes.push_back({GraphNode::Kind::kFree, 0, ptr});
     return kCudaSuccess;
-  }
-  return FreeLocked(ptr);
+  });
 }
 
 Pool* PoolOf(CuMemoryPool handle) { return reinterpret_cast<Pool*>(handle); }

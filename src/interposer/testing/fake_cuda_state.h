@@ -146,6 +146,19 @@ CuResult CheckUnsafeLocked();
 // nullptr.
 CuResult CheckStreamLocked(const void* key, Capture** capture);
 
+// Calls f(capture) with mu held once the stream check above passed; `capture` is the capture on
+// the stream, or nullptr. Returns the check's failure or f's result.
+template <typename F>
+CuResult WithStream(CuStream stream, bool per_thread_entry, F&& f) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  Capture* capture = nullptr;
+  const void* key = StreamKey(stream, per_thread_entry);
+  if (CuResult r = CheckStreamLocked(key, &capture); r != kCudaSuccess) return r;
+  return f(capture);
+}
+// The device a stream belongs to (takes mu).
+int StreamDevice(CuStream stream);
+
 // Requires mu. Device memory in use on `device`, every kind together.
 uint64_t DeviceBytesLocked(int device);
 // Requires mu. A fresh device address range of `bytes`.
