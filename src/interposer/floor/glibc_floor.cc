@@ -21,6 +21,9 @@
 #error "libcarve-mgpu.so's glibc floor is defined for x86-64 and aarch64"
 #endif
 
+// The names below are reserved identifiers by necessity: --wrap=<name> binds references to
+// __wrap_<name>, and the old versions are glibc's own symbols.
+// NOLINTBEGIN(bugprone-reserved-identifier)
 #define CARVE_OLD(name, version) __asm__(".symver carve_old_" #name ", " #name "@" version)
 CARVE_OLD(dlopen, CARVE_GLIBC_BASE);
 CARVE_OLD(dladdr, CARVE_GLIBC_BASE);
@@ -96,7 +99,9 @@ CARVE_VISIBLE char __wrap___libc_single_threaded = 0;
 
 // GCC 12's unwinder finds a frame's .eh_frame_hdr with _dl_find_object (glibc 2.35); without it
 // an exception thrown inside the library could not be caught. The same answer, from
-// dl_iterate_phdr (GLIBC_2.2.5), as libgcc computed it before.
+// dl_iterate_phdr (GLIBC_2.2.5), as libgcc computed it before. Segment addresses are integers
+// in the program headers, hence the casts.
+// NOLINTBEGIN(performance-no-int-to-ptr)
 int CarveFindObject(void* pc, struct dl_find_object* result) {
   struct Search {
     uintptr_t pc;
@@ -106,7 +111,8 @@ int CarveFindObject(void* pc, struct dl_find_object* result) {
   dl_iterate_phdr(
       [](struct dl_phdr_info* info, size_t, void* data) -> int {
         auto* s = static_cast<Search*>(data);
-        uintptr_t start = UINTPTR_MAX, end = 0;
+        uintptr_t start = UINTPTR_MAX;
+        uintptr_t end = 0;
         bool contains = false;
         const void* eh_frame = nullptr;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -136,9 +142,11 @@ int CarveFindObject(void* pc, struct dl_find_object* result) {
       &search);
   return search.found ? 0 : -1;
 }
+// NOLINTEND(performance-no-int-to-ptr)
 
 CARVE_VISIBLE int __wrap__dl_find_object(void* pc, struct dl_find_object* result) {
   return CarveFindObject(pc, result);
 }
+// NOLINTEND(bugprone-reserved-identifier)
 
 }  // extern "C"

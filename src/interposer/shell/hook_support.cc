@@ -48,7 +48,7 @@ void SyncPoolWithDriver(Runtime& rt, uint64_t pool) {
   } else {
     static const auto trim = Real<PfnMemPoolTrimTo>(Fn::k_cuMemPoolTrimTo);
     static const auto get = Real<PfnMemPoolGetAttribute>(Fn::k_cuMemPoolGetAttribute);
-    auto handle = reinterpret_cast<CuMemoryPool>(pool);
+    auto* handle = reinterpret_cast<CuMemoryPool>(pool);  // NOLINT(performance-no-int-to-ptr)
     if (trim == nullptr || get == nullptr || trim(handle, 0) != kCudaSuccess ||
         get(handle, kCuMempoolAttrReservedMemCurrent, &reserved) != kCudaSuccess) {
       return;

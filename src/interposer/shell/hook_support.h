@@ -25,7 +25,8 @@ CuResult Guard(F&& f) noexcept {
 // synchronization behavior"); handing NULL on to the plain cuEventRecord/cuStreamIsCapturing
 // would name the legacy stream instead, which synchronizes with every blocking stream.
 inline CuStream EffectiveStream(CuStream stream, bool per_thread) {
-  return per_thread && stream == nullptr ? reinterpret_cast<CuStream>(kCuStreamPerThread) : stream;
+  if (!per_thread || stream != nullptr) return stream;
+  return reinterpret_cast<CuStream>(kCuStreamPerThread);  // NOLINT(performance-no-int-to-ptr)
 }
 
 // What cuStreamIsCapturing says about `stream`: its CUstreamCaptureStatus, or nullopt when the

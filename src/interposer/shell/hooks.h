@@ -17,40 +17,42 @@
 
 // Every exported CUDA hook, by its exact symbol name. cuMemAlloc, cuMemAllocPitch, cuMemGetInfo,
 // cuDeviceTotalMem, cuArrayCreate and cuArray3DCreate without _v2 are the 32-bit CUDA <= 3.1 ABI.
-#define CARVE_CUDA_HOOKS(X)                                                                       \
-  X(cuMemGetInfo_v2)                                                                              \
-  X(cuMemGetInfo)                                                                                 \
-  X(cuDeviceTotalMem_v2) X(cuDeviceTotalMem) X(cuMemAlloc_v2) X(cuMemAlloc) X(cuMemAllocPitch_v2) \
-      X(cuMemAllocPitch) X(cuMemAllocManaged) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)          \
-          X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(           \
-              cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemPoolTrimTo) X(cuMemPoolCreate)        \
-              X(cuMemCreate) X(cuMemRelease) X(cuMemRetainAllocationHandle) X(cuMemMap) X(        \
-                  cuMemUnmap) X(cuArrayCreate_v2) X(cuArrayCreate) X(cuArray3DCreate_v2)          \
-                  X(cuArray3DCreate) X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(               \
-                      cuMipmappedArrayDestroy) X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode) \
-                      X(cuGraphAddNode) X(cuGraphAddNode_v2) X(cuDeviceGraphMemTrim)              \
-                          X(cuGraphInstantiate) X(cuGraphInstantiate_v2)                          \
-                              X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams)      \
-                                  X(cuGraphInstantiateWithParams_ptsz) X(cuGraphDestroy)          \
-                                      X(cuGraphExecDestroy) X(cuLaunchKernel)                     \
-                                          X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx)              \
-                                              X(cuLaunchKernelEx_ptsz)                            \
-                                                  X(cuLaunchCooperativeKernel)                    \
-                                                      X(cuLaunchCooperativeKernel_ptsz)           \
-                                                          X(cuGraphLaunch) X(cuGraphLaunch_ptsz)  \
-                                                              X(cuGetProcAddress)                 \
-                                                                  X(cuGetProcAddress_v2)
+// clang-format off
+#define CARVE_CUDA_HOOKS(X)                                                                      \
+  /* memory: queries, plain, pitched, managed */                                                 \
+  X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceTotalMem_v2) X(cuDeviceTotalMem)                  \
+  X(cuMemAlloc_v2) X(cuMemAlloc) X(cuMemAllocPitch_v2) X(cuMemAllocPitch) X(cuMemAllocManaged)   \
+  X(cuMemFree_v2)                                                                                \
+  /* stream-ordered pools */                                                                     \
+  X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                          \
+  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemPoolTrimTo)    \
+  X(cuMemPoolCreate)                                                                             \
+  /* VMM */                                                                                      \
+  X(cuMemCreate) X(cuMemRelease) X(cuMemRetainAllocationHandle) X(cuMemMap) X(cuMemUnmap)        \
+  /* arrays */                                                                                   \
+  X(cuArrayCreate_v2) X(cuArrayCreate) X(cuArray3DCreate_v2) X(cuArray3DCreate)                  \
+  X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)                         \
+  /* graph memory and the graphs that may own it */                                              \
+  X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode) X(cuGraphAddNode) X(cuGraphAddNode_v2)      \
+  X(cuDeviceGraphMemTrim) X(cuGraphInstantiate) X(cuGraphInstantiate_v2)                         \
+  X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams)                                 \
+  X(cuGraphInstantiateWithParams_ptsz) X(cuGraphDestroy) X(cuGraphExecDestroy)                   \
+  /* launches */                                                                                 \
+  X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)          \
+  X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch)                \
+  X(cuGraphLaunch_ptsz)                                                                          \
+  /* resolution */                                                                               \
+  X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 // Driver entry points the interposer calls itself without hooking them.
 #define CARVE_CUDA_HELPERS(X)                                                                    \
-  X(cuCtxGetDevice)                                                                              \
-  X(cuDeviceGetMemPool)                                                                          \
-  X(cuMemPoolGetAttribute) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery)                     \
-      X(cuEventElapsedTime_v2) X(cuEventElapsedTime) X(cuStreamIsCapturing) X(cuEventDestroy_v2) \
-          X(cuEventSynchronize) X(cuStreamGetDevice) X(cuStreamGetCtx) X(cuCtxPushCurrent_v2)    \
-              X(cuCtxPopCurrent_v2) X(cuThreadExchangeStreamCaptureMode)                         \
-                  X(cuStreamGetCaptureInfo_v3) X(cuStreamGetCaptureInfo_v2)                      \
-                      X(cuDeviceGetGraphMemAttribute)
+  X(cuCtxGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute) X(cuEventCreate)              \
+  X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) X(cuEventElapsedTime)                \
+  X(cuStreamIsCapturing) X(cuEventDestroy_v2) X(cuEventSynchronize) X(cuStreamGetDevice)         \
+  X(cuStreamGetCtx) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                                 \
+  X(cuThreadExchangeStreamCaptureMode) X(cuStreamGetCaptureInfo_v3) X(cuStreamGetCaptureInfo_v2) \
+  X(cuDeviceGetGraphMemAttribute)
+// clang-format on
 
 // glibc's dlsym, set by the first RealDlsym call; the dlsym entry point jumps to it.
 extern "C" __attribute__((visibility("hidden"))) void* carve_real_dlsym;
@@ -68,7 +70,7 @@ enum class Fn {
       kCount
 };
 inline constexpr int kHookCount = 0
-#define CARVE_COUNT(name) +1
+#define CARVE_COUNT(name) +1  // NOLINT(bugprone-macro-parentheses): a term of a sum
     CARVE_CUDA_HOOKS(CARVE_COUNT)
 #undef CARVE_COUNT
     ;

@@ -159,7 +159,8 @@ CARVE_EXPORT CuResult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
 
 CARVE_EXPORT CuResult cuMemGetInfo(unsigned int* free_bytes, unsigned int* total) {
   return Guard([&] {
-    size_t f = 0, t = 0;
+    size_t f = 0;
+    size_t t = 0;
     CuResult r = cuMemGetInfo_v2(&f, &t);
     if (r != kCudaSuccess) return r;
     *free_bytes = static_cast<unsigned int>(std::min<size_t>(f, 0xFFFFFFFFu));

@@ -172,6 +172,7 @@ CARVE_EXPORT CuResult cuGraphAddMemFreeNode(CuGraphNode* node, CuGraph graph,
   });
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): the arguments are a parameter list and an argument list.
 #define CARVE_GRAPH_ADD_NODE(name, Pfn, params_decl, call_args)                                    \
   CARVE_EXPORT CuResult name params_decl {                                                         \
     return Guard([&] {                                                                             \
@@ -193,6 +194,7 @@ CARVE_GRAPH_ADD_NODE(cuGraphAddNode_v2, PfnGraphAddNodeV2,
                      (CuGraphNode * node, CuGraph graph, const CuGraphNode* deps,
                       const CuGraphEdgeData* edges, size_t num_deps, CuGraphNodeParams* params),
                      (Fn::k_cuGraphAddNode_v2, node, graph, deps, edges, num_deps, params))
+// NOLINTEND(bugprone-macro-parentheses)
 
 CARVE_EXPORT CuResult cuDeviceGraphMemTrim(CuDevice device) {
   return Guard([&] {

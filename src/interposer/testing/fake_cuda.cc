@@ -390,7 +390,7 @@ FAKE_API CuResult cuCtxSynchronize() { return SynchronizeDevice(CurrentDevice())
 
 FAKE_API CuResult cuStreamCreate(CuStream* stream, unsigned int flags) {
   std::lock_guard<std::mutex> lock(S().mu);
-  *stream = reinterpret_cast<CuStream>(NewAddressLocked(1));
+  *stream = reinterpret_cast<CuStream>(NewAddressLocked(1));  // NOLINT(performance-no-int-to-ptr)
   S().streams[*stream] = {CurrentDevice(), (flags & 0x1) != 0};  // CU_STREAM_NON_BLOCKING
   return kCudaSuccess;
 }
