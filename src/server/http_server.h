@@ -83,7 +83,7 @@ struct HttpServerOptions {
   // Open connections at most; Start raises the process's descriptor limit to fit when it can.
   int max_connections = 16384;
   // Requests waiting for a worker at most.
-  int max_queued_requests = 4096;
+  int max_queued_requests = 16384;
   const Clock* clock = nullptr;  // nullptr: SystemClock.
 };
 
