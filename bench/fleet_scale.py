@@ -268,8 +268,14 @@ http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};
 """)
     proc = subprocess.Popen([nginx, "-c", conf, "-p", d], stderr=subprocess.DEVNULL)
     try:
-        h.poll(lambda: socket.create_connection(("127.0.0.1", port)).close() or True,
-               timeout_s=10, what="nginx up")
+        def up():
+            try:
+                socket.create_connection(("127.0.0.1", port)).close()
+                return True
+            except OSError:
+                return False
+
+        h.poll(up, timeout_s=10, what="nginx up")
 
         def get():
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
