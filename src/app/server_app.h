@@ -35,6 +35,9 @@ struct ServerConfig {
   std::chrono::milliseconds node_timeout{15000};
   std::chrono::milliseconds heartbeat{2000};
   std::string carve_binary;  // Absolute path of the carve executable ({carve} in runtimes).
+  // libcarve-mgpu.so for the embedded agents' mGPU shares; "": interposer-enforced shares fail
+  // to start, naming why (`carve server` finds it beside the binary unless --interposer).
+  std::string interposer_path;
 };
 
 class ServerApp {

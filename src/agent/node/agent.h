@@ -47,7 +47,7 @@ struct AgentOptions {
   Nvml* nvml = nullptr;  // injected (tests): used instead of any driver; not owned
   std::string data_dir;  // required; made absolute
   std::string carve_binary;     // {carve} in command templates
-  std::string interposer_path;  // libcarve-mgpu.so; "" or missing: share limits as variables
+  std::string interposer_path;  // libcarve-mgpu.so; "" or unreadable: interposer shares fail
   std::string mps_control_path = "/usr/bin/nvidia-cuda-mps-control";
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string search_path;  // PATH searched for podman/docker; "": the agent's $PATH
