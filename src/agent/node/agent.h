@@ -87,6 +87,8 @@ class Agent {
   protocol::StatusReport CurrentStatus() const;
   // The epoch the agent is registered with; "" while unregistered.
   std::string epoch() const;
+  // Passes of the apply loop so far (a test waits for passes instead of sleeping).
+  uint64_t apply_passes() const { return apply_passes_; }
 
  private:
   Agent(AgentOptions options, ControlPlane& control);
@@ -114,6 +116,7 @@ class Agent {
 
   std::atomic<bool> need_register_{true};
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> apply_passes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;                    // wakes sleepers on stop / change

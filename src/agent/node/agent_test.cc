@@ -132,7 +132,7 @@ TEST_F(AgentTest, ACrashedCopyIsRestartedAndTheEventReported) {
 }
 
 TEST_F(AgentTest, ABusyGpuIsNotReCarvedAndItsErrorIsReportedOnce) {
-  StartAgent(Options());
+  Agent& agent = StartAgent(Options());
   auto w = testing::ShellCopy("acct/ic/4", "exec sleep 30");
   w.device.gpus = {0};
   w.device.partition = 0;
@@ -144,7 +144,12 @@ TEST_F(AgentTest, ABusyGpuIsNotReCarvedAndItsErrorIsReportedOnce) {
     auto r = control_.last_report();
     return r && !r->gpus[0].error.empty();
   }));
-  std::this_thread::sleep_for(300ms);  // Many loop passes (20 ms each).
+  // Ten more loop passes, each of which could try again, then two more reports, which would
+  // carry any event those passes raised.
+  const uint64_t passes = agent.apply_passes();
+  ASSERT_TRUE(Eventually([&] { return agent.apply_passes() >= passes + 10; }));
+  const size_t reports = control_.reports().size();
+  ASSERT_TRUE(Eventually([&] { return control_.reports().size() >= reports + 2; }));
   int mentions = 0;
   for (const auto& r : control_.reports()) {
     for (const auto& e : r.events) mentions += e.find("never re-carved") != std::string::npos;
