@@ -19,9 +19,11 @@ carve_test(mig_test
   DEPS carve_mig carve_fake_nvml)
 # Discovery, carving and a lost device through LibNvml's dlopen path and the fake library.
 carve_test(mig_dlopen_test SRCS ${mig_dir}/mig_dlopen_test.cc DEPS carve_mig)
-add_dependencies(mig_dlopen_test carve_fake_libnvml carve-nvml-probe)
+# The interposer's fake NVML has only the two memory queries: an NVML that lacks entry points.
+add_dependencies(mig_dlopen_test carve_fake_libnvml carve-nvml-probe interposer_fake_nvml)
 target_compile_definitions(mig_dlopen_test PRIVATE
   CARVE_FAKE_LIBNVML_PATH="$<TARGET_FILE:carve_fake_libnvml>"
+  CARVE_INTERPOSER_FAKE_NVML_PATH="$<TARGET_FILE:interposer_fake_nvml>"
   CARVE_NVML_PROBE_PATH="$<TARGET_FILE:carve-nvml-probe>")
 
 # Real hardware only (label gpu, excluded from `make test`): the read-only probe on this host.

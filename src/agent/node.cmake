@@ -13,3 +13,7 @@ carve_test(agent_node_test
        ${node_dir}/workload_command_test.cc ${node_dir}/workload_manager_test.cc
        ${node_dir}/agent_test.cc
   DEPS carve_agent)
+# Interposer shares run under the real libcarve-mgpu.so, with the probe over the fake libcuda.
+add_dependencies(agent_node_test carve-mgpu mgpu_probe)
+target_compile_definitions(agent_node_test PRIVATE
+  CARVE_MGPU_LIB_PATH="$<TARGET_FILE:carve-mgpu>" CARVE_MGPU_PROBE_PATH="$<TARGET_FILE:mgpu_probe>")

@@ -21,12 +21,11 @@ constexpr uint32_t kVersion = 1;
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 bool ValidWorkerChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
 }
 
 }  // namespace
-
 
 struct Ledger::Shared {
   uint64_t magic;
@@ -51,15 +50,28 @@ class Ledger::Lock {
  public:
   explicit Lock(pthread_mutex_t* m) : m_(m) {
     // A holder that died mid-update leaves the mutex inconsistent; every update under it is a
-    // single store, so the protected state is valid and only needs to be declared so.
-    if (pthread_mutex_lock(m_) == EOWNERDEAD) pthread_mutex_consistent(m_);
+    // single store, so the protected state is valid and only needs to be declared so. Without
+    // pthread_mutex_consistent the next unlock would make the mutex unusable for every process
+    // of the worker (ENOTRECOVERABLE).
+    int r = pthread_mutex_lock(m_);
+    if (r == EOWNERDEAD) r = pthread_mutex_consistent(m_);
+    held_ = r == 0;
+    error_ = r;
   }
-  ~Lock() { pthread_mutex_unlock(m_); }
+  ~Lock() {
+    if (held_) pthread_mutex_unlock(m_);
+  }
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
+  // False when the mutex could not be taken (ENOTRECOVERABLE): nothing may be changed then.
+  bool held() const { return held_; }
+  int error() const { return error_; }
+
  private:
   pthread_mutex_t* m_;
+  bool held_ = false;
+  int error_ = 0;
 };
 
 Status ValidateSettings(const LedgerSettings& s) {
@@ -281,6 +293,10 @@ int Ledger::OwnSlotLocked() {
 
 Status Ledger::Reserve(uint64_t bytes) {
   Lock lock(&shared_->mutex);
+  if (!lock.held()) {
+    return Internal("ledger mutex of worker '" + settings_.worker_id +
+                    "' cannot be taken: " + std::strerror(lock.error()));
+  }
   int slot = OwnSlotLocked();
   if (slot < 0) {
     return ResourceExhausted("ledger of worker '" + settings_.worker_id + "' has all " +
@@ -307,6 +323,7 @@ Status Ledger::Reserve(uint64_t bytes) {
 
 void Ledger::Release(uint64_t bytes) {
   Lock lock(&shared_->mutex);
+  if (!lock.held()) return;
   int slot = OwnSlotLocked();
   if (slot < 0) return;
   auto& used_slot = shared_->slots[slot].used_bytes;
@@ -316,7 +333,7 @@ void Ledger::Release(uint64_t bytes) {
 
 uint64_t Ledger::UsedBytes() {
   Lock lock(&shared_->mutex);
-  ReclaimDeadLocked();
+  if (lock.held()) ReclaimDeadLocked();
   return SumLocked();
 }
 

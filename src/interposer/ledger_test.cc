@@ -1,14 +1,13 @@
 #include "interposer/ledger.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-
-#include <gtest/gtest.h>
 
 namespace carve::interposer {
 namespace {
@@ -159,6 +158,50 @@ TEST_F(LedgerTest, ASlotWhosePidWasReusedIsReclaimed) {
   probe->Set(::getpid(), 43);
   EXPECT_EQ((*created)->UsedBytes(), 0u);
   EXPECT_TRUE((*created)->Reserve(1000).ok());
+}
+
+// A probe that kills its caller: the process dies inside the ledger's critical section.
+class DyingProbe final : public ProcessProbe {
+ public:
+  uint64_t StartTime(int32_t) const override { _exit(0); }
+};
+
+// Runs `check` in a child with a deadline; true when it returned true in time. A lock that is
+// never released would block forever, so the wait must not happen in the test process.
+template <typename F>
+bool InChildWithin(unsigned seconds, F check) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(seconds);
+    _exit(check() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The slot table's mutex is robust: when a process dies holding it (killed mid-update), the next
+// locker recovers it, and it keeps working for every process after that.
+TEST_F(LedgerTest, ALockHolderThatDiesIsRecoveredByTheNextLocker) {
+  auto ledger = MakeLedger(1000);
+  ASSERT_TRUE(ledger->Reserve(100).ok());
+  pid_t holder = ::fork();
+  if (holder == 0) {
+    auto mine = Ledger::Open(path_, std::make_shared<DyingProbe>());
+    if (mine.has_value()) (void)(*mine)->Reserve(1);  // dies inside, holding the mutex
+    _exit(2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the holder died in the lock";
+  ASSERT_TRUE(InChildWithin(10, [&] {
+    auto l = Ledger::Open(path_, std::make_shared<ProcfsProcessProbe>());
+    return l.has_value() && (*l)->Reserve(200).ok() && (*l)->Reserve(300).ok() &&
+           (*l)->UsedBytes() == 600;
+  })) << "a second process could not take the ledger's mutex after its holder died";
+  EXPECT_TRUE(ledger->Reserve(400).ok());  // and this one still can, twice
+  EXPECT_TRUE(ledger->Reserve(500).ok());
+  EXPECT_EQ(ledger->UsedBytes(), 1000u);  // the child that reserved 500 has exited
 }
 
 TEST_F(LedgerTest, AnInheritedDescriptorIsFound) {

@@ -4,6 +4,11 @@
 #include <string>
 
 namespace carve::interposer {
+namespace {
+
+constexpr uint64_t kGraphPoolTag = uint64_t{1} << 63;
+
+}  // namespace
 
 Status MemoryAccount::Admit(uint64_t bytes) { return ledger_.Reserve(bytes); }
 
@@ -112,6 +117,69 @@ std::vector<uint64_t> MemoryAccount::PoolsWithCache() const {
     if (bytes.cached > 0) out.push_back(pool);
   }
   return out;
+}
+
+uint64_t MemoryAccount::GraphPoolKey(int device) {
+  return kGraphPoolTag | static_cast<uint32_t>(device);
+}
+bool MemoryAccount::IsGraphPoolKey(uint64_t pool) { return (pool & kGraphPoolTag) != 0; }
+int MemoryAccount::GraphPoolDevice(uint64_t pool) {
+  return static_cast<int>(static_cast<uint32_t>(pool & ~kGraphPoolTag));
+}
+
+void MemoryAccount::NoteGraphOwner(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  graph_owners_.insert(handle);
+}
+void MemoryAccount::ForgetGraphOwner(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  graph_owners_.erase(handle);
+}
+bool MemoryAccount::IsGraphOwner(uint64_t handle) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return graph_owners_.contains(handle);
+}
+bool MemoryAccount::HasGraphOwners() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !graph_owners_.empty();
+}
+
+void MemoryAccount::NoteHostPool(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  host_pools_.insert(pool);
+}
+bool MemoryAccount::IsHostPool(uint64_t pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return host_pools_.contains(pool);
+}
+
+void MemoryAccount::RecordVmm(uint64_t handle, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  vmm_.Create(handle, bytes);
+}
+void MemoryAccount::RetainVmm(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  vmm_.Retain(handle);
+}
+void MemoryAccount::ReleaseVmm(uint64_t handle) {
+  uint64_t freed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    freed = vmm_.Release(handle);
+  }
+  if (freed > 0) ledger_.Release(freed);
+}
+void MemoryAccount::MapVmm(uint64_t va, uint64_t size, uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  vmm_.Map(va, size, handle);
+}
+void MemoryAccount::UnmapVmm(uint64_t va, uint64_t size) {
+  uint64_t freed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    freed = vmm_.Unmap(va, size);
+  }
+  if (freed > 0) ledger_.Release(freed);
 }
 
 }  // namespace carve::interposer

@@ -14,20 +14,33 @@
 // the difference is released and the allocation retried once. The ledger is thus an upper bound
 // on device memory, never an under-count (HAMi-core#96 was an under-count).
 //
+// Graph memory (cuda.h "Graph memory nodes"): allocations made on a capturing stream or by
+// cuGraphAddMemAllocNode come from the device's graph pool, not from a stream-ordered pool. They
+// are charged when the node is created, under the pool key GraphPoolKey(device), and their frees
+// (free nodes, or cuMemFree/cuMemFreeAsync of an allocation left unfreed) move them to that
+// key's cache like any pool. The graph pool's cache is released only by a sync when no graph or
+// executable graph that may hold graph allocations is alive (NoteGraphOwner): until then a
+// launch could map physical memory for them again, whatever the driver reserves right now.
+//
+// VMM (cuMemCreate): charged until the driver frees the physical memory, i.e. after the last
+// reference and the last mapping (vmm_table.h).
+//
 // Thread-safety: all methods are safe from any thread.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/result.h"
 #include "interposer/ledger.h"
+#include "interposer/vmm_table.h"
 
 namespace carve::interposer {
 
-enum class AllocationKind { kDevicePointer, kArray, kMipmappedArray, kVmmHandle };
+enum class AllocationKind { kDevicePointer, kArray, kMipmappedArray };
 
 class MemoryAccount {
  public:
@@ -59,6 +72,29 @@ class MemoryAccount {
   // Pools that hold cached bytes, for the hook to trim under pressure.
   std::vector<uint64_t> PoolsWithCache() const;
 
+  // The pool key of `device`'s graph memory; never equal to a pool handle (user-space pointers
+  // stay below bit 63).
+  static uint64_t GraphPoolKey(int device);
+  static bool IsGraphPoolKey(uint64_t pool);
+  static int GraphPoolDevice(uint64_t pool);
+  // Graphs and executable graphs that may own graph allocations, by handle value.
+  void NoteGraphOwner(uint64_t handle);
+  void ForgetGraphOwner(uint64_t handle);
+  bool IsGraphOwner(uint64_t handle) const;
+  bool HasGraphOwners() const;
+
+  // Pools created with a host location (cuMemPoolCreate): their allocations are not charged.
+  void NoteHostPool(uint64_t pool);
+  bool IsHostPool(uint64_t pool) const;
+
+  // VMM: after a successful cuMemCreate admitted for `bytes`; retains, releases, maps and unmaps
+  // after the driver accepted them. The ledger is released when the driver frees the memory.
+  void RecordVmm(uint64_t handle, uint64_t bytes);
+  void RetainVmm(uint64_t handle);
+  void ReleaseVmm(uint64_t handle);
+  void MapVmm(uint64_t va, uint64_t size, uint64_t handle);
+  void UnmapVmm(uint64_t va, uint64_t size);
+
   uint64_t LedgerUsedBytes() { return ledger_.UsedBytes(); }
   uint64_t LimitBytes() const { return ledger_.settings().memory_limit_bytes; }
 
@@ -84,9 +120,12 @@ class MemoryAccount {
 
   Ledger& ledger_;
   mutable std::mutex mu_;
-  std::unordered_map<Key, uint64_t, KeyHash> allocations_;           // guarded by mu_
-  std::unordered_map<uint64_t, PoolBytes> pools_;                    // guarded by mu_
-  std::unordered_map<uint64_t, PoolAllocation> pool_allocations_;    // guarded by mu_
+  std::unordered_map<Key, uint64_t, KeyHash> allocations_;         // guarded by mu_
+  std::unordered_map<uint64_t, PoolBytes> pools_;                  // guarded by mu_
+  std::unordered_map<uint64_t, PoolAllocation> pool_allocations_;  // guarded by mu_
+  std::unordered_set<uint64_t> graph_owners_;                      // guarded by mu_
+  std::unordered_set<uint64_t> host_pools_;                        // guarded by mu_
+  VmmTable vmm_;                                                   // guarded by mu_
 };
 
 }  // namespace carve::interposer

@@ -22,10 +22,10 @@ int HttpStatusFor(ErrorCode code) {
   return 500;
 }
 
-NativeResponse JsonReply(int status, const nlohmann::json& body) {
+NativeResponse JsonReply(int status, const nlohmann::json& body, int indent) {
   NativeResponse r;
   r.http_status = status;
-  r.body = body.dump(2) + "\n";
+  r.body = body.dump(indent) + "\n";
   return r;
 }
 

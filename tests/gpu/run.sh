@@ -7,10 +7,13 @@
 #   tests/gpu/run.sh [--build-dir DIR] [--out FILE] [--strict]
 #     --build-dir  where to configure/build (default: build-gpu at the repo root)
 #     --out        where to keep the probe's JSON (default: <build-dir>/gpu-probe.json)
-#     --strict     exit 4 when live placements differ from the catalog
+#     --strict     exit 4 when live placements differ from the catalog, 5 when nothing could
+#                  be compared (MIG off without root, a GPU without MIG)
 #     --library    NVML library to load (default libnvidia-ml.so.1); e.g. the fake one
 #                  (<build>/fake-nvml/libnvidia-ml.so.1 + CARVE_FAKE_NVML_CONFIG) to try the script
-# Exit: 0 done (or skipped: no NVML/GPU on this host), 1 build or NVML failure, 4 see --strict.
+# The probe writes its JSON to stdout and its log lines to stderr (shown here, never mixed into
+# the JSON). An NVML that is there but lacks entry points carve needs is a failure, not a skip.
+# Exit: 0 done (or skipped: no NVML/GPU on this host), 1 build or NVML failure, 4/5 see --strict.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -65,33 +68,60 @@ fi
 
 python3 - "$OUT" "$STRICT" <<'PY'
 import json, sys
-report = json.load(open(sys.argv[1]))
-strict = sys.argv[2] == "1"
-print(f"driver {report['driver_version']}, {report['summary']['gpus']} GPU(s)")
-for g in report["gpus"]:
-    print(f"GPU {g['index']}: {g['name']} pci {g['pci_device_id']} uuid {g['uuid']}")
-    print(f"  catalog model: {g['catalog_model']}; MIG capable {g['mig_capable']}, "
-          f"current {g['mig_current']}, pending {g['mig_pending']}")
+path, strict = sys.argv[1], sys.argv[2] == "1"
+try:
+    with open(path) as f:
+        report = json.load(f)
+except (OSError, ValueError) as e:
+    print(f"FAILED: the probe's output is not one JSON document ({e}); it was:")
+    print(open(path, errors="replace").read()[:4000])
+    sys.exit(1)
+gpus = report.get("gpus", [])
+summary = report.get("summary", {})
+print(f"driver {report.get('driver_version')}, {len(gpus)} GPU(s)")
+for g in gpus:
+    print(f"GPU {g.get('index')}: {g.get('name')} pci {g.get('pci_device_id')} uuid {g.get('uuid')}")
+    print(f"  catalog model: {g.get('catalog_model')}; MIG capable {g.get('mig_capable')}, "
+          f"current {g.get('mig_current')}, pending {g.get('mig_pending')}")
     if "error" in g:
         print(f"  ERROR: {g['error']}")
-    for p in g["profiles"]:
-        starts = ",".join(str(x["start"]) for x in p["placements"])
-        sizes = sorted({x["size"] for x in p["placements"]})
+    if "profiles_unread" in g:
+        print(f"  profiles not compared: {g['profiles_unread']}")
+    for p in g.get("profiles", []):
+        starts = ",".join(str(x["start"]) for x in p.get("placements", []))
+        sizes = sorted({x["size"] for x in p.get("placements", [])})
         name = p.get("name", "(table not served; read by catalog id)")
         extra = ""
-        if p["source"] == "profile-table":
-            extra = (f" slices {p['slices']} max {p['instances']} SMs {p['sms']}"
-                     f" mem {p['memory_mib']} MiB")
-        print(f"  profile id {p['id']:>2} {name}: {{{starts}}}:{'/'.join(map(str, sizes))}{extra}")
-diffs = report["differences"]
-if not diffs:
-    print("RESULT: live profiles and placements match the catalog")
-else:
+        if p.get("source") == "profile-table":
+            extra = (f" slices {p.get('slices')} max {p.get('instances')} SMs {p.get('sms')}"
+                     f" mem {p.get('memory_mib')} MiB")
+        print(f"  profile id {p.get('id'):>2} {name}: {{{starts}}}:{'/'.join(map(str, sizes))}{extra}")
+for calls in report.get("read_only_calls", []):
+    answers = []
+    for key in ("gpu_instances", "mig_devices", "compute_processes"):
+        v = calls.get(key)
+        answers.append(f"{key} {len(v)}" if isinstance(v, list) else f"{key} error: {v.get('error')}")
+    u = calls.get("utilization", {})
+    answers.append(f"utilization {u.get('gpu_percent')}%" if "gpu_percent" in u
+                   else f"utilization error: {u.get('error')}")
+    print(f"GPU {calls.get('gpu')} read-only calls: " + "; ".join(answers))
+diffs = report.get("differences", [])
+compared = summary.get("profiles_compared", 0)
+code = 0
+if diffs:
     print(f"RESULT: {len(diffs)} difference(s) from the catalog (live data wins):")
     for d in diffs:
-        print(f"  [{d['kind']}] GPU {d['gpu']} {d['profile']}: catalog {d['catalog']} / live {d['live']}")
-        print(f"      {d['message']}")
-print(f"(full JSON: {sys.argv[1]})")
-if strict and report["summary"]["placement_differences"] > 0:
-    sys.exit(4)
+        print(f"  [{d.get('kind')}] GPU {d.get('gpu')} {d.get('profile')}: "
+              f"catalog {d.get('catalog')} / live {d.get('live')}")
+        print(f"      {d.get('message')}")
+    if strict and summary.get("placement_differences", 0) > 0:
+        code = 4
+elif compared == 0:
+    print("RESULT: NOTHING COMPARED: no GPU's profiles or placements could be read, so "
+          "no match can be claimed")
+    code = 5 if strict else 0
+else:
+    print(f"RESULT: {compared} live profile(s) match the catalog")
+print(f"(full JSON: {path})")
+sys.exit(code)
 PY

@@ -1,5 +1,6 @@
 #include "agent/mig/discovery.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "agent/nvml/nvml_abi.h"
@@ -25,11 +26,20 @@ Status ReadLiveTable(Nvml& nvml, DiscoveredGpu& out) {
 // With MIG off the table is not served, but placements are ("regardless of whether MIG is
 // enabled", nvml.h): read them by the catalog's profile ids so they can still be checked.
 void ReadPlacementsByCatalogIds(Nvml& nvml, DiscoveredGpu& out) {
+  std::string first_error;
   for (const catalog::MigProfile& p : out.model->profiles) {
     auto placements = nvml.PossiblePlacements(out.index, p.id);
     if (placements) {
       out.profiles.push_back(LiveProfile{p.id, std::nullopt, *placements});
+    } else if (first_error.empty()) {
+      first_error = placements.error().message;
     }
+  }
+  if (out.profiles.empty()) {
+    out.profiles_unread =
+        fmt::format("MIG is {} and the driver served neither the profile table nor placements: {}",
+                    out.mig.current_enabled ? "enabled" : "disabled",
+                    first_error.empty() ? "no catalog profile to ask for" : first_error);
   }
 }
 
@@ -57,6 +67,7 @@ DiscoveredGpu DiscoverGpu(Nvml& nvml, GpuIndex gpu) {
   }
   out.mig_capable = mode.has_value();
   if (!out.mig_capable) {
+    out.profiles_unread = "the GPU does not do MIG (nvmlDeviceGetMigMode: not supported)";
     return out;
   }
   out.mig = *mode;
@@ -66,6 +77,8 @@ DiscoveredGpu DiscoverGpu(Nvml& nvml, GpuIndex gpu) {
   }
   if (out.profiles.empty() && out.model != nullptr) {
     ReadPlacementsByCatalogIds(nvml, out);
+  } else if (out.profiles.empty()) {
+    out.profiles_unread = "the driver served no profile table and the GPU is not in the catalog";
   }
   return out;
 }

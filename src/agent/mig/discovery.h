@@ -32,6 +32,9 @@ struct DiscoveredGpu {
   MigMode mig;
   const catalog::GpuModel* model = nullptr;  // By PCI device id; nullptr when not catalogued.
   std::vector<LiveProfile> profiles;         // By NVML enum order.
+  // Why no profile could be read for the cross-check (empty when some were): a GPU that does no
+  // MIG, or placements the driver refused. A report must say "nothing compared", not "match".
+  std::string profiles_unread;
   // Set when the GPU stopped answering (e.g. NVML_ERROR_GPU_IS_LOST); the fields above are then
   // whatever was read before the failure.
   std::optional<Error> error;

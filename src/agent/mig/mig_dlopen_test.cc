@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -126,39 +127,98 @@ TEST(MigDlopen, ReportsADriverTooOldForMig) {
   EXPECT_EQ(carved.error().code, ErrorCode::kFailedPrecondition);
 }
 
-// The read-only probe binary, run as tests/gpu/run.sh runs it, against the fake library.
-TEST(MigDlopen, ProbePrintsTheNodeAsJson) {
-  setenv("CARVE_FAKE_NVML_CONFIG", "gpus: 2 x h100-80gb, driver 560.35.03", 1);
+struct ProbeRun {
+  int exit_code = -1;
+  std::string out;  // stdout: the JSON document, nothing else
+  std::string err;  // stderr: log lines
+  nlohmann::json json;
+};
+
+// The read-only probe binary, run as tests/gpu/run.sh and device-check.sh run it.
+ProbeRun RunProbe(const std::string& library, const std::string& config) {
+  setenv("CARVE_FAKE_NVML_CONFIG", config.c_str(), 1);
+  char err_path[] = "/tmp/carve-probe-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  close(fd);
   const std::string cmd =
-      std::string(CARVE_NVML_PROBE_PATH) + " --library " + CARVE_FAKE_LIBNVML_PATH + " 2>&1";
+      std::string(CARVE_NVML_PROBE_PATH) + " --library " + library + " 2>" + err_path;
+  ProbeRun run;
   FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
+  if (pipe == nullptr) return run;
   char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
-  EXPECT_EQ(j["status"], "ok");
-  EXPECT_EQ(j["gpus"].size(), 2u);
-  EXPECT_EQ(j["gpus"][0]["catalog_model"], "h100-80gb");
-  EXPECT_EQ(j["summary"]["placement_differences"], 0);
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) run.out.append(buf, n);
+  run.exit_code = WEXITSTATUS(pclose(pipe));
+  if (FILE* f = fopen(err_path, "r")) {
+    while (size_t n = fread(buf, 1, sizeof(buf), f)) run.err.append(buf, n);
+    fclose(f);
+  }
+  unlink(err_path);
+  run.json = nlohmann::json::parse(run.out, nullptr, false);
+  return run;
+}
+
+TEST(MigDlopen, ProbePrintsTheNodeAsJson) {
+  ProbeRun r = RunProbe(CARVE_FAKE_LIBNVML_PATH, "gpus: 2 x h100-80gb, driver 560.35.03");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_FALSE(r.json.is_discarded()) << r.out;
+  EXPECT_EQ(r.json["status"], "ok");
+  EXPECT_EQ(r.json["gpus"].size(), 2u);
+  EXPECT_EQ(r.json["gpus"][0]["catalog_model"], "h100-80gb");
+  EXPECT_EQ(r.json["summary"]["placement_differences"], 0);
+  EXPECT_GT(r.json["summary"]["profiles_compared"], 0);
+}
+
+// Issue 21's reproduction: an H200 on driver 535 differs from the catalog. The differences are
+// logged (stderr) and reported (the JSON); stdout holds the JSON and nothing else.
+TEST(MigDlopen, ProbeStdoutIsOneJsonDocumentWhileDifferencesAreLogged) {
+  ProbeRun r = RunProbe(CARVE_FAKE_LIBNVML_PATH, "gpus: h200-141gb, driver: 535.54.03");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.json.is_discarded()) << "stdout is not JSON: " << r.out;
+  EXPECT_FALSE(r.json["differences"].empty());
+  EXPECT_NE(r.err.find("differs from the catalog"), std::string::npos) << r.err;
+}
+
+// A library that is there but lacks entry points carve needs is a failure, not a skip.
+TEST(MigDlopen, ProbeReportsAnNvmlWithoutCarvesEntryPointsAsAnError) {
+  ProbeRun r = RunProbe(CARVE_INTERPOSER_FAKE_NVML_PATH, "gpus: a100-40gb");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  ASSERT_FALSE(r.json.is_discarded()) << r.out;
+  EXPECT_EQ(r.json["status"], "error");
+  EXPECT_NE(r.json["reason"].get<std::string>().find("lacks NVML entry points"), std::string::npos);
+}
+
+// With MIG off and no root the placements are refused: the report must say nothing was
+// compared, and why, rather than count no differences as a match.
+TEST(MigDlopen, ProbeSaysNothingWasComparedWhenPlacementsAreRefused) {
+  ProbeRun r = RunProbe(CARVE_FAKE_LIBNVML_PATH,
+                        "gpus: h200-141gb, driver: 570.124.06, mig: disabled, user: unprivileged");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.json.is_discarded()) << r.out;
+  EXPECT_EQ(r.json["summary"]["profiles_compared"], 0);
+  EXPECT_EQ(r.json["gpus"][0]["profiles_compared"], 0);
+  EXPECT_NE(r.json["gpus"][0]["profiles_unread"].get<std::string>().find("MIG is disabled"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(MigDlopen, ProbeMakesTheReadOnlyQueriesTheAgentReliesOn) {
+  ProbeRun r =
+      RunProbe(CARVE_FAKE_LIBNVML_PATH, "gpus: a100-40gb, process: pid=4242 gpu=0 mib=512");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.json.is_discarded()) << r.out;
+  const auto& calls = r.json["read_only_calls"][0];
+  EXPECT_EQ(calls["gpu_instances"], nlohmann::json::array());
+  EXPECT_EQ(calls["mig_devices"], nlohmann::json::array());
+  EXPECT_EQ(calls["compute_processes"][0]["pid"], 4242);
+  EXPECT_EQ(calls["compute_processes"][0]["mib"], 512);
+  EXPECT_TRUE(calls["utilization"].contains("gpu_percent")) << calls;
 }
 
 TEST(MigDlopen, ProbeSkipsCleanlyWithoutNvml) {
-  const std::string cmd =
-      std::string(CARVE_NVML_PROBE_PATH) + " --library /nonexistent/libnvidia-ml.so.1 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 3) << out;
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
-  EXPECT_EQ(j["status"], "skipped");
+  ProbeRun r = RunProbe("/nonexistent/libnvidia-ml.so.1", "gpus: a100-40gb");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  ASSERT_FALSE(r.json.is_discarded()) << r.out;
+  EXPECT_EQ(r.json["status"], "skipped");
 }
 
 }  // namespace

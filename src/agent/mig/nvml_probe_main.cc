@@ -1,9 +1,16 @@
 // carve-nvml-probe: reads a GPU host's NVML inventory, MIG profile table and placements, checks
-// them against the catalog and prints JSON. Strictly read-only: every NVML call goes through
-// ReadOnlyNvml, which refuses creation and destruction. Used by tests/gpu/run.sh.
+// them against the catalog, makes the read-only queries the agent relies on (GPU instances, MIG
+// devices, compute processes, utilization) and prints JSON on stdout; log lines go to stderr,
+// so stdout is always exactly one JSON document. Strictly read-only: every NVML call goes
+// through ReadOnlyNvml, which refuses creation and destruction. Used by tests/gpu/run.sh and
+// tests/gpu/device-check.sh.
 //
 //   carve-nvml-probe [--library PATH]
-// Exit status: 0 printed a report; 3 no NVML/GPU here (a "skipped" report); 1 an NVML failure.
+// Exit status: 0 printed a report; 3 no NVML/GPU here (a "skipped" report); 1 an NVML that is
+// there but failed or lacks entry points (an "error" report).
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -16,6 +23,7 @@
 namespace {
 
 constexpr int kSkipped = 3;
+constexpr int kFailed = 1;
 
 int Print(const nlohmann::json& j, int code) {
   std::printf("%s\n", j.dump(2).c_str());
@@ -34,9 +42,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  spdlog::set_default_logger(spdlog::stderr_color_st("carve-nvml-probe"));
   auto lib = carve::agent::LibNvml::Load(library);
   if (!lib) {
-    return Print(carve::agent::SkippedReport(lib.error().message), kSkipped);
+    // No library at all is a host without the driver; one without the entry points carve needs
+    // is a driver carve cannot run on, which a GPU check must not pass as "skipped".
+    if (lib.error().code == carve::ErrorCode::kNotFound) {
+      return Print(carve::agent::SkippedReport(lib.error().message), kSkipped);
+    }
+    return Print(carve::agent::ErrorReport(lib.error().message), kFailed);
   }
   carve::agent::ReadOnlyNvml nvml(**lib);
   if (auto s = nvml.Init(); !s.ok()) {
@@ -47,10 +61,13 @@ int main(int argc, char** argv) {
     return Print(carve::agent::SkippedReport("NVML loaded but reports no GPUs"), kSkipped);
   }
   auto node = carve::agent::DiscoverNode(nvml);
-  (void)nvml.Shutdown();
   if (!node) {
-    std::fprintf(stderr, "carve-nvml-probe: %s\n", node.error().message.c_str());
-    return 1;
+    (void)nvml.Shutdown();
+    return Print(carve::agent::ErrorReport(node.error().message), kFailed);
   }
-  return Print(carve::agent::ProbeReport(*node), 0);
+  nlohmann::json report = carve::agent::ProbeReport(*node);
+  report["read_only_calls"] =
+      carve::agent::ReadOnlyCallsReport(nvml, static_cast<uint32_t>(node->gpus.size()));
+  (void)nvml.Shutdown();
+  return Print(report, 0);
 }

@@ -42,6 +42,8 @@ nlohmann::json GpuJson(const DiscoveredGpu& gpu) {
     row["placements"] = PlacementsJson(p.placements);
     j["profiles"].push_back(std::move(row));
   }
+  j["profiles_compared"] = gpu.profiles.size();
+  if (!gpu.profiles_unread.empty()) j["profiles_unread"] = gpu.profiles_unread;
   if (gpu.error) {
     j["error"] = gpu.error->message;
   }
@@ -60,6 +62,8 @@ nlohmann::json ProbeReport(const NodeInventory& node) {
   }
   j["differences"] = nlohmann::json::array();
   int placement_differences = 0;
+  size_t profiles_compared = 0;
+  for (const DiscoveredGpu& gpu : node.gpus) profiles_compared += gpu.profiles.size();
   for (const CatalogDifference& d : node.differences) {
     if (d.kind == DifferenceKind::kPlacements) {
       ++placement_differences;
@@ -73,12 +77,55 @@ nlohmann::json ProbeReport(const NodeInventory& node) {
   }
   j["summary"] = {{"gpus", node.gpus.size()},
                   {"differences", node.differences.size()},
-                  {"placement_differences", placement_differences}};
+                  {"placement_differences", placement_differences},
+                  {"profiles_compared", profiles_compared}};
   return j;
 }
 
 nlohmann::json SkippedReport(const std::string& reason) {
   return {{"status", "skipped"}, {"reason", reason}};
+}
+
+nlohmann::json ErrorReport(const std::string& reason) {
+  return {{"status", "error"}, {"reason", reason}};
+}
+
+nlohmann::json ReadOnlyCallsReport(Nvml& nvml, uint32_t gpu_count) {
+  nlohmann::json out = nlohmann::json::array();
+  auto answer = [](const auto& result, auto&& value) -> nlohmann::json {
+    if (!result) return {{"error", result.error().message}};
+    return value(*result);
+  };
+  for (uint32_t i = 0; i < gpu_count; ++i) {
+    const GpuIndex gpu{i};
+    nlohmann::json row{{"gpu", i}};
+    row["gpu_instances"] = answer(nvml.ListGpuInstances(gpu), [](const auto& v) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const GpuInstanceInfo& gi : v) {
+        list.push_back({{"id", gi.id.value()},
+                        {"profile_id", gi.profile_id.value()},
+                        {"start", gi.placement.start},
+                        {"size", gi.placement.size},
+                        {"compute_instances", gi.compute_instances.size()}});
+      }
+      return list;
+    });
+    row["mig_devices"] = answer(nvml.ListMigDevices(gpu), [](const auto& v) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const MigDeviceInfo& d : v) list.push_back(d.uuid);
+      return list;
+    });
+    row["compute_processes"] = answer(nvml.ComputeProcesses(gpu), [](const auto& v) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const GpuProcess& p : v) list.push_back({{"pid", p.pid}, {"mib", p.used_memory_mib}});
+      return list;
+    });
+    row["utilization"] = answer(nvml.Utilization(gpu), [](const GpuUtilization& u) {
+      return nlohmann::json{{"gpu_percent", u.gpu_percent}, {"memory_percent", u.memory_percent}};
+    });
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 }  // namespace carve::agent

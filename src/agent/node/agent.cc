@@ -188,6 +188,7 @@ bool Agent::RegisterOnce() {
     if (reply->heartbeat_interval_ms > 0) {
       server_heartbeat_ = std::chrono::milliseconds(reply->heartbeat_interval_ms);
     }
+    server_wants_status_ = true;  // A new registration knows no status of this agent yet.
     report_now_ = true;
     cv_.notify_all();
   }

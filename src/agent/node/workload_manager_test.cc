@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "agent/launch/process_launcher.h"
 #include "agent/node/test_support.h"
@@ -263,8 +265,7 @@ TEST_F(WorkloadManagerTest, AnInterposerShareWithAnUnreadableLibraryFailsNamingI
 // A queue that asked for unenforced shares (enforcement "none") runs them with the limits as
 // plain variables, without the interposer even where the agent has it.
 TEST_F(WorkloadManagerTest, AShareOfAQueueWithoutEnforcementGetsItsLimitsAsVariablesOnly) {
-  options_.interposer_path = dir_ + "/libcarve-mgpu.so";
-  std::ofstream(options_.interposer_path) << "";
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
   auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {0};
@@ -293,29 +294,47 @@ TEST_F(WorkloadManagerTest, AShareWithAnUnknownEnforcementFailsNamingTheAccepted
       << Find(w.id)->message;
 }
 
-TEST_F(WorkloadManagerTest, AnInterposerShareGetsItsLedgerAndReportsItsMemory) {
-  options_.interposer_path = dir_ + "/libcarve-mgpu.so";
-  std::ofstream(options_.interposer_path) << "";
-  auto w = ShellCopy("acct/ic-share/2", "exec sleep 30");
+// The fixture launches mGPU shares under the real libcarve-mgpu.so (built beside this test), and
+// the probe program over the fake libcuda.so.1 stands in for a CUDA workload.
+std::string WorkerEnvironment(int pid) {
+  std::string env = ReadFile("/proc/" + std::to_string(pid) + "/environ");
+  std::replace(env.begin(), env.end(), '\0', '\n');
+  return env;
+}
+
+// What the agent promises an interposer share: the process runs with LD_PRELOAD naming the
+// library and CARVE_MGPU_LEDGER naming its ledger, and the library, loaded from them, charges
+// what the process allocates to that ledger, under the share's quota.
+TEST_F(WorkloadManagerTest, AnInterposerShareRunsUnderTheLibraryAndChargesItsLedger) {
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
+  protocol::WorkloadDesired w = ShellCopy("acct/ic-share/2", "");
+  w.command = {CARVE_MGPU_PROBE_PATH, "direct", "hold", std::to_string(3 << 20)};
   w.device.gpus = {0};
   w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
   Apply({w});
   auto s = Find(w.id);
   ASSERT_EQ(s->state, "running") << s->message;
-  EXPECT_EQ(s->memory_used_mib, 0);
-  bool ledger = false;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/workloads")) {
-    ledger = ledger || e.path().filename() == "ledger";
+  const std::string env = WorkerEnvironment(s->pid);
+  std::string ledger_var;
+  for (std::istringstream lines(env); std::getline(lines, ledger_var);) {
+    if (ledger_var.rfind("CARVE_MGPU_LEDGER=", 0) == 0) break;
   }
-  EXPECT_TRUE(ledger);
+  EXPECT_NE(env.find(std::string("LD_PRELOAD=") + CARVE_MGPU_LIB_PATH), std::string::npos) << env;
+  ASSERT_EQ(ledger_var.rfind("CARVE_MGPU_LEDGER=" + dir_ + "/data/workloads/", 0), 0u) << env;
+  auto ledger = interposer::Ledger::Open(ledger_var.substr(18), nullptr);
+  ASSERT_TRUE(ledger.has_value()) << ledger.error().message;
+  EXPECT_EQ((*ledger)->settings().memory_limit_bytes, 1024u << 20);
+  ASSERT_TRUE(Eventually([&] { return (*ledger)->Snapshot().used_bytes == 3u << 20; }))
+      << "the process's allocation never reached its ledger";
+  EXPECT_EQ((*ledger)->Snapshot().processes.at(0).pid, s->pid);
+  EXPECT_TRUE(Eventually([&] { return Find(w.id)->memory_used_mib == 3; }));
 }
 
 // The achieved core share is the busy time the worker's limiter charged to its ledger over the
 // wall time between two reports, as a percent of the card: 1 ms over 10 ms is 10 %.
 TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
-  options_.interposer_path = dir_ + "/libcarve-mgpu.so";
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
   options_.core_sample_interval = 10ms;
-  std::ofstream(options_.interposer_path) << "";
   FakeClock clock;
   manager_ = std::make_unique<WorkloadManager>(options_, launcher_, clock, gpus_);
   auto limited = ShellCopy("acct/ic-share/3", "exec sleep 30");

@@ -138,9 +138,17 @@ Status ParseClause(std::string_view clause, FakeNodeConfig& config) {
     CARVE_ASSIGN_OR_RETURN(config.seed, ParseNumber(value, clause));
     return OkStatus();
   }
+  if (key == "user") {
+    if (value != "root" && value != "unprivileged") {
+      return InvalidArgument(
+          fmt::format("fake NVML config clause '{}': user must be root or unprivileged", clause));
+    }
+    config.privileged = value == "root";
+    return OkStatus();
+  }
   return InvalidArgument(fmt::format(
       "fake NVML config clause '{}': unknown key '{}'; known: gpus, driver, mig, fail-create, "
-      "lost, process, seed",
+      "lost, process, seed, user",
       clause, key));
 }
 

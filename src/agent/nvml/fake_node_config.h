@@ -12,6 +12,8 @@
 //   lost: 2                  GPU 2 answers NVML_ERROR_GPU_IS_LOST; repeatable.
 //   process: pid=4242 gpu=0 mib=512   a compute process on a GPU; repeatable.
 //   seed: 7                  varies the generated UUIDs so two fake nodes differ.
+//   user: unprivileged       the caller is not root: while MIG is off, placement queries
+//                            answer NVML_ERROR_NO_PERMISSION (default: root).
 // Errors are InvalidArgument naming the clause and what was expected.
 #pragma once
 
@@ -41,6 +43,7 @@ struct FakeNodeConfig {
   std::vector<uint32_t> lost_gpus;
   std::vector<FakeProcessConfig> processes;
   uint32_t seed = 0;
+  bool privileged = true;
 };
 
 Result<FakeNodeConfig> ParseFakeNodeConfig(std::string_view text);

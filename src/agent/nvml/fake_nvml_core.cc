@@ -23,7 +23,7 @@ bool IsMe(catalog::ProfileSuffix s) {
 }  // namespace
 
 FakeNvmlCore::FakeNvmlCore(const FakeNodeConfig& config)
-    : driver_version_(config.driver_version), seed_(config.seed) {
+    : driver_version_(config.driver_version), seed_(config.seed), privileged_(config.privileged) {
   for (size_t i = 0; i < config.gpus.size(); ++i) {
     Gpu g;
     g.model = config.gpus[i];
@@ -236,6 +236,11 @@ nvmlReturn_t FakeNvmlCore::Placements(uint32_t gpu, unsigned int profile_id,
                                       std::vector<nvmlGpuInstancePlacement_t>* out) const {
   if (nvmlReturn_t rc = Check(gpu); rc != NVML_SUCCESS) {
     return rc;
+  }
+  if (!privileged_ && !gpus_[gpu].mig_current) {
+    // An unprivileged caller with MIG off gets no placements: the case in which issue 21's
+    // review saw the probe compare nothing and report a match.
+    return NVML_ERROR_NO_PERMISSION;
   }
   const catalog::MigProfile* p = ProfileById(gpus_[gpu], profile_id);
   if (p == nullptr) {

@@ -134,6 +134,7 @@ class FakeNvmlCore {
   std::vector<Gpu> gpus_;
   std::string driver_version_;
   uint32_t seed_ = 0;
+  bool privileged_ = true;  // false: placements are refused while MIG is off
   bool initialized_ = false;
   int gi_create_calls_ = 0;
   int ci_create_calls_ = 0;

@@ -16,24 +16,46 @@
 #define CARVE_EXPORT extern "C" __attribute__((visibility("default")))
 
 // Every exported CUDA hook, by its exact symbol name. cuMemAlloc, cuMemAllocPitch, cuMemGetInfo,
-// cuArrayCreate and cuArray3DCreate without _v2 are the 32-bit CUDA <= 3.1 ABI.
-#define CARVE_CUDA_HOOKS(X)                                                                     \
-  X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuMemAlloc_v2) X(cuMemAlloc) X(cuMemAllocPitch_v2)       \
-  X(cuMemAllocPitch) X(cuMemAllocManaged) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)            \
-  X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync)  \
-  X(cuMemFreeAsync_ptsz) X(cuMemPoolTrimTo) X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2)  \
-  X(cuArrayCreate) X(cuArray3DCreate_v2) X(cuArray3DCreate) X(cuArrayDestroy)                   \
-  X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuLaunchKernel) X(cuLaunchKernel_ptsz) \
-  X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)                     \
-  X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGetProcAddress)  \
-  X(cuGetProcAddress_v2)
+// cuDeviceTotalMem, cuArrayCreate and cuArray3DCreate without _v2 are the 32-bit CUDA <= 3.1 ABI.
+// clang-format off
+#define CARVE_CUDA_HOOKS(X)                                                                      \
+  /* memory: queries, plain, pitched, managed */                                                 \
+  X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceTotalMem_v2) X(cuDeviceTotalMem)                  \
+  X(cuMemAlloc_v2) X(cuMemAlloc) X(cuMemAllocPitch_v2) X(cuMemAllocPitch) X(cuMemAllocManaged)   \
+  X(cuMemFree_v2)                                                                                \
+  /* stream-ordered pools */                                                                     \
+  X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                          \
+  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemPoolTrimTo)    \
+  X(cuMemPoolCreate)                                                                             \
+  /* VMM */                                                                                      \
+  X(cuMemCreate) X(cuMemRelease) X(cuMemRetainAllocationHandle) X(cuMemMap) X(cuMemUnmap)        \
+  /* arrays */                                                                                   \
+  X(cuArrayCreate_v2) X(cuArrayCreate) X(cuArray3DCreate_v2) X(cuArray3DCreate)                  \
+  X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)                         \
+  /* graph memory and the graphs that may own it */                                              \
+  X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode) X(cuGraphAddNode) X(cuGraphAddNode_v2)      \
+  X(cuDeviceGraphMemTrim) X(cuGraphInstantiate) X(cuGraphInstantiate_v2)                         \
+  X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams)                                 \
+  X(cuGraphInstantiateWithParams_ptsz) X(cuGraphDestroy) X(cuGraphExecDestroy)                   \
+  /* launches */                                                                                 \
+  X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)          \
+  X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch)                \
+  X(cuGraphLaunch_ptsz)                                                                          \
+  /* resolution */                                                                               \
+  X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 // Driver entry points the interposer calls itself without hooking them.
-#define CARVE_CUDA_HELPERS(X)                                                                \
-  X(cuCtxGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute) X(cuEventCreate)         \
-  X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) X(cuEventElapsedTime)           \
-  X(cuStreamIsCapturing) X(cuEventDestroy_v2) \
-  X(cuEventSynchronize)
+#define CARVE_CUDA_HELPERS(X)                                                                    \
+  X(cuCtxGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute) X(cuEventCreate)              \
+  X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) X(cuEventElapsedTime)                \
+  X(cuStreamIsCapturing) X(cuEventDestroy_v2) X(cuEventSynchronize) X(cuStreamGetDevice)         \
+  X(cuStreamGetCtx) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                                 \
+  X(cuThreadExchangeStreamCaptureMode) X(cuStreamGetCaptureInfo_v3) X(cuStreamGetCaptureInfo_v2) \
+  X(cuDeviceGetGraphMemAttribute)
+// clang-format on
+
+// glibc's dlsym, set by the first RealDlsym call; the dlsym entry point jumps to it.
+extern "C" __attribute__((visibility("hidden"))) void* carve_real_dlsym;
 
 namespace carve::interposer::shell {
 
@@ -45,10 +67,10 @@ enum class Fn {
 #define CARVE_ENUM(name) k_##name,
   CARVE_CUDA_HOOKS(CARVE_ENUM) CARVE_CUDA_HELPERS(CARVE_ENUM)
 #undef CARVE_ENUM
-  kCount
+      kCount
 };
 inline constexpr int kHookCount = 0
-#define CARVE_COUNT(name) +1
+#define CARVE_COUNT(name) +1  // NOLINT(bugprone-macro-parentheses): a term of a sum
     CARVE_CUDA_HOOKS(CARVE_COUNT)
 #undef CARVE_COUNT
     ;
@@ -60,12 +82,20 @@ template <typename Pfn>
 Pfn Real(Fn fn) {
   return reinterpret_cast<Pfn>(RealFn(fn));
 }
+// Calls the real entry `fn`; CUDA_ERROR_NOT_SUPPORTED where this driver lacks it (a program
+// linked against a newer driver binds to our export even when the installed libcuda has none).
+template <typename Pfn, typename... Args>
+CuResult CallReal(Fn fn, Args... args) {
+  const auto f = Real<Pfn>(fn);
+  return f == nullptr ? kCudaErrorNotSupported : f(args...);
+}
 // Name and wrapper of hook `i` (0 <= i < kHookCount).
 const char* HookName(int i);
 void* HookWrapper(int i);
 // The wrapper for exported symbol `name`, or nullptr if it is not hooked. NVML hooks included.
 void* WrapperFor(const char* name);
-// glibc's dlsym, found with dlvsym so that our own dlsym export does not shadow it.
+// glibc's dlsym, found with dlvsym so that our own dlsym export does not shadow it. Resolving
+// RTLD_NEXT through it means "after libcarve-mgpu.so"; only hooked names may be looked up so.
 void* RealDlsym(void* handle, const char* name);
 
 struct Runtime {

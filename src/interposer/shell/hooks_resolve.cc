@@ -4,9 +4,11 @@
 #include <dlfcn.h>
 
 #include <cstring>
-#include <string>
+#include <optional>
+#include <string_view>
 
 #include "interposer/shell/hooks.h"
+#include "interposer/symbol_variant.h"
 
 namespace carve::interposer::shell {
 namespace {
@@ -33,28 +35,23 @@ const WrapperTable& Wrappers() {
 }
 
 // The wrapper standing for what the driver returned for `symbol`: first by identity with a real
-// entry point we hook (the driver already chose the version and stream variant), then by name.
+// entry point we hook (the driver already chose the version and stream variant), then, for a
+// driver that hands out internal pointers, by the revision a caller of `version` means
+// (symbol_variant.h): never a wrapper with another signature than the one the caller will use.
 void* Substitute(const char* symbol, void* real_pfn, int version, CuUint64 flags) {
   for (int i = 0; i < kHookCount; ++i) {
     if (RealFn(static_cast<Fn>(i)) == real_pfn) {
       return Wrappers().cuda[i] != nullptr ? Wrappers().cuda[i] : real_pfn;
     }
   }
-  const std::string base(symbol);
-  std::string tries[4];
-  int n = 0;
-  if (flags & kCuGetProcAddressPerThreadDefaultStream) {
-    tries[n++] = base + "_v2_ptsz";
-    tries[n++] = base + "_ptsz";
-  }
-  if (version >= 3020) tries[n++] = base + "_v2";
-  tries[n++] = base;
-  for (int t = 0; t < n; ++t) {
-    for (int i = 0; i < kHookCount; ++i) {
-      if (tries[t] == HookName(i) && RealFn(static_cast<Fn>(i)) != nullptr &&
-          Wrappers().cuda[i] != nullptr) {
-        return Wrappers().cuda[i];
-      }
+  std::optional<std::string_view> exported =
+      SelectVariant(HookedSymbolVariants(), symbol, version,
+                    (flags & kCuGetProcAddressPerThreadDefaultStream) != 0);
+  if (!exported) return real_pfn;
+  for (int i = 0; i < kHookCount; ++i) {
+    if (*exported == HookName(i) && RealFn(static_cast<Fn>(i)) != nullptr &&
+        Wrappers().cuda[i] != nullptr) {
+      return Wrappers().cuda[i];
     }
   }
   return real_pfn;
@@ -85,7 +82,7 @@ void* WrapperFor(const char* name) {
 
 }  // namespace carve::interposer::shell
 
-using namespace carve;                      // NOLINT: C ABI shell
+using namespace carve;                     // NOLINT: C ABI shell
 using namespace carve::interposer;         // NOLINT
 using namespace carve::interposer::shell;  // NOLINT
 
@@ -119,14 +116,15 @@ CARVE_EXPORT CuResult cuGetProcAddress(const char* symbol, void** pfn, int versi
   }
 }
 
-// dlsym: a lookup that finds a hooked libcuda/NVML symbol gets the wrapper instead. A lookup
-// made by the driver itself gets the real symbol. RTLD_NEXT is resolved relative to this
-// library, which LD_PRELOAD places right after the program: the same answer for every symbol
-// the program could mean, except that hooked ones come back wrapped.
-CARVE_EXPORT void* dlsym(void* handle, const char* name) {
-  void* real = RealDlsym(handle, name);
-  if (real == nullptr) return real;
+// The decision half of our dlsym (shell/dlsym_entry.cc holds the entry point): the wrapper for a
+// hooked libcuda/NVML name the lookup finds, or nullptr to let glibc's dlsym answer the caller
+// directly. A lookup made by the driver itself gets the real symbol.
+extern "C" __attribute__((visibility("hidden"))) void* CarveDlsymSubstitute(void* handle,
+                                                                            const char* name,
+                                                                            const void* caller) {
+  (void)RealDlsym(nullptr, nullptr);  // resolves carve_real_dlsym before the entry jumps to it
   void* wrapper = WrapperFor(name);
-  if (wrapper == nullptr || CalledFromDriver(__builtin_return_address(0))) return real;
+  if (wrapper == nullptr || CalledFromDriver(caller)) return nullptr;
+  if (RealDlsym(handle, name) == nullptr) return nullptr;  // not found there: glibc says so
   return wrapper;
 }

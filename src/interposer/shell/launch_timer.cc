@@ -1,6 +1,6 @@
 #include "interposer/shell/launch_timer.h"
 
-#include "interposer/shell/hooks.h"
+#include "interposer/shell/hook_support.h"
 
 namespace carve::interposer::shell {
 
@@ -11,6 +11,10 @@ void LaunchTimer::Poll() {
                                   : Real<PfnEventElapsedTime>(Fn::k_cuEventElapsedTime);
   if (query == nullptr || elapsed == nullptr) return;
   std::lock_guard<std::mutex> lock(mu_);
+  if (in_flight_.empty()) return;
+  // This thread may be any thread of the program, while another one captures a graph in global
+  // mode (torch.cuda.graph's default): event queries must not break that capture.
+  RelaxedCaptureMode relaxed;
   // Launches complete roughly in order; stop at the first that has not, to keep polling O(1).
   while (!in_flight_.empty()) {
     InFlight& f = in_flight_.front();
@@ -33,7 +37,10 @@ void LaunchTimer::SettleOldest() {
     if (in_flight_.empty()) return;
     end = in_flight_.front().pair.end;
   }
-  if (sync != nullptr) sync(end);
+  if (sync != nullptr) {
+    RelaxedCaptureMode relaxed;
+    sync(end);
+  }
   Poll();
 }
 

@@ -69,8 +69,8 @@ Runtime* CreateRuntime() noexcept {
       ledger = Ledger::Open(g_ledger_path, probe);
       if (!ledger) {
         rt->broken = true;
-        rt->broken_reason = "CARVE_MGPU_LEDGER=" + std::string(g_ledger_path) + ": " +
-                            ledger.error().message;
+        rt->broken_reason =
+            "CARVE_MGPU_LEDGER=" + std::string(g_ledger_path) + ": " + ledger.error().message;
         std::fprintf(stderr, "carve-mgpu: %s; device allocations will fail\n",
                      rt->broken_reason.c_str());
         return rt.release();
@@ -96,8 +96,12 @@ Runtime* CreateRuntime() noexcept {
 }  // namespace
 
 void* RealDlsym(void* handle, const char* name) {
-  static const DlsymFn real = ResolveRealDlsym();
-  return real == nullptr ? nullptr : real(handle, name);
+  static const DlsymFn real = [] {
+    DlsymFn f = ResolveRealDlsym();
+    carve_real_dlsym = reinterpret_cast<void*>(f);
+    return f;
+  }();
+  return real == nullptr || name == nullptr ? nullptr : real(handle, name);
 }
 
 void* RealFn(Fn fn) {
