@@ -19,7 +19,7 @@ every named test once on the unpatched tree (--no-baseline skips this): a test t
 a bug cannot be said to catch one.
 
 The scratch directory (default build-mutate/, ignored by git like every /build*) keeps its tree
-and its CMake build between runs; the build uses ccache when it is installed.
+and its CMake build (tree/build) between runs; the build uses ccache when it is installed.
 
   tools/mutate.py                         every patch
   tools/mutate.py tests/mutations/store-*.patch
@@ -74,7 +74,10 @@ class Scratch:
     def __init__(self, source, scratch, cmake_flags):
         self.source = source
         self.tree = os.path.join(scratch, "tree")
-        self.build = os.path.join(scratch, "build")
+        # The build sits inside the tree as build/ sits inside the checkout, so every compile
+        # command is the same relative to its directory and ccache (base_dir) hits on the objects
+        # the ordinary build already made: only what a patch changed is compiled.
+        self.build = os.path.join(self.tree, "build")
         self.manifest = os.path.join(scratch, "manifest.json")
         self.cmake_flags = cmake_flags
         self._ninja_targets = None
