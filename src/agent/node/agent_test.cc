@@ -104,8 +104,8 @@ TEST_F(AgentTest, CarvesThenStartsACopyBoundToItsMigDevice) {
   ASSERT_EQ(gpu.partitions.size(), 2u);
   EXPECT_TRUE(gpu.applied);
   ASSERT_TRUE(Eventually([&] {
-    return testing::ReadFile(dir_ + "/env.txt").find("CUDA_VISIBLE_DEVICES=" +
-                                                      gpu.partitions[1].uuid) != std::string::npos;
+    return testing::ReadFile(dir_ + "/env.txt")
+               .find("CUDA_VISIBLE_DEVICES=" + gpu.partitions[1].uuid) != std::string::npos;
   }));
 }
 
@@ -167,8 +167,8 @@ TEST_F(AgentTest, AnUnreachableServerIsRetriedWithBackoffThenRegistered) {
   ASSERT_TRUE(Eventually([&] { return control_.register_attempts().size() >= 4; }));
   const auto attempts = control_.register_attempts();
   for (size_t i = 1; i < 4; ++i) {
-    const auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(attempts[i] -
-                                                                            attempts[i - 1]);
+    const auto gap =
+        std::chrono::duration_cast<std::chrono::milliseconds>(attempts[i] - attempts[i - 1]);
     // The i-th wait is drawn from [d/2, d] with d = 100 ms x 2^(i-1).
     EXPECT_GE(gap.count(), (100 << (i - 1)) / 2 - 5) << "gap " << i;
   }
@@ -236,8 +236,7 @@ TEST_F(AgentTest, AnInstanceTypeThatCannotBeDerivedIsAnErrorNamingTheGpus) {
   o.sim_config = "gpus: 3 x a100-40gb";
   auto agent = Agent::Create(o, control_);
   ASSERT_FALSE(agent.has_value());
-  EXPECT_NE(agent.error().message.find("a100-40gb"), std::string::npos)
-      << agent.error().message;
+  EXPECT_NE(agent.error().message.find("a100-40gb"), std::string::npos) << agent.error().message;
 }
 
 TEST_F(AgentTest, ForcedNvmlWithoutTheLibraryFails) {
