@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test demo lint format bench clang clean
+.PHONY: all setup configure build test demo lint format bench clang clean mutate
 
 all: build
 
@@ -23,6 +23,14 @@ test: build
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)
+
+# The mutation check (docs/testing.md): applies each tests/mutations/*.patch (or PATCHES=...) to a
+# scratch copy in build-mutate/, rebuilds what its tests need, runs them, and fails if any patch
+# survives. Not part of `make test`: about 20 minutes for every patch on 2 cores once ccache holds
+# the ordinary build's objects (docs/testing.md records the last run).
+PATCHES ?=
+mutate: setup
+	python3 tools/mutate.py $(PATCHES)
 
 bench: build
 	bash scripts/bench.sh $(BUILD_DIR)

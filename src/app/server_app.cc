@@ -188,6 +188,7 @@ Result<int> ServerApp::Start() {
       ao.driver = "sim";
       ao.data_dir = (fs::path(c.data_dir) / "nodes" / node.id.value()).string();
       ao.carve_binary = c.carve_binary;
+      ao.interposer_path = c.interposer_path;
       ao.sim_carve_time = p.fleet.carve_time_per_gpu;
       CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.control));
       a->Start();

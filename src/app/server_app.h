@@ -40,6 +40,9 @@ struct ServerConfig {
   std::chrono::milliseconds header_timeout{10000};
   size_t max_body_bytes = size_t{16} * 1024 * 1024;
   std::string carve_binary;  // Absolute path of the carve executable ({carve} in runtimes).
+  // libcarve-mgpu.so for the embedded agents' mGPU shares; "": interposer-enforced shares fail
+  // to start, naming why (`carve server` finds it beside the binary unless --interposer).
+  std::string interposer_path;
 };
 
 class ServerApp {

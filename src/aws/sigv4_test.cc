@@ -221,9 +221,10 @@ TEST(SigV4, CanonicalQuerySortsByKeyThenValueAndEncodes) {
 
 TEST(SigV4, CanonicalHeadersTrimAndCollapseSpacesAndJoinRepeats) {
   auto h = sigv4::CanonicalHeaders(
-      {{"My-Header", "  a   b \t c  "}, {"my-header", "d"}, {"Host", "x"}}, "host;my-header");
+      {{"My-Header", "  a   b \t c  -d  \t-e "}, {"my-header", "f"}, {"Host", "x"}},
+      "host;my-header");
   ASSERT_TRUE(h.has_value());
-  EXPECT_EQ(*h, "host:x\nmy-header:a b c,d\n");
+  EXPECT_EQ(*h, "host:x\nmy-header:a b c -d -e,f\n");
 }
 
 TEST(SigV4, ParsesAndFormatsAmzDates) {
@@ -244,6 +245,7 @@ body = '{"EndpointName": "my-endpoint", "Tags": [{"Key": "a  b", "Value": "x"}]}
 req = AWSRequest(method="POST", url="http://localhost:18777/", data=body,
                  headers={"Content-Type": "application/x-amz-json-1.1",
                           "X-Amz-Target": "SageMaker.DescribeEndpoint",
+                          "X-Amz-Meta-Note": "  two   spaces  -before a dash\t-and a tab ",
                           "Host": "localhost:18777"})
 SigV4Auth(Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"),
           "sagemaker", "us-west-2").add_auth(req)

@@ -1,9 +1,11 @@
 """`carve agent` and `carve logs` driven as a user would."""
 import os
+import queue
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -62,27 +64,36 @@ class AgentRunTest(unittest.TestCase):
                  "--credentials", creds, "--driver", "sim", "--instance-type",
                  "ml.p4d.24xlarge", "--node-id", "cli-node", "--data-dir",
                  os.path.join(d, "data")],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            lines = queue.Queue()
+            reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout],
+                                      daemon=True)
+            reader.start()
             try:
                 seen = []
-                for _ in range(50):  # Log lines (spdlog writes to stdout) may come first.
-                    line = proc.stdout.readline()
-                    seen.append(line)
-                    if not line or "serving" in line:
-                        break
+                failures = 0
+                deadline = time.monotonic() + 30
+                # It prints that it serves, then retries the unreachable server (with backoff)
+                # instead of exiting: wait for the banner and two failed registrations.
+                while time.monotonic() < deadline and not (
+                        failures >= 2 and any("serving" in x for x in seen)):
+                    try:
+                        seen.append(lines.get(timeout=0.5))
+                    except queue.Empty:
+                        continue
+                    failures += "registration failed" in seen[-1]
                 self.assertIn("node cli-node (ml.p4d.24xlarge, 8 GPUs, driver sim)",
                               "".join(seen))
-                time.sleep(0.5)  # It retries the unreachable server instead of exiting.
-                self.assertIsNone(proc.poll())
+                self.assertGreaterEqual(failures, 2, "".join(seen))
+                self.assertIsNone(proc.poll(), "".join(seen))
                 proc.send_signal(signal.SIGTERM)
                 self.assertEqual(proc.wait(timeout=30), 0)
-                self.assertIn("registration failed", proc.stdout.read() + proc.stderr.read())
             finally:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+                reader.join(timeout=10)
                 proc.stdout.close()
-                proc.stderr.close()
 
     def test_an_instance_type_that_does_not_match_the_gpus_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:

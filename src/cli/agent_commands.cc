@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "agent/launch/device_binding.h"
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
 #include "cli/commands.h"
@@ -36,17 +37,6 @@ std::string Hostname() {
   return host;
 }
 
-// libcarve-mgpu.so beside the binary (installed) or where the build tree puts it.
-std::string FindInterposer(const fs::path& carve) {
-  const fs::path dir = carve.parent_path();
-  for (const fs::path& p : {dir / "libcarve-mgpu.so", dir / "src/interposer/libcarve-mgpu.so",
-                            dir / "../lib/carve/libcarve-mgpu.so"}) {
-    std::error_code ec;
-    if (fs::exists(p, ec)) return fs::canonical(p, ec).string();
-  }
-  return "";
-}
-
 int RunAgent(const AgentFlags& f) {
   if (auto level = spdlog::level::from_str(f.log_level); level != spdlog::level::off) {
     spdlog::set_level(level);
@@ -65,10 +55,13 @@ int RunAgent(const AgentFlags& f) {
   o.sim_config = f.sim_config;
   o.data_dir = f.data_dir;
   o.carve_binary = carve.string();
-  o.interposer_path = f.interposer.empty() ? FindInterposer(carve) : f.interposer;
+  o.interposer_path =
+      f.interposer.empty() ? launch::FindInterposerLibrary(carve.string()) : f.interposer;
   if (o.interposer_path.empty()) {
-    spdlog::warn("libcarve-mgpu.so not found (--interposer): mGPU shares get their limits as "
-                 "environment variables only");
+    spdlog::warn(
+        "libcarve-mgpu.so not found beside carve (--interposer PATH): mGPU shares of "
+        "queues with enforcement interposer will fail to start on this node; only "
+        "queues with enforcement none run shares here, unenforced");
   }
   agent::node::HttpControlPlane control(protocol::SignedClient(f.server, *credentials));
   auto created = agent::node::Agent::Create(o, control);
@@ -105,8 +98,7 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
       "decides and run the workloads it places here as processes. Runs until SIGTERM or "
       "SIGINT; stopping the agent leaves its workloads running, and an agent started again on "
       "the same --data-dir adopts them (those no longer desired are stopped).");
-  cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")
-      ->required();
+  cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")->required();
   cmd->add_option("--credentials", flags->credentials,
                   "AWS shared-credentials file with the server's key (the server writes one)")
       ->required();
@@ -124,7 +116,8 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--data-dir", flags->data_dir, "Pid files, ledgers and workload logs")
       ->capture_default_str();
   cmd->add_option("--interposer", flags->interposer,
-                  "Path of libcarve-mgpu.so for mGPU shares; default: found beside carve");
+                  "Path of libcarve-mgpu.so for mGPU shares; default: found beside carve (or in "
+                  "the build tree). Without it, interposer-enforced shares fail to start");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   cmd->callback([flags, &ctx] { ctx.exit_code = RunAgent(*flags); });

@@ -118,10 +118,26 @@ class BenchMeasuresTheTestmodelsPacing(unittest.TestCase):
         self.assertIn("<svg", svg)
         self.assertIn(TARGET, svg)
 
-    def test_plan_calibrate_reads_the_bench_file(self):
+    def test_plan_calibrate_recovers_the_factors_the_testmodel_is_paced_with(self):
         self.cell()
-        out = bench("plan", "calibrate", os.path.join(self.out, "bench.json"))
+        factors = os.path.join(self.out, "factors.json")
+        out = bench("--json", "plan", "calibrate", os.path.join(self.out, "bench.json"),
+                    "-o", factors)
         self.assertEqual(out.returncode, 0, out.stderr)
+        fit = json.loads(out.stdout)
+        self.assertEqual((fit["model"], fit["target"]), (MODEL, TARGET))
+        self.assertEqual(fit["metrics_used"], 3)  # TTFT, ITL and tok/s of the one cell.
+        # The simulator paces every step with the planner's default factors (bandwidth 0.65,
+        # compute 0.50) at speed 1, so the fit finds them again: decode (bandwidth) closely,
+        # prefill (compute) more loosely, since TTFT also holds HTTP and scheduling time.
+        self.assertAlmostEqual(fit["bandwidth"], 0.65, delta=0.1, msg=fit)
+        self.assertGreater(fit["compute"], 0.25, fit)
+        self.assertLessEqual(fit["compute"], 1.0, fit)
+        self.assertLess(fit["rms_log_error"], 0.3, fit)
+        with open(factors) as f:
+            written = json.load(f)
+        self.assertEqual(written, {"compute": fit["compute"], "bandwidth": fit["bandwidth"],
+                                   "source": fit["source"]})
 
 
 class BenchCountsFailures(unittest.TestCase):

@@ -151,8 +151,16 @@ class LayoutList(unittest.TestCase):
         self.assertGreater(len(layouts), 1)
         for layout in layouts[:20]:
             names = [i["profile"] for i in layout]
-            c = carve("layout", "check", "--gpu", "rtx-pro-6000", *names)
+            c = carve("layout", "check", "--json", "--gpu", "rtx-pro-6000", *names)
             self.assertEqual(c.returncode, 0, c.stderr)
+            checked = json.loads(c.stdout)
+            self.assertTrue(checked["valid"], checked)
+            placed = checked["instances"]
+            self.assertEqual(sorted(i["profile"] for i in placed), sorted(names))
+            # Each instance inside the 12 placement units, none overlapping another.
+            units = [u for i in placed for u in range(i["start"], i["start"] + i["size"])]
+            self.assertEqual(len(units), len(set(units)), placed)
+            self.assertTrue(all(0 <= u < 12 for u in units), placed)
 
     def test_unknown_profile_or_gpu_exit_1(self):
         r = carve("layout", "list", "--gpu", "a100-40gb", "--profiles", "1g.5gb,9g.99gb")

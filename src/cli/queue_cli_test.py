@@ -112,8 +112,11 @@ class QueueCliTest(unittest.TestCase):
         self.assertEqual(body["worker_groups"], [
             {"name": "small", "replicas": 2, "core": 20, "memory_mib": 2048},
             {"name": "big", "replicas": 1, "core": 60}])
+        seen = len(StandIn.seen)
         r = self.carve("job", "submit", "-q", "q1", "--type", "RayCluster", "--worker-group", "x")
         self.assertEqual(r.returncode, 2)
+        self.assertIn("--worker-group x: expected NAME:REPLICAS[:CORE[:MEMORY_MIB]]", r.stderr)
+        self.assertEqual(len(StandIn.seen), seen, "nothing is sent for bad input")
 
     def test_queue_gpu_prints_allocated_next_to_measured(self):
         StandIn.routes[("GET", "/v1/queues/q1/gpu")] = (200, {

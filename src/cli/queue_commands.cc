@@ -214,7 +214,8 @@ void RegisterQueue(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   create->add_option("--node", f->nodes, "Claim this node by name (repeatable)");
   create->add_option("--strategy", f->strategy, "SPREAD or BINPACK (default BINPACK)");
-  create->add_option("--enforcement", f->enforcement, "interposer or mps");
+  create->add_option("--enforcement", f->enforcement,
+                     "interposer (default), mps, or none (shares run unenforced)");
   create->add_flag("--gang", f->gang, "Jobs place all their tasks or none by default");
   AddConnFlags(create, f->conn);
   create->callback([f, &ctx] {

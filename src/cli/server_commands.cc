@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "agent/launch/device_binding.h"
 #include "app/server_app.h"
 #include "cli/commands.h"
 
@@ -64,6 +65,15 @@ int RunServer(ServerFlags f) {
   f.config.max_body_bytes = static_cast<size_t>(f.max_body_mib) * 1024 * 1024;
   std::error_code ec;
   f.config.carve_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (f.config.interposer_path.empty()) {
+    f.config.interposer_path = launch::FindInterposerLibrary(f.config.carve_binary);
+  }
+  if (f.config.interposer_path.empty() && !f.config.no_local_agent) {
+    spdlog::warn(
+        "libcarve-mgpu.so not found beside carve (--interposer PATH): mGPU shares of "
+        "queues with enforcement interposer will fail to start on the local agents; "
+        "only queues with enforcement none run shares, unenforced");
+  }
   auto server = app::ServerApp::Create(f.config);
   if (!server.has_value()) {
     spdlog::error("{}", server.error().message);
@@ -109,6 +119,10 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--config", flags->config.config_path, "YAML file with a fleet: section");
   cmd->add_option("--region", flags->config.region, "Region written into ARNs");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error");
+  cmd->add_option("--interposer", flags->config.interposer_path,
+                  "Path of libcarve-mgpu.so for the local agents' mGPU shares; default: found "
+                  "beside carve (or in the build tree). Without it, interposer-enforced shares "
+                  "fail to start");
   cmd->add_flag("--insecure-no-auth", flags->config.insecure_no_auth,
                 "Skip SigV4 (local experiments only; logs a warning)");
   cmd->add_flag("--no-local-agent", flags->config.no_local_agent,

@@ -211,6 +211,37 @@ class TestmodelFailureKnobs(unittest.TestCase):
         finally:
             tm.stop()
 
+    def test_control_kills_the_process_on_the_nth_invocation_without_answering(self):
+        tm = Testmodel("--speed", "50", "--control")
+        try:
+            status, body = tm.request("POST", "/control", {"exit_on_invocation": 2})
+            self.assertEqual((status, json.loads(body)), (200, {"exit_on_invocation": 2}))
+            status, body = tm.request("POST", "/invocations", {"inputs": "x", "parameters": {
+                "max_new_tokens": 2}})
+            self.assertEqual(status, 200, body)
+            with self.assertRaises((http.client.HTTPException, ConnectionError)):
+                tm.request("POST", "/invocations", {"inputs": "x"})
+            self.assertEqual(tm.proc.wait(timeout=10), -9)  # SIGKILL, as `kill -9` would.
+            self.assertIn("as POST /control asked", tm.proc.stderr.read())
+        finally:
+            tm.stop()
+
+    def test_control_is_absent_unless_asked_for_and_checks_its_body(self):
+        tm = Testmodel()
+        try:
+            self.assertEqual(tm.request("POST", "/control", {"exit_on_invocation": 1})[0], 404)
+            self.assertEqual(tm.request("POST", "/invocations", {"inputs": "x", "parameters": {
+                "max_new_tokens": 1}})[0], 200)
+        finally:
+            tm.stop()
+        tm = Testmodel("--control")
+        try:
+            status, body = tm.request("POST", "/control", {"exit_on_invocation": -1})
+            self.assertEqual(status, 400)
+            self.assertIn("exit_on_invocation", json.loads(body)["error"]["message"])
+        finally:
+            tm.stop()
+
     def test_env_selects_the_model_and_target(self):
         env = dict(os.environ, CARVE_MODEL="llama-3.1-8b", CARVE_TARGET="a100-80gb")
         proc = subprocess.Popen([CARVE, "--json", "testmodel", "--port", "0"], env=env,

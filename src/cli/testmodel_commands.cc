@@ -88,6 +88,10 @@ void RegisterTestmodelCommands(CLI::App& app, Context& ctx) {
       ->envname("CARVE_TESTMODEL_FAIL_AFTER_TOKENS");
   cmd->add_flag("--fail-ping", options->fail_ping, "Failure test: /ping answers 503")
       ->envname("CARVE_TESTMODEL_FAIL_PING");
+  cmd->add_flag("--control", options->control,
+                "Failure test: serve POST /control, e.g. {\"exit_on_invocation\": 1} kills the "
+                "process with SIGKILL when that generation request arrives, without answering")
+      ->envname("CARVE_TESTMODEL_CONTROL");
   cmd->add_option("--threads", options->threads, "HTTP worker threads (max concurrent requests)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();

@@ -188,6 +188,20 @@ TEST(PlacementEngine, SixteenWorkersFitOnACardButNotASeventeenth) {
       << seventeenth.reason;
 }
 
+// BINPACK prefers the card with the least free core, but a card with 16 workers is full whatever
+// core it has left: the next share goes to the other card.
+TEST(PlacementEngine, BinpackPassesOverTheFullestCardOnceItHasSixteenWorkers) {
+  auto e = Engine({Node("n", 64, 1 << 20, Cards(2, "a10g", GpuMode::kMgpu))});
+  ASSERT_TRUE(MustPlace(e, ShareOf(5, 256), 16, Strategy::kBinpack).placed());
+  ASSERT_EQ(e.Gpus()[0].workers, 16);
+  ASSERT_EQ(e.Gpus()[0].core_used, 80);
+  Placement next = MustPlace(e, ShareOf(5, 256), 1, Strategy::kBinpack);
+  ASSERT_TRUE(next.placed()) << next.reason;
+  EXPECT_EQ(e.Describe(next.allocations[0])->gpu_indexes, (std::vector<int>{1}));
+  EXPECT_EQ(e.Gpus()[0].workers, 16);
+  EXPECT_EQ(e.Gpus()[1].workers, 1);
+}
+
 TEST(PlacementEngine, CoreSumsToExactlyOneHundredOnACard) {
   auto e = Engine({Node("n", 64, 1 << 20, Cards(1, "a10g", GpuMode::kMgpu))});
   ASSERT_TRUE(MustPlace(e, ShareOf(30, 1000), 2, Strategy::kBinpack).placed());

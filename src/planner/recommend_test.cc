@@ -105,19 +105,28 @@ TEST(Recommend, SloFailuresNameTheMetricAndBothValues) {
   EXPECT_TRUE(slo);
 }
 
-TEST(Recommend, PacksTheWinnersCopiesOntoTheFleetWithTheLayoutEngine) {
+// On two H100s the cheapest option meeting the SLO is a whole H100 (a 7g.80gb partition costs
+// the same and ranks after it), so the fleet layout is one copy per GPU, MIG off: two of the three
+// copies fit, and the note says so. Partition packing is PackCopies' (below).
+TEST(Recommend, PacksTheWinnersCopiesOntoTheFleet) {
   RecommendRequest req = Request("ttft_p50<=2s");
   req.fleet = ParseFleet("h100-80gb:2").value();
   req.copies = 3;
   Recommendation rec = Recommend(Llama8b(), req).value();
-  ASSERT_FALSE(rec.ranked.empty());
+  ASSERT_GE(rec.ranked.size(), 2u);
+  EXPECT_EQ(rec.ranked[0].target.Name(), "h100-80gb");
+  EXPECT_EQ(rec.ranked[0].target.profile, nullptr);
+  EXPECT_EQ(rec.ranked[1].target.Name(), "h100-80gb:7g.80gb");
+  EXPECT_DOUBLE_EQ(*rec.ranked[0].usd_per_mtok, *rec.ranked[1].usd_per_mtok);
   ASSERT_TRUE(rec.layout.has_value());
-  EXPECT_EQ(rec.ranked[0].target.gpu->id, "h100-80gb");
-  if (rec.ranked[0].target.profile != nullptr) {
-    EXPECT_GE(rec.layout->per_gpu, 1);
-    EXPECT_EQ(static_cast<int>(rec.layout->layout.instances.size()), rec.layout->per_gpu);
-    EXPECT_EQ(rec.layout->copies_placed, std::min(3, 2 * rec.layout->per_gpu));
-  }
+  EXPECT_EQ(rec.layout->gpu->id, "h100-80gb");
+  EXPECT_EQ(rec.layout->profile, nullptr);
+  EXPECT_EQ(rec.layout->copies_wanted, 3);
+  EXPECT_EQ(rec.layout->per_gpu, 1);
+  EXPECT_EQ(rec.layout->gpus_used, 2);
+  EXPECT_EQ(rec.layout->copies_placed, 2);
+  EXPECT_TRUE(rec.layout->layout.instances.empty());
+  EXPECT_NE(rec.layout->note.find("one copy per GPU"), std::string::npos) << rec.layout->note;
 }
 
 TEST(PackCopies, TwoH100HalvesPerGpu) {

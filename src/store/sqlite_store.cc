@@ -47,6 +47,9 @@ Result<DbPtr> OpenConnection(const std::string& path, int busy_timeout_ms) {
   return db;
 }
 
+// sqlite3_commit_hook's callback: non-zero turns the COMMIT into a rollback.
+int CallCommitHook(void* hook) { return (*static_cast<std::function<bool()>*>(hook))() ? 0 : 1; }
+
 // One queued Commit call.
 struct Pending {
   std::vector<Mutation> mutations;
@@ -84,6 +87,12 @@ class SqliteStore::Impl {
     CARVE_ASSIGN_OR_RETURN(
         delete_, Statement::Prepare(
                      db, "DELETE FROM records WHERE kind = ?1 AND account = ?2 AND name = ?3"));
+    // Installed after the migrations, which ran before on this connection: the hook sees only
+    // the writer thread's batches.
+    if (options_.commit_hook) {
+      commit_hook_ = options_.commit_hook;
+      sqlite3_commit_hook(db, &CallCommitHook, &commit_hook_);
+    }
     // Checkpoints stay SQLite's automatic ones (every ~1000 WAL pages, inside a COMMIT on this
     // thread). A background checkpointer thread was measured slower on a 2-core box: it
     // competes for CPU and its fsync of the main file delays the WAL fsync.
@@ -259,6 +268,7 @@ class SqliteStore::Impl {
   const Clock& clock_;
   DbPtr writer_;                        // Used only by thread_ once it runs (before that, by Open).
   Statement select_, upsert_, delete_;  // On writer_; used only by thread_.
+  std::function<bool()> commit_hook_;   // Called by SQLite inside thread_'s COMMITs only.
   std::thread thread_;
 
   std::mutex mu_;

@@ -14,6 +14,7 @@
 // Thread-safe. One SqliteStore per database file per process.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,12 @@ struct SqliteStoreOptions {
   const Clock* clock = nullptr;  // nullptr: SystemClock. Must outlive the store.
   int max_batch = 256;           // Most Commit callers folded into one transaction.
   int busy_timeout_ms = 5000;    // How long a connection waits on a lock before Unavailable.
+  // Fault seam for tests: when set, the writer thread calls it inside every COMMIT (SQLite's
+  // sqlite3_commit_hook), after the batch's writes and before anything of them is durable.
+  // Returning false turns that COMMIT into a rollback, as a failed fsync would, so every caller
+  // of the batch gets Unavailable. It may block: a test holds the writer there to see that no
+  // caller has been answered while COMMIT has not returned. It must not use the store.
+  std::function<bool()> commit_hook = nullptr;
 };
 
 class SqliteStore final : public Store {

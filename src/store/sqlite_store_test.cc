@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "store/sqlite_migrations.h"
@@ -129,6 +133,117 @@ TEST(SqliteStore, LockedDatabaseIsUnavailableAndWritesNothing) {
   sqlite3_close(other);
   EXPECT_EQ(store.Get(K("Model", "m1")).error().code, ErrorCode::kNotFound);
   EXPECT_TRUE(store.Create(K("Model", "m1"), "{}").has_value());
+}
+
+// A commit hook that parks the writer inside COMMIT until the test releases it.
+class CommitGate {
+ public:
+  bool Hook() {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    return commit_;
+  }
+  bool WaitEntered(std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return entered_ > 0; });
+  }
+  void Release(bool commit) {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    commit_ = commit;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;        // Guarded by mu_.
+  bool released_ = false;  // Guarded by mu_.
+  bool commit_ = true;     // Guarded by mu_.
+};
+
+// Commit answers only after COMMIT returned: while the writer is held inside COMMIT, the caller
+// has no answer and readers do not see the write.
+TEST(SqliteStore, NoCallerIsAnsweredBeforeItsCommitReturns) {
+  TempDir dir;
+  auto gate = std::make_shared<CommitGate>();
+  auto opened = SqliteStore::Open(DbPath(dir), {.commit_hook = [gate] { return gate->Hook(); }});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  Store& store = **opened;
+  auto caller =
+      std::async(std::launch::async, [&] { return store.Create(K("Model", "m1"), "{}"); });
+  ASSERT_TRUE(gate->WaitEntered(std::chrono::seconds(30))) << "the writer never reached COMMIT";
+  // A second is ample for an answer that was already given to reach the caller.
+  EXPECT_EQ(caller.wait_for(std::chrono::seconds(1)), std::future_status::timeout)
+      << "the caller was answered while its COMMIT had not returned";
+  EXPECT_EQ(store.Get(K("Model", "m1")).error().code, ErrorCode::kNotFound);
+  gate->Release(/*commit=*/true);
+  auto created = caller.get();
+  ASSERT_TRUE(created.has_value()) << created.error().message;
+  EXPECT_EQ(store.Get(K("Model", "m1"))->version, 1);
+}
+
+TEST(SqliteStore, ACallerHeldInsideAFailingCommitIsAnsweredUnavailable) {
+  TempDir dir;
+  auto gate = std::make_shared<CommitGate>();
+  auto opened = SqliteStore::Open(DbPath(dir), {.commit_hook = [gate] { return gate->Hook(); }});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  Store& store = **opened;
+  auto caller =
+      std::async(std::launch::async, [&] { return store.Create(K("Model", "m1"), "{}"); });
+  ASSERT_TRUE(gate->WaitEntered(std::chrono::seconds(30))) << "the writer never reached COMMIT";
+  EXPECT_EQ(caller.wait_for(std::chrono::seconds(1)), std::future_status::timeout)
+      << "the caller was answered while its COMMIT had not returned";
+  gate->Release(/*commit=*/false);
+  auto r = caller.get();
+  ASSERT_FALSE(r.has_value()) << "a caller saw success for a COMMIT that failed";
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(store.Get(K("Model", "m1")).error().code, ErrorCode::kNotFound);
+}
+
+// When COMMIT fails, every caller of the batch gets Unavailable, those whose own mutations failed
+// too (they were judged against writes that are gone), and nothing of the batch is stored, even
+// after a reopen. The store keeps working afterwards.
+TEST(SqliteStore, AFailedCommitAnswersEveryCallerUnavailableAndWritesNothing) {
+  TempDir dir;
+  auto fail = std::make_shared<std::atomic<bool>>(false);
+  {
+    auto opened = SqliteStore::Open(DbPath(dir), {.commit_hook = [fail] { return !*fail; }});
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    Store& store = **opened;
+    ASSERT_TRUE(store.Create(K("Model", "taken"), "orig").has_value());
+    *fail = true;
+    constexpr int kThreads = 8;
+    std::vector<Result<Record>> results(kThreads, Unavailable("not run"));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        // Even callers collide with "taken" (AlreadyExists on their own), odd ones are fresh.
+        auto name = i % 2 == 0 ? std::string("taken") : "fresh-" + std::to_string(i);
+        results[i] = store.Create(K("Model", name), "new");
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < kThreads; ++i) {
+      ASSERT_FALSE(results[i].has_value()) << "caller " << i << " saw success; COMMIT failed";
+      EXPECT_EQ(results[i].error().code, ErrorCode::kUnavailable) << results[i].error().message;
+      EXPECT_NE(results[i].error().message.find("nothing written"), std::string::npos)
+          << results[i].error().message;
+    }
+    EXPECT_EQ(store.List("111111111111", "Model", {})->size(), 1u);
+    EXPECT_EQ(store.Get(K("Model", "taken"))->body, "orig");
+    *fail = false;
+    EXPECT_TRUE(store.Create(K("Model", "after"), "{}").has_value());
+  }
+  auto reopened = SqliteStore::Open(DbPath(dir));
+  ASSERT_TRUE(reopened.has_value());
+  auto names = (*reopened)->List("111111111111", "Model", {});
+  ASSERT_TRUE(names.has_value());
+  ASSERT_EQ(names->size(), 2u);
+  EXPECT_EQ((*names)[0].key.name, "after");
+  EXPECT_EQ((*names)[1].key.name, "taken");
 }
 
 }  // namespace

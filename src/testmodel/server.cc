@@ -1,7 +1,10 @@
 #include "testmodel/server.h"
 
 #include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -81,6 +84,16 @@ void TestmodelServer::Serve() { http_->listen_after_bind(); }
 
 void TestmodelServer::Stop() { http_->stop(); }
 
+void TestmodelServer::CountInvocation() {
+  int64_t left = exit_countdown_.load();
+  while (left > 0 && !exit_countdown_.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left != 1) return;
+  std::fprintf(stderr, "testmodel: killing myself on this invocation, as POST /control asked\n");
+  std::fflush(stderr);
+  ::kill(::getpid(), SIGKILL);
+}
+
 void TestmodelServer::Routes() {
   http_->Get("/ping", [this](const httplib::Request&, httplib::Response& res) {
     if (options_.fail_ping) return ErrorReply(res, 503, "ping failure injected (--fail-ping)");
@@ -105,8 +118,22 @@ void TestmodelServer::Routes() {
               {"tokens_generated", s.tokens_generated}};
     res.set_content(j.dump(), "application/json");
   });
+  if (options_.control) {
+    http_->Post("/control", [this](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      if (!body.is_object() || !body.contains("exit_on_invocation") ||
+          !body["exit_on_invocation"].is_number_integer() ||
+          body["exit_on_invocation"].get<int64_t>() < 0) {
+        return ErrorReply(res, 400, "POST /control takes {\"exit_on_invocation\": N >= 0}");
+      }
+      const int64_t n = body["exit_on_invocation"].get<int64_t>();
+      exit_countdown_.store(n);
+      res.set_content(json{{"exit_on_invocation", n}}.dump(), "application/json");
+    });
+  }
   auto generate = [this](Api api) {
     return [this, api](const httplib::Request& req, httplib::Response& res) {
+      CountInvocation();
       if (options_.fail_invocations) {
         return ErrorReply(res, 500, "invocation failure injected (--fail-invocations)");
       }

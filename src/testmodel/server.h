@@ -8,7 +8,10 @@
 // capacity), so tests and `carve bench` can compare what they measure with the model.
 //
 // Failure knobs for tests: every invocation answers HTTP 500; streams fail after K tokens (an
-// SSE error event, then the connection is cut without the final chunk); /ping answers 503.
+// SSE error event, then the connection is cut without the final chunk); /ping answers 503; and,
+// with `control`, POST /control {"exit_on_invocation": N}: the N-th generation request from then
+// on kills the process (SIGKILL, a copy dying with a request in flight), before any answer.
+// N = 0 disarms it. Answers 200 {"exit_on_invocation": N}, 400 for another body.
 #pragma once
 
 #include <atomic>
@@ -34,6 +37,7 @@ struct TestmodelOptions {
   bool fail_invocations = false;   // every generation request answers 500
   int64_t fail_after_tokens = -1;  // >= 0: streams are cut after that many tokens
   bool fail_ping = false;          // /ping answers 503
+  bool control = false;            // serve POST /control (see above)
   std::string model_data;          // echoed in /info; the simulator reads nothing
   int threads = 64;                // HTTP worker threads (one per concurrent request)
 };
@@ -61,11 +65,14 @@ class TestmodelServer {
  private:
   TestmodelServer(TestmodelOptions options, std::unique_ptr<Engine> engine);
   void Routes();
+  // Counts one generation request against POST /control's countdown; the last one kills us.
+  void CountInvocation();
 
   const TestmodelOptions options_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<int64_t> next_id_{1};
+  std::atomic<int64_t> exit_countdown_{0};  // > 0: generation requests left before the kill
 };
 
 }  // namespace carve::testmodel

@@ -49,34 +49,57 @@ def free_port():
         return s.getsockname()[1]
 
 
-def workload_pids(data_dir):
-    """Pids the agents' pid files under `data_dir` name (live or not)."""
-    pids = []
+def workload_records(data_dir):
+    """(pid, start_time) of every workload the agents' pid files under `data_dir` name (live or
+    not); start_time is field 22 of /proc/<pid>/stat when the agent started it."""
+    records = []
     for root, _dirs, files in os.walk(data_dir):
         for name in files:
             if name != "pid":
                 continue
             try:
                 with open(os.path.join(root, name)) as f:
-                    pids.append(int(json.load(f)["pid"]))
+                    record = json.load(f)
+                records.append((int(record["pid"]), int(record.get("start_time", 0))))
             except (OSError, ValueError, KeyError):
                 pass
-    return pids
+    return records
+
+
+def workload_pids(data_dir):
+    """Pids the agents' pid files under `data_dir` name (live or not)."""
+    return [pid for pid, _ in workload_records(data_dir)]
+
+
+def proc_stat(pid):
+    """The fields of /proc/<pid>/stat after the command name (state is [0]), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
 
 
 def pid_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
 
 
 def kill_workloads(data_dir):
     """Kills every workload process (and its group) recorded under `data_dir`: what a test that
-    killed an agent or server with SIGKILL must clean up itself."""
-    for pid in workload_pids(data_dir):
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+    killed an agent or server with SIGKILL must clean up itself.
+
+    Pids wrap quickly on a busy machine (pid_max is often 32768), so a recorded pid whose process
+    has another start time belongs to someone else now and is left alone; its group is gone too,
+    since Linux does not reuse a pid that still names a process group."""
+    for pid, start_time in workload_records(data_dir):
+        stat = proc_stat(pid)
+        if stat is not None and start_time and int(stat[19]) != start_time:
+            continue
+        targets = [lambda: os.killpg(pid, signal.SIGKILL)]
+        if stat is not None:
+            targets.append(lambda: os.kill(pid, signal.SIGKILL))
+        for target in targets:
             try:
                 target()
             except OSError:

@@ -1,11 +1,14 @@
 """The SageMaker runtime API (InvokeEndpoint, InvokeEndpointWithResponseStream) against the real
 `carve server`, whose embedded agent runs every copy as a real `carve testmodel` process, driven
-by boto3's stock sagemaker-runtime client. Three components share one endpoint:
-  ic       two healthy copies (balancing, streaming, a killed copy)
-  ic-fail  one copy whose every invocation answers HTTP 500 (ModelError)
-  ic-cut   one copy whose streams break off after 3 tokens (ModelStreamError)"""
+by boto3's stock sagemaker-runtime client. Five components share one endpoint:
+  ic        two healthy copies (balancing, streaming, a killed copy)
+  ic-fail   one copy whose every invocation answers HTTP 500 (ModelError)
+  ic-cut    one copy whose streams break off after 3 tokens (ModelStreamError)
+  ic-die    two copies with the testmodel's POST /control: one is told to die (SIGKILL) when the
+  ic-die-s  next request reaches it, so a copy dies with a request in flight (unary, streamed)"""
 
 import json
+import math
 import os
 import re
 import signal
@@ -21,9 +24,22 @@ from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, comp
                            pid_alive, poll, seed_variant)
 
 
+PROMPT = "hello carve router"
+# The simulator's filler text, one word per token (src/testmodel/protocol.cc).
+WORDS = [" simulated", " token", " from", " carve", " testmodel", " paced", " by", " model"]
+
+
 def body(tokens, stream=False):
-    return json.dumps({"inputs": "hello carve router", "parameters": {"max_new_tokens": tokens},
+    return json.dumps({"inputs": PROMPT, "parameters": {"max_new_tokens": tokens},
                        "stream": stream})
+
+
+def answer(tokens):
+    """What a copy answers InvokeEndpoint for body(tokens): the text and the exact usage."""
+    prompt = math.ceil(len(PROMPT) / 4)
+    return {"generated_text": "".join(WORDS[i % len(WORDS)] for i in range(tokens)),
+            "usage": {"prompt_tokens": prompt, "completion_tokens": tokens,
+                      "total_tokens": prompt + tokens}}
 
 
 class RuntimeTest(unittest.TestCase):
@@ -47,7 +63,8 @@ class RuntimeTest(unittest.TestCase):
             config=botocore.config.Config(retries={"max_attempts": 1}, max_pool_connections=16))
         models = {"m": {"CARVE_TESTMODEL_SPEED": "4"},
                   "m-fail": {"CARVE_TESTMODEL_FAIL_INVOCATIONS": "1"},
-                  "m-cut": {"CARVE_TESTMODEL_SPEED": "20", "CARVE_TESTMODEL_FAIL_AFTER_TOKENS": "3"}}
+                  "m-cut": {"CARVE_TESTMODEL_SPEED": "20", "CARVE_TESTMODEL_FAIL_AFTER_TOKENS": "3"},
+                  "m-die": {"CARVE_TESTMODEL_SPEED": "4", "CARVE_TESTMODEL_CONTROL": "1"}}
         for name, env in models.items():
             cls.sm.create_model(ModelName=name, PrimaryContainer={
                 "Image": "carve/testmodel", "Environment": env})
@@ -56,12 +73,15 @@ class RuntimeTest(unittest.TestCase):
         cls.sm.create_endpoint(EndpointName="ep", EndpointConfigName="ep")
         cls.sm.get_waiter("endpoint_in_service").wait(
             EndpointName="ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-        for ic, model, copies in (("ic", "m", 2), ("ic-fail", "m-fail", 1), ("ic-cut", "m-cut", 1)):
+        components = (("ic", "m", 2, "mig-1g.5gb"), ("ic-fail", "m-fail", 1, "mig-1g.5gb"),
+                      ("ic-cut", "m-cut", 1, "mig-1g.5gb"), ("ic-die", "m-die", 2, "mig-2g.10gb"),
+                      ("ic-die-s", "m-die", 2, "mig-2g.10gb"))
+        for ic, model, copies, partition in components:
             cls.sm.create_inference_component(
                 InferenceComponentName=ic, EndpointName="ep", VariantName="AllTraffic",
-                Specification=component_spec(model, "mig-1g.5gb"),
+                Specification=component_spec(model, partition),
                 RuntimeConfig={"CopyCount": copies})
-        for ic, copies in (("ic", 2), ("ic-fail", 1), ("ic-cut", 1)):
+        for ic, _, copies, _ in components:
             cls.wait_copies(ic, copies)
 
     @classmethod
@@ -84,13 +104,65 @@ class RuntimeTest(unittest.TestCase):
                     if w["state"] == "running" and w["id"].split("/")[1:2] == [ic]]
         return out
 
+    def metrics(self):
+        with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
+            return r.read().decode()
+
     def copy_in_flight(self, ic):
         """carve_runtime_copy_in_flight{component=ic} by copy, from GET /metrics."""
-        with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
-            text = r.read().decode()
         pat = re.compile(r'^carve_runtime_copy_in_flight\{component="%s",copy="([^"]+)"\} (\S+)$'
                          % re.escape(ic), re.M)
-        return {copy: float(v) for copy, v in pat.findall(text)}
+        return {copy: float(v) for copy, v in pat.findall(self.metrics())}
+
+    def attempts(self, ic):
+        """carve_runtime_copy_attempts_total{component=ic}: {(copy, outcome): count}."""
+        pat = re.compile(r'^carve_runtime_copy_attempts_total\{component="%s",copy="([^"]+)",'
+                         r'outcome="([^"]+)"\} (\S+)$' % re.escape(ic), re.M)
+        return {(copy, outcome): float(v) for copy, outcome, v in pat.findall(self.metrics())}
+
+    def retries(self, ic):
+        pat = re.compile(r'^carve_runtime_retries_total\{endpoint="ep",component="%s"\} (\S+)$'
+                         % re.escape(ic), re.M)
+        found = pat.findall(self.metrics())
+        return float(found[0]) if found else 0.0
+
+    def kill_a_copy_inside_a_request(self, ic, invoke):
+        """Holds a long stream on one copy of `ic`, tells the other (idle) copy to die when the
+        next request reaches it, and runs `invoke()`: least-outstanding-requests sends it to the
+        idle copy, which dies under it. Returns (invoke's result, the dead copy, the other copy),
+        after checking that the dead copy was tried once and the request moved on once."""
+        held = self.rt.invoke_endpoint_with_response_stream(
+            EndpointName="ep", InferenceComponentName=ic, ContentType="application/json",
+            Body=body(4000, stream=True))
+        try:
+            next(iter(held["Body"]))  # It is being served.
+            busy = [c for c, n in self.copy_in_flight(ic).items() if n > 0]
+            self.assertEqual(len(busy), 1, self.copy_in_flight(ic))
+            copies = {w["id"]: w for w in self.copies(ic)}
+            self.assertEqual(len(copies), 2, copies)
+            self.assertIn(busy[0], copies)
+            victim = next(w for i, w in copies.items() if i != busy[0])
+            req = urllib.request.Request(
+                f"http://{victim['address']}/control", method="POST",
+                data=json.dumps({"exit_on_invocation": 1}).encode(),
+                headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                self.assertEqual(json.loads(r.read()), {"exit_on_invocation": 1})
+            before, retries_before = self.attempts(ic), self.retries(ic)
+            result = invoke()
+            poll(lambda: not pid_alive(victim["pid"]), what="the armed copy died")
+            after = self.attempts(ic)
+
+            def delta(copy, outcome):
+                return after.get((copy, outcome), 0) - before.get((copy, outcome), 0)
+            self.assertEqual(delta(victim["id"], "unanswered"), 1,
+                             f"the dying copy was not tried: {before} -> {after}")
+            self.assertEqual(delta(busy[0], "answered"), 1, f"{before} -> {after}")
+            self.assertEqual(self.retries(ic) - retries_before, 1)
+        finally:
+            held["Body"].close()
+        self.wait_copies(ic, 2)  # The agent restarts the dead copy.
+        return result, victim, busy[0]
 
     def assertRuntimeError(self, ctx, code, status):
         err = ctx.exception.response
@@ -102,8 +174,27 @@ class RuntimeTest(unittest.TestCase):
                                     ContentType="application/json", Body=body(4))
         self.assertEqual(r["ResponseMetadata"]["HTTPStatusCode"], 200)
         self.assertEqual(r["InvokedProductionVariant"], "AllTraffic")
-        answer = json.loads(r["Body"].read())
-        self.assertIn("tok", json.dumps(answer))
+        self.assertEqual(r["ContentType"], "application/json")
+        self.assertEqual(json.loads(r["Body"].read()), answer(4))
+
+    def test_a_copy_dying_inside_a_request_is_retried_on_another_copy(self):
+        def invoke():
+            r = self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic-die",
+                                        ContentType="application/json", Body=body(3))
+            return r["ResponseMetadata"]["HTTPStatusCode"], json.loads(r["Body"].read())
+        (status, got), _, _ = self.kill_a_copy_inside_a_request("ic-die", invoke)
+        self.assertEqual(status, 200)
+        self.assertEqual(got, answer(3))
+
+    def test_a_copy_dying_before_a_streams_first_byte_is_retried_on_another_copy(self):
+        def invoke():
+            r = self.rt.invoke_endpoint_with_response_stream(
+                EndpointName="ep", InferenceComponentName="ic-die-s",
+                ContentType="application/json", Body=body(4, stream=True))
+            return [e["PayloadPart"]["Bytes"] for e in r["Body"]]
+        parts, _, _ = self.kill_a_copy_inside_a_request("ic-die-s", invoke)
+        self.assertEqual(len(parts), 4, parts)
+        self.assertIn(b'"generated_text":"%s"' % answer(4)["generated_text"].encode(), parts[-1])
 
     def test_missing_component_header_is_400(self):
         with self.assertRaises(botocore.exceptions.ClientError) as ctx:

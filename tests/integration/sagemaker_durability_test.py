@@ -8,6 +8,22 @@ import unittest
 from carve_harness import CarveServer, SEED_LAYOUT, component_spec, poll, seed_variant
 
 
+def placements(server, endpoint):
+    """Where every copy of `endpoint` sits: {copy id: (component, copy index, node, GPU,
+    partition type, start)}, from its carve view."""
+    status, carve = server.signed_get(f"/v1/endpoints/{endpoint}/carve")
+    if status != 200:
+        raise AssertionError(f"carve view answered {status}: {carve}")
+    out = {}
+    for n in carve["nodes"]:
+        for g in n["gpus"]:
+            for p in g["partitions"]:
+                if p["copy"]:
+                    out[p["copy"]["id"]] = (p["copy"]["component"], p["copy"]["index"], n["name"],
+                                            g["index"], p["partition_type"], p["start"])
+    return out
+
+
 class SageMakerDurabilityTest(unittest.TestCase):
     def test_an_endpoint_left_creating_resumes_after_a_restart(self):
         # 300 ms per GPU: carving a p4d takes 2.4 s, long enough to stop the server mid-way.
@@ -32,15 +48,19 @@ class SageMakerDurabilityTest(unittest.TestCase):
                 Specification=component_spec("m", "mig-1g.5gb"), RuntimeConfig={"CopyCount": 3})
             poll(lambda: sm.describe_inference_component(InferenceComponentName="ic")
                  ["RuntimeConfig"]["CurrentCopyCount"] == 3, what="3 copies")
-            # A graceful restart keeps every placement.
+            # A graceful restart keeps every placement: each copy, by its id, on the same node,
+            # GPU and partition.
+            before = placements(server, "e")
+            self.assertEqual(len(before), 3, before)
+            self.assertEqual(sorted(c[1] for c in before.values()), [0, 1, 2])
             self.assertEqual(server.stop(), 0)
             server.start()
             sm = server.client()
-            status, carve = server.signed_get("/v1/endpoints/e/carve")
-            self.assertEqual(status, 200)
-            occupied = [p for n in carve["nodes"] for g in n["gpus"] for p in g["partitions"]
-                        if p["occupant"]]
-            self.assertEqual(len(occupied), 3)
+            self.assertEqual(placements(server, "e"), before)
+            d = poll(lambda: (x := sm.describe_inference_component(InferenceComponentName="ic"))
+                     ["RuntimeConfig"]["CurrentCopyCount"] == 3 and x, what="3 copies again")
+            self.assertEqual(d["RuntimeConfig"]["DesiredCopyCount"], 3)
+            self.assertEqual(placements(server, "e"), before)
         finally:
             server.cleanup()
 

@@ -9,6 +9,8 @@ import botocore.exceptions
 
 from carve_harness import (CarveServer, SEED_LAYOUT, component_spec, poll, seed_variant)
 
+SEED_PROFILES = [t[len("mig-"):] for t in SEED_LAYOUT]
+
 
 def error_of(call, *args, **kwargs):
     try:
@@ -150,13 +152,39 @@ class SageMakerFlowTest(unittest.TestCase):
         code, msg = error_of(self.sm.describe_endpoint, EndpointName="gone-ep")
         self.assertEqual(code, "ValidationException")
 
-    def test_metrics_report_partitions_and_endpoints(self):
-        self.make_endpoint("metrics-ep")
+    def metric(self, series):
+        """The value of one exact series (name{labels}) at GET /metrics; 0 when absent."""
         with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
-            text = r.read().decode()
-        self.assertIn('carve_partitions_total{modelName="a100-40gb",GPU_I_PROFILE="1g.5gb"}',
-                      text)
-        self.assertIn('carve_endpoints{status="InService"}', text)
+            for line in r.read().decode().splitlines():
+                if line.startswith(series + " "):
+                    return float(line.split(" ")[1])
+        return 0.0
+
+    def test_metrics_report_partitions_copies_and_endpoints(self):
+        def p(profile, gauge="carve_partitions_total"):
+            return self.metric(f'{gauge}{{modelName="a100-40gb",GPU_I_PROFILE="{profile}"}}')
+        in_service = 'carve_endpoints{status="InService"}'
+        before = {x: p(x) for x in SEED_PROFILES}
+        used_before = p("1g.5gb", "carve_partitions_used")
+        endpoints_before = self.metric(in_service)
+        self.make_endpoint("metrics-ep")
+        # One p4d.24xlarge: 8 A100-40GB GPUs, each carved 4g.20gb + 2g.10gb + 1g.5gb.
+        for profile in SEED_PROFILES:
+            self.assertEqual(p(profile) - before[profile], 8, profile)
+        self.assertEqual(self.metric(in_service) - endpoints_before, 1)
+        self.sm.create_inference_component(
+            InferenceComponentName="metered", EndpointName="metrics-ep", VariantName="AllTraffic",
+            Specification=component_spec("metrics-ep-model", "mig-1g.5gb"),
+            RuntimeConfig={"CopyCount": 3})
+        self.wait_copies("metered", 3)
+        self.assertEqual(p("1g.5gb", "carve_partitions_used") - used_before, 3)
+        arn = self.sm.describe_inference_component(
+            InferenceComponentName="metered")["InferenceComponentArn"]
+        acct = arn.split(":")[4]
+        for state in ("desired", "current"):
+            self.assertEqual(self.metric(
+                f'carve_inference_component_copies{{account="{acct}",'
+                f'inference_component="metered",state="{state}"}}'), 3, state)
 
     def test_fleet_view_shows_every_node_and_the_endpoints_claim(self):
         self.make_endpoint("fleet-ep", instance_type="ml.p5.48xlarge",

@@ -7,10 +7,20 @@ import unittest
 import urllib.error
 import urllib.request
 
+import botocore.auth
+import botocore.awsrequest
+import botocore.credentials
 import botocore.exceptions
 
-from carve_harness import (CarveServer, SEED_LAYOUT, add_account, component_spec, poll,
+from carve_harness import (REGION, CarveServer, SEED_LAYOUT, add_account, component_spec, poll,
                            seed_variant)
+
+
+def partitions(carve):
+    """Every partition of an endpoint's carve view: (node, GPU, type, start, the copy on it)."""
+    return sorted((n["name"], g["index"], p["partition_type"], p["start"],
+                   p["copy"]["id"] if p["copy"] else "")
+                  for n in carve["nodes"] for g in n["gpus"] for p in g["partitions"])
 
 
 def error_of(call, *args, **kwargs):
@@ -132,11 +142,25 @@ class SageMakerRulesTest(unittest.TestCase):
         self.assertIn("fixed for an endpoint's lifetime", msg)
 
     def test_update_endpoint_to_the_same_layout_goes_back_in_service(self):
+        before = self.sm.describe_endpoint(EndpointName="seed")
+        status, carve_before = self.server.signed_get("/v1/endpoints/seed/carve")
+        self.assertEqual(status, 200, carve_before)
         self.sm.create_endpoint_config(EndpointConfigName="same",
                                        ProductionVariants=[seed_variant(SEED_LAYOUT)])
         self.sm.update_endpoint(EndpointName="seed", EndpointConfigName="same")
-        poll(lambda: self.sm.describe_endpoint(EndpointName="seed")["EndpointStatus"] ==
-             "InService", what="InService after update")
+        after = poll(lambda: (d := self.sm.describe_endpoint(EndpointName="seed"))
+                     ["EndpointStatus"] == "InService" and d, what="InService after update")
+        # The update happened: the endpoint runs the new config, and says when it changed.
+        self.assertEqual(before["EndpointConfigName"], "seed")
+        self.assertEqual(after["EndpointConfigName"], "same")
+        self.assertGreater(after["LastModifiedTime"], before["LastModifiedTime"])
+        self.assertEqual(after["EndpointArn"], before["EndpointArn"])
+        # The same layout is not carved again: the same nodes and partitions, each copy where
+        # it was.
+        status, carve_after = self.server.signed_get("/v1/endpoints/seed/carve")
+        self.assertEqual(status, 200, carve_after)
+        self.assertEqual(partitions(carve_after), partitions(carve_before))
+        self.assertTrue(partitions(carve_after))
 
     def test_an_endpoint_with_components_is_in_use(self):
         self.sm.create_inference_component(
@@ -156,12 +180,23 @@ class SageMakerRulesTest(unittest.TestCase):
         self.assertIn("Missing: 2 x ml.p5.48xlarge", d["FailureReason"])
 
     def test_an_unknown_operation_is_a_400(self):
-        req = urllib.request.Request(self.server.url + "/", data=b"{}", method="POST", headers={
-            "X-Amz-Target": "SageMaker.MakeCoffee",
-            "Content-Type": "application/x-amz-json-1.1"})
+        # Signed as botocore signs, so authentication passes and the operation is what is judged.
+        ak, sk = self.server.profile_keys()
+        req = botocore.awsrequest.AWSRequest(
+            method="POST", url=self.server.url + "/", data=b"{}",
+            headers={"X-Amz-Target": "SageMaker.MakeCoffee",
+                     "Content-Type": "application/x-amz-json-1.1"})
+        botocore.auth.SigV4Auth(botocore.credentials.Credentials(ak, sk), "sagemaker",
+                                REGION).add_auth(req)
+        prepared = req.prepare()
         with self.assertRaises(urllib.error.HTTPError) as ctx:
-            urllib.request.urlopen(req, timeout=10)
-        self.assertIn(ctx.exception.code, (400, 403))  # Unsigned: auth may answer first.
+            urllib.request.urlopen(urllib.request.Request(
+                prepared.url, data=b"{}", headers=dict(prepared.headers), method="POST"),
+                timeout=10)
+        self.assertEqual(ctx.exception.code, 400)
+        error = json.loads(ctx.exception.read())
+        self.assertEqual(error["__type"], "UnknownOperationException", error)
+        self.assertIn("MakeCoffee", json.dumps(error))
 
     def test_a_missing_signature_is_rejected(self):
         req = urllib.request.Request(self.server.url + "/", data=b"{}", method="POST", headers={

@@ -1,5 +1,7 @@
 #include "agent/launch/device_binding.h"
 
+#include <filesystem>
+
 #include "interposer/process_probe.h"
 
 namespace carve::launch {
@@ -50,6 +52,18 @@ Result<EnvVars> BindingEnv(const DeviceBinding& binding) {
   const auto& mps = std::get<MpsBinding>(binding);
   CARVE_RETURN_IF_ERROR(NonEmpty(mps.gpu_uuid, "GPU uuid"));
   return agent::mps::MpsWorkerEnv(mps.dirs, mps.gpu_uuid, mps.share);
+}
+
+std::string FindInterposerLibrary(const std::string& carve_binary) {
+  namespace fs = std::filesystem;
+  if (carve_binary.empty()) return "";
+  const fs::path dir = fs::path(carve_binary).parent_path();
+  for (const fs::path& p : {dir / "libcarve-mgpu.so", dir / "src/interposer/libcarve-mgpu.so",
+                            dir / "../lib/carve/libcarve-mgpu.so"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return fs::canonical(p, ec).string();
+  }
+  return "";
 }
 
 Result<std::unique_ptr<interposer::Ledger>> CreateWorkerLedger(

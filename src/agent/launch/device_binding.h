@@ -45,6 +45,11 @@ using DeviceBinding =
 // share's errors are mps_env's.
 Result<EnvVars> BindingEnv(const DeviceBinding& binding);
 
+// Where libcarve-mgpu.so is for the carve executable at `carve_binary`: beside it (an install),
+// in src/interposer/ below it (the build tree: the binary lands at the top of the build dir), or
+// in ../lib/carve/ (a prefix install); the canonical path of the first that exists, "" when none.
+std::string FindInterposerLibrary(const std::string& carve_binary);
+
 // Creates the worker's ledger file (interposer/ledger.h), judging liveness through /proc.
 // Errors are Ledger::Create's (AlreadyExists when a file is at `path`).
 Result<std::unique_ptr<interposer::Ledger>> CreateWorkerLedger(

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "agent/launch/test_util.h"
 
@@ -52,6 +54,21 @@ TEST(DeviceBinding, WholeGpusListEveryCardAndCarryExtraVariables) {
   EXPECT_EQ(Get(*env, "CUDA_VISIBLE_DEVICES"), "GPU-a,GPU-b");
   EXPECT_EQ(Get(*env, "CARVE_MGPU_CORE_PERCENT"), "30");
   EXPECT_FALSE(BindingEnv(GpuBinding{}).has_value());
+}
+
+TEST(DeviceBinding, FindsTheInterposerBesideTheBinaryThenInTheBuildTree) {
+  namespace fs = std::filesystem;
+  const fs::path root = testing::TempDir();
+  fs::create_directories(root / "build/src/interposer");
+  const std::string carve = (root / "build/carve").string();
+  EXPECT_EQ(FindInterposerLibrary(carve), "");
+  std::ofstream(root / "build/src/interposer/libcarve-mgpu.so") << "elf";
+  EXPECT_EQ(FindInterposerLibrary(carve),
+            fs::canonical(root / "build/src/interposer/libcarve-mgpu.so").string());
+  std::ofstream(root / "build/libcarve-mgpu.so") << "elf";
+  EXPECT_EQ(FindInterposerLibrary(carve), fs::canonical(root / "build/libcarve-mgpu.so").string());
+  EXPECT_EQ(FindInterposerLibrary(""), "");
+  fs::remove_all(root);
 }
 
 TEST(DeviceBinding, CreatesTheWorkerLedgerTheInterposerOpens) {

@@ -7,8 +7,9 @@ namespace carve::agent::mps {
 Result<Enforcement> ParseEnforcement(std::string_view text) {
   if (text.empty() || text == "interposer") return Enforcement::kInterposer;
   if (text == "mps") return Enforcement::kMps;
+  if (text == "none") return Enforcement::kNone;
   return InvalidArgument("enforcement '" + std::string(text) +
-                         "' is not one of 'interposer' (the default) or 'mps'");
+                         "' is not one of 'interposer' (the default), 'mps' or 'none'");
 }
 
 std::string_view EnforcementName(Enforcement e) {
@@ -17,6 +18,8 @@ std::string_view EnforcementName(Enforcement e) {
       return "interposer";
     case Enforcement::kMps:
       return "mps";
+    case Enforcement::kNone:
+      return "none";
   }
   return "interposer";
 }

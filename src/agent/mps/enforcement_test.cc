@@ -10,7 +10,7 @@ TEST(Enforcement, DefaultsToTheInterposer) {
 }
 
 TEST(Enforcement, NamesRoundTrip) {
-  for (Enforcement e : {Enforcement::kInterposer, Enforcement::kMps}) {
+  for (Enforcement e : {Enforcement::kInterposer, Enforcement::kMps, Enforcement::kNone}) {
     EXPECT_EQ(*ParseEnforcement(EnforcementName(e)), e);
   }
 }

@@ -47,7 +47,7 @@ struct AgentOptions {
   Nvml* nvml = nullptr;  // injected (tests): used instead of any driver; not owned
   std::string data_dir;  // required; made absolute
   std::string carve_binary;     // {carve} in command templates
-  std::string interposer_path;  // libcarve-mgpu.so; "" or missing: share limits as variables
+  std::string interposer_path;  // libcarve-mgpu.so; "" or unreadable: interposer shares fail
   std::string mps_control_path = "/usr/bin/nvidia-cuda-mps-control";
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string search_path;  // PATH searched for podman/docker; "": the agent's $PATH
@@ -90,6 +90,8 @@ class Agent {
   protocol::StatusReport CurrentStatus() const;
   // The epoch the agent is registered with; "" while unregistered.
   std::string epoch() const;
+  // Passes of the apply loop so far (a test waits for passes instead of sleeping).
+  uint64_t apply_passes() const { return apply_passes_; }
 
  private:
   Agent(AgentOptions options, ControlPlane& control);
@@ -117,6 +119,7 @@ class Agent {
 
   std::atomic<bool> need_register_{true};
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> apply_passes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;                    // wakes sleepers on stop / change

@@ -128,6 +128,7 @@ void Agent::ApplyOnce() {
     report_now_ = true;
     cv_.notify_all();
   }
+  ++apply_passes_;
 }
 
 void Agent::ReportLoop() {

@@ -125,8 +125,8 @@ TEST_F(AgentTest, CarvesThenStartsACopyBoundToItsMigDevice) {
   ASSERT_EQ(gpu.partitions.size(), 2u);
   EXPECT_TRUE(gpu.applied);
   ASSERT_TRUE(Eventually([&] {
-    return testing::ReadFile(dir_ + "/env.txt").find("CUDA_VISIBLE_DEVICES=" +
-                                                      gpu.partitions[1].uuid) != std::string::npos;
+    return testing::ReadFile(dir_ + "/env.txt")
+               .find("CUDA_VISIBLE_DEVICES=" + gpu.partitions[1].uuid) != std::string::npos;
   }));
 }
 
@@ -153,7 +153,7 @@ TEST_F(AgentTest, ACrashedCopyIsRestartedAndTheEventReported) {
 }
 
 TEST_F(AgentTest, ABusyGpuIsNotReCarvedAndItsErrorIsReportedOnce) {
-  StartAgent(Options());
+  Agent& agent = StartAgent(Options());
   auto w = testing::ShellCopy("acct/ic/4", "exec sleep 30");
   w.device.gpus = {0};
   w.device.partition = 0;
@@ -165,7 +165,14 @@ TEST_F(AgentTest, ABusyGpuIsNotReCarvedAndItsErrorIsReportedOnce) {
     auto r = control_.last_report();
     return r && !r->gpus[0].error.empty();
   }));
-  std::this_thread::sleep_for(300ms);  // Many loop passes (20 ms each).
+  // Ten more loop passes, each of which could try again, then two more sends of the report
+  // loop: a pending event makes a send a full report, so those would carry any event the passes
+  // raised (and without one, they are heartbeats).
+  const uint64_t passes = agent.apply_passes();
+  ASSERT_TRUE(Eventually([&] { return agent.apply_passes() >= passes + 10; }));
+  auto sends = [&] { return control_.reports().size() + control_.heartbeats().size(); };
+  const size_t sent = sends();
+  ASSERT_TRUE(Eventually([&] { return sends() >= sent + 2; }));
   int mentions = 0;
   for (const auto& r : control_.reports()) {
     for (const auto& e : r.events) mentions += e.find("never re-carved") != std::string::npos;
@@ -181,8 +188,8 @@ TEST_F(AgentTest, AnUnreachableServerIsRetriedWithBackoffThenRegistered) {
   ASSERT_TRUE(Eventually([&] { return control_.register_attempts().size() >= 4; }));
   const auto attempts = control_.register_attempts();
   for (size_t i = 1; i < 4; ++i) {
-    const auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(attempts[i] -
-                                                                            attempts[i - 1]);
+    const auto gap =
+        std::chrono::duration_cast<std::chrono::milliseconds>(attempts[i] - attempts[i - 1]);
     // The i-th wait is drawn from [d/2, d] with d = 100 ms x 2^(i-1).
     EXPECT_GE(gap.count(), (100 << (i - 1)) / 2 - 5) << "gap " << i;
   }
@@ -250,8 +257,7 @@ TEST_F(AgentTest, AnInstanceTypeThatCannotBeDerivedIsAnErrorNamingTheGpus) {
   o.sim_config = "gpus: 3 x a100-40gb";
   auto agent = Agent::Create(o, control_);
   ASSERT_FALSE(agent.has_value());
-  EXPECT_NE(agent.error().message.find("a100-40gb"), std::string::npos)
-      << agent.error().message;
+  EXPECT_NE(agent.error().message.find("a100-40gb"), std::string::npos) << agent.error().message;
 }
 
 TEST_F(AgentTest, ForcedNvmlWithoutTheLibraryFails) {

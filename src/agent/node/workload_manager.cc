@@ -5,11 +5,14 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "agent/launch/health.h"
 #include "agent/launch/pid_file.h"
+#include "agent/mps/enforcement.h"
 #include "interposer/process_probe.h"
 
 namespace carve::agent::node {
@@ -157,7 +160,8 @@ Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
   CARVE_ASSIGN_OR_RETURN(std::string uuid, gpus_.GpuUuid(gpu));
   CARVE_ASSIGN_OR_RETURN(int64_t card_mib, gpus_.GpuMemoryMib(gpu));
   const int64_t mib = share.memory_mib > 0 ? share.memory_mib : card_mib;
-  if (share.enforcement == "mps") {
+  CARVE_ASSIGN_OR_RETURN(mps::Enforcement enforcement, mps::ParseEnforcement(share.enforcement));
+  if (enforcement == mps::Enforcement::kMps) {
     CARVE_ASSIGN_OR_RETURN(mps::MpsDirs dirs,
                            mps::MpsDirsFor(options_.command.data_dir + "/mps", uuid));
     if (!mps_cards_.contains(gpu)) {
@@ -169,18 +173,30 @@ Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
         uuid, dirs,
         mps::MpsShare{static_cast<uint32_t>(share.core_percent), static_cast<uint64_t>(mib)}}};
   }
-  if (share.enforcement != "interposer") {
-    return InvalidArgument(fmt::format("share enforcement \"{}\" of {} is not interposer or mps",
-                                       share.enforcement, w.desired.id));
-  }
-  const std::string& lib = options_.interposer_path;
-  if (lib.empty() || ::access(lib.c_str(), R_OK) != 0) {
-    // No enforcement library on this node: the limits travel as plain variables.
+  if (enforcement == mps::Enforcement::kNone) {
+    // The queue asked for unenforced shares: the limits travel as plain variables only.
     return launch::DeviceBinding{
         launch::GpuBinding{{uuid},
                            {{"CARVE_MGPU_CORE_PERCENT", std::to_string(share.core_percent)},
                             {"CARVE_MGPU_MEMORY_MIB", std::to_string(mib)},
-                            {"CARVE_MGPU_BURSTABLE", share.burstable ? "1" : "0"}}}};
+                            {"CARVE_MGPU_BURSTABLE", share.burstable ? "1" : "0"},
+                            {"CARVE_MGPU_ENFORCEMENT", "none"}}}};
+  }
+  // Fail closed: a worker that should be limited and is not must be an error someone sees.
+  const std::string& lib = options_.interposer_path;
+  const std::string unenforced = fmt::format(
+      "{} is an mGPU share (core {}%, memory {} MiB) enforced by libcarve-mgpu.so, and it is not "
+      "started unenforced (a queue created with enforcement \"none\" allows that)",
+      w.desired.id, share.core_percent, mib);
+  if (lib.empty()) {
+    return FailedPrecondition(fmt::format(
+        "{}: this agent has no libcarve-mgpu.so (none was found beside carve; pass --interposer "
+        "PATH to carve agent or carve server)",
+        unenforced));
+  }
+  if (::access(lib.c_str(), R_OK) != 0) {
+    return FailedPrecondition(fmt::format("{}: the interposer library {} cannot be read: {}",
+                                          unenforced, lib, std::strerror(errno)));
   }
   const std::string ledger_path = w.dir + "/ledger";
   auto probe = std::make_shared<interposer::ProcfsProcessProbe>();

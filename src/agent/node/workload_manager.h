@@ -40,7 +40,9 @@ namespace carve::agent::node {
 
 struct WorkloadOptions {
   CommandContext command;       // node id, data dir, {carve}, PATH for podman/docker
-  std::string interposer_path;  // libcarve-mgpu.so; "" or missing: limits as env variables
+  // libcarve-mgpu.so. An interposer share fails to start, naming why, when it is "" or cannot be
+  // read: shares run unenforced only where their queue's enforcement is "none".
+  std::string interposer_path;
   std::string mps_control_path = mps::kDefaultMpsControlPath;
   std::string cgroup_root = "/sys/fs/cgroup";
   std::chrono::milliseconds stop_grace{10'000};

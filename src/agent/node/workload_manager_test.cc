@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "agent/launch/process_launcher.h"
 #include "agent/node/test_support.h"
 #include "agent/nvml/fake_nvml.h"
+#include "common/fake_clock.h"
 
 namespace carve::agent::node {
 namespace {
@@ -225,11 +227,49 @@ TEST_F(WorkloadManagerTest, AHealthCheckedCopyRunsOnlyOncePingAnswers) {
   EXPECT_GT(Find(w.id)->pid, 0);
 }
 
-TEST_F(WorkloadManagerTest, AShareWithoutTheInterposerGetsItsLimitsAsVariables) {
+// Enforcement fails closed: an interposer share on an agent without the library does not start
+// unenforced; it fails, saying why and how to allow unenforced shares.
+TEST_F(WorkloadManagerTest, AnInterposerShareWithoutTheLibraryFailsNamingWhy) {
+  options_.interposer_path = "";
   auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {0};
   w.device.share = protocol::ShareSpec{30, 2048, "interposer", false};
+  Apply({w});
+  auto s = Find(w.id);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->pid, 0);
+  EXPECT_NE(s->message.find("no libcarve-mgpu.so"), std::string::npos) << s->message;
+  EXPECT_NE(s->message.find("core 30%, memory 2048 MiB"), std::string::npos) << s->message;
+  EXPECT_NE(s->message.find("enforcement \"none\""), std::string::npos) << s->message;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/env.txt")) << "the worker ran unenforced";
+  Apply({w});  // Terminal until its desired entry changes: it is not retried unenforced.
+  EXPECT_EQ(Find(w.id)->state, "failed");
+  EXPECT_EQ(Find(w.id)->pid, 0);
+}
+
+TEST_F(WorkloadManagerTest, AnInterposerShareWithAnUnreadableLibraryFailsNamingIt) {
+  options_.interposer_path = dir_ + "/no-such/libcarve-mgpu.so";
+  auto w = ShellCopy("acct/ic-share/5", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{30, 2048, "interposer", false};
+  Apply({w});
+  auto s = Find(w.id);
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->pid, 0);
+  EXPECT_NE(s->message.find(options_.interposer_path + " cannot be read"), std::string::npos)
+      << s->message;
+}
+
+// A queue that asked for unenforced shares (enforcement "none") runs them with the limits as
+// plain variables, without the interposer even where the agent has it.
+TEST_F(WorkloadManagerTest, AShareOfAQueueWithoutEnforcementGetsItsLimitsAsVariablesOnly) {
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
+  auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
+  w.values["out"] = dir_ + "/env.txt";
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{30, 2048, "none", false};
   Apply({w});
   ASSERT_TRUE(Eventually(
       [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
@@ -237,7 +277,21 @@ TEST_F(WorkloadManagerTest, AShareWithoutTheInterposerGetsItsLimitsAsVariables) 
   EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.GpuUuid(0).value()), std::string::npos);
   EXPECT_NE(env.find("CARVE_MGPU_CORE_PERCENT=30"), std::string::npos) << env;
   EXPECT_NE(env.find("CARVE_MGPU_MEMORY_MIB=2048"), std::string::npos) << env;
+  EXPECT_NE(env.find("CARVE_MGPU_ENFORCEMENT=none"), std::string::npos) << env;
+  EXPECT_EQ(env.find("LD_PRELOAD"), std::string::npos) << env;
+  EXPECT_EQ(env.find("CARVE_MGPU_LEDGER"), std::string::npos) << env;
+  EXPECT_EQ(Find(w.id)->state, "running");
   EXPECT_EQ(Find(w.id)->memory_used_mib, -1);
+}
+
+TEST_F(WorkloadManagerTest, AShareWithAnUnknownEnforcementFailsNamingTheAcceptedOnes) {
+  auto w = ShellCopy("acct/ic-share/6", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{30, 2048, "hami", false};
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->state, "failed");
+  EXPECT_NE(Find(w.id)->message.find("'hami' is not one of"), std::string::npos)
+      << Find(w.id)->message;
 }
 
 // The fixture launches mGPU shares under the real libcarve-mgpu.so (built beside this test), and
@@ -276,10 +330,13 @@ TEST_F(WorkloadManagerTest, AnInterposerShareRunsUnderTheLibraryAndChargesItsLed
   EXPECT_TRUE(Eventually([&] { return Find(w.id)->memory_used_mib == 3; }));
 }
 
-// The achieved core share comes from the busy time the worker's limiter charges in its ledger.
+// The achieved core share is the busy time the worker's limiter charged to its ledger over the
+// wall time between two reports, as a percent of the card: 1 ms over 10 ms is 10 %.
 TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
   options_.interposer_path = CARVE_MGPU_LIB_PATH;
-  options_.core_sample_interval = 0ms;
+  options_.core_sample_interval = 10ms;
+  FakeClock clock;
+  manager_ = std::make_unique<WorkloadManager>(options_, launcher_, clock, gpus_);
   auto limited = ShellCopy("acct/ic-share/3", "exec sleep 30");
   limited.device.gpus = {0};
   limited.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
@@ -302,10 +359,17 @@ TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
   ASSERT_FALSE(ledger_path.empty());
   auto ledger = interposer::Ledger::Open(ledger_path, nullptr);
   ASSERT_TRUE(ledger.has_value());
-  (*ledger)->bucket().busy_ns_total.fetch_add(1'000'000);  // The worker ran kernels for 1 ms.
-  const double used = Find(limited.id)->core_used_percent;
-  EXPECT_GT(used, 0);
-  EXPECT_LE(used, 100);
+  std::atomic<int64_t>& busy = (*ledger)->bucket().busy_ns_total;
+  busy.fetch_add(1'000'000);  // The worker ran kernels for 1 ms ...
+  clock.Advance(10ms);        // ... in 10 ms.
+  EXPECT_DOUBLE_EQ(Find(limited.id)->core_used_percent, 10.0);
+  busy.fetch_add(4'000'000);
+  clock.Advance(5ms);  // Shorter than the sample interval: the last rate stands.
+  EXPECT_DOUBLE_EQ(Find(limited.id)->core_used_percent, 10.0);
+  clock.Advance(5ms);  // 4 ms over the 10 ms since the last rate.
+  EXPECT_DOUBLE_EQ(Find(limited.id)->core_used_percent, 40.0);
+  clock.Advance(10ms);  // Idle.
+  EXPECT_DOUBLE_EQ(Find(limited.id)->core_used_percent, 0.0);
   EXPECT_EQ(Find(whole.id)->core_used_percent, -1) << "core 100 is not limited, so not measured";
 }
 

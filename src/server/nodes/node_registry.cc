@@ -43,6 +43,16 @@ bool SameOutcome(const protocol::StatusReport& a, const protocol::StatusReport& 
   return true;
 }
 
+// "[4g.20gb@0, 3g.20gb@4]": a desired or reported layout in a message.
+template <typename Partition>
+std::string DescribePartitions(const std::vector<Partition>& partitions) {
+  std::string out = "[";
+  for (const Partition& p : partitions) {
+    out += fmt::format("{}{}@{}", out.size() > 1 ? ", " : "", p.profile, p.start);
+  }
+  return out + "]";
+}
+
 // `have.mig` is the GPU's MIG mode, which carving never changes: a GPU used whole may keep MIG
 // enabled with no instances, so only the applied flag and the partitions are compared.
 bool Matches(const protocol::GpuDesired& want, const protocol::GpuStatus& have) {
@@ -499,7 +509,9 @@ Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::millis
     for (const auto& have : e.status.gpus) {
       if (have.index != gpu) continue;
       if (Matches(want->second, have)) return OkStatus();
-      if (e.status.applied_version >= target) {
+      // A report acted on this version or a later one of this server (a version above the
+      // registry's own is left from an earlier server process): its outcome is final.
+      if (e.status.applied_version >= target && e.status.applied_version <= e.version) {
         if (have.pending_reset) {
           return FailedPrecondition(fmt::format(
               "GPU {} of {}: MIG mode is pending a GPU reset; reset the GPU, then retry", gpu,
@@ -508,6 +520,13 @@ Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::millis
         if (!have.error.empty()) {
           return FailedPrecondition(fmt::format("GPU {} of {}: {}", gpu, node.value(),
                                                 have.error));
+        }
+        if (have.applied) {
+          return FailedPrecondition(fmt::format(
+              "GPU {} of {}: the agent reports the GPU applied as {}, but the desired layout is "
+              "{}; the carve is refused rather than serve copies from partitions that differ",
+              gpu, node.value(), DescribePartitions(have.partitions),
+              DescribePartitions(want->second.partitions)));
         }
       }
     }

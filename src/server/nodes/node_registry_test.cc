@@ -191,7 +191,97 @@ class CarveThroughAgentTest : public NodeRegistryTest {
     l.instances.push_back({*catalog::FindProfile(**gpu, "3g.20gb"), 4});
     return l;
   }
+  // Plays the agent's long-poll: the desired state once it holds a GPU layout (a registered
+  // node starts with none, and a carve's layout bumps its version).
+  protocol::DesiredState DesiredLayout(const std::string& node) {
+    auto d = registry_.WaitDesired(node, registry_.epoch(), 0, 0ms);
+    EXPECT_TRUE(d.has_value());
+    if (d.has_value() && d->gpus.empty()) {
+      d = registry_.WaitDesired(node, registry_.epoch(), d->version, 5s);
+    }
+    EXPECT_TRUE(d.has_value() && !d->gpus.empty()) << "no layout was desired within 5 s";
+    return d.value_or(protocol::DesiredState{});
+  }
+  // The agent's report of GPU `gpu`, acted on desired version `version`: applied as `carved`.
+  void ReportApplied(uint64_t version, int gpu, std::vector<protocol::CarvedPartition> carved) {
+    auto s = Report("a");
+    s.applied_version = version;
+    protocol::GpuStatus g;
+    g.index = gpu;
+    g.mig = true;
+    g.applied = true;
+    g.partitions = std::move(carved);
+    s.gpus = {g};
+    registry_.ReportStatus(s);
+  }
+  // Carves TwoPartitions on GPU 3 of node "a", whose agent reports `carved` as applied.
+  Status CarveReportedAs(std::vector<protocol::CarvedPartition> carved) {
+    EXPECT_TRUE(registry_.Register(P4d("a")).has_value());
+    AgentNodeDriver driver(registry_, 30s);
+    auto carve = std::async(std::launch::async, [&] {
+      return driver.CarveGpu(NodeId("a"), GpuIndex(3), TwoPartitions());
+    });
+    protocol::DesiredState d = DesiredLayout("a");
+    ReportApplied(d.version, 3, std::move(carved));
+    // A refusal is prompt: it does not wait out the carve timeout (30 s).
+    EXPECT_EQ(carve.wait_for(10s), std::future_status::ready) << "the carve waited for its timeout";
+    return carve.get();
+  }
 };
+
+// The agent says "applied" but carved something else: a carve that returned OK would place
+// copies on partitions that do not exist. Every kind of difference is refused, naming both.
+TEST_F(CarveThroughAgentTest, AnAppliedReportWithOtherStartsFailsTheCarve) {
+  Status st = CarveReportedAs({{"4g.20gb", 0, "MIG-x"}, {"3g.20gb", 0, "MIG-y"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("applied as [4g.20gb@0, 3g.20gb@0]"), std::string::npos)
+      << st.error().message;
+  EXPECT_NE(st.error().message.find("desired layout is [4g.20gb@0, 3g.20gb@4]"), std::string::npos)
+      << st.error().message;
+}
+
+TEST_F(CarveThroughAgentTest, AnAppliedReportWithOtherProfilesFailsTheCarve) {
+  Status st = CarveReportedAs({{"4g.20gb", 0, "MIG-x"}, {"2g.10gb", 4, "MIG-y"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("applied as [4g.20gb@0, 2g.10gb@4]"), std::string::npos)
+      << st.error().message;
+}
+
+TEST_F(CarveThroughAgentTest, AnAppliedReportMissingAPartitionFailsTheCarve) {
+  Status st = CarveReportedAs({{"4g.20gb", 0, "MIG-x"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("applied as [4g.20gb@0]"), std::string::npos)
+      << st.error().message;
+}
+
+// Copies name a partition by its position in the desired order, so the order is part of the
+// layout.
+TEST_F(CarveThroughAgentTest, AnAppliedReportInAnotherOrderFailsTheCarve) {
+  Status st = CarveReportedAs({{"3g.20gb", 4, "MIG-y"}, {"4g.20gb", 0, "MIG-x"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+}
+
+// A report acted on an older desired version (the agent has not seen the carve yet) is not
+// final, nor is one whose version this server never issued (left from an earlier server
+// process): the carve waits for the report of the version that holds its layout.
+TEST_F(CarveThroughAgentTest, OnlyAReportOfTheCarvesVersionIsFinal) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  AgentNodeDriver driver(registry_, 30s);
+  auto carve = std::async(std::launch::async, [&] {
+    return driver.CarveGpu(NodeId("a"), GpuIndex(3), TwoPartitions());
+  });
+  protocol::DesiredState d = DesiredLayout("a");
+  ReportApplied(d.version - 1, 3, {{"7g.40gb", 0, "MIG-old"}});
+  ReportApplied(d.version + 100, 3, {{"7g.40gb", 0, "MIG-old"}});
+  EXPECT_EQ(carve.wait_for(300ms), std::future_status::timeout);
+  ReportApplied(d.version, 3, {{"4g.20gb", 0, "MIG-x"}, {"3g.20gb", 4, "MIG-y"}});
+  Status st = carve.get();
+  EXPECT_TRUE(st.ok()) << st.error().message;
+}
 
 TEST_F(CarveThroughAgentTest, CarveReturnsWhenTheAgentReportsTheLayout) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
@@ -199,11 +289,7 @@ TEST_F(CarveThroughAgentTest, CarveReturnsWhenTheAgentReportsTheLayout) {
   auto carve = std::async(std::launch::async,
                           [&] { return driver.CarveGpu(NodeId("a"), GpuIndex(3), TwoPartitions()); });
   // Play the agent: read the desired state, report it applied.
-  protocol::DesiredState d;
-  for (int i = 0; i < 100 && d.gpus.empty(); ++i) {
-    d = *registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
-    if (d.gpus.empty()) std::this_thread::sleep_for(10ms);
-  }
+  protocol::DesiredState d = DesiredLayout("a");
   ASSERT_EQ(d.gpus.size(), 1u);
   EXPECT_EQ(d.gpus[0].index, 3);
   EXPECT_TRUE(d.gpus[0].mig);
@@ -227,11 +313,7 @@ TEST_F(CarveThroughAgentTest, TheAgentsErrorFailsTheCarve) {
   AgentNodeDriver driver(registry_, 5s);
   auto carve = std::async(std::launch::async,
                           [&] { return driver.CarveGpu(NodeId("a"), GpuIndex(0), TwoPartitions()); });
-  protocol::DesiredState d;
-  for (int i = 0; i < 100 && d.gpus.empty(); ++i) {
-    d = *registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
-    if (d.gpus.empty()) std::this_thread::sleep_for(10ms);
-  }
+  protocol::DesiredState d = DesiredLayout("a");
   auto s = Report("a");
   s.applied_version = d.version;
   protocol::GpuStatus g;

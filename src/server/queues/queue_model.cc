@@ -24,7 +24,7 @@ Result<E> ParseName(std::string_view text, const std::array<std::string_view, N>
   return InvalidArgument(fmt::format("{}='{}': must be one of {}", what, text, accepted));
 }
 
-constexpr std::array<std::string_view, 2> kEnforcementNames = {"interposer", "mps"};
+constexpr std::array<std::string_view, 3> kEnforcementNames = {"interposer", "mps", "none"};
 constexpr std::array<std::string_view, 4> kJobTypeNames = {"CustomJob", "RayJob", "RayCluster",
                                                            "RayServe"};
 constexpr std::array<std::string_view, 6> kJobStateNames = {"Submitted", "Pending", "Running",

@@ -25,8 +25,9 @@ namespace carve::server::queues {
 inline constexpr std::string_view kQueueKind = "Queue";
 inline constexpr std::string_view kJobKind = "Job";
 
-enum class Enforcement { kInterposer, kMps };
-std::string_view EnforcementName(Enforcement e);  // "interposer", "mps"
+// kNone: the queue asked for unenforced shares; its workers get their limits as variables only.
+enum class Enforcement { kInterposer, kMps, kNone };
+std::string_view EnforcementName(Enforcement e);  // "interposer", "mps", "none"
 // InvalidArgument naming the field and the accepted values.
 Result<Enforcement> ParseEnforcement(std::string_view text, std::string_view field);
 

@@ -31,7 +31,7 @@ struct CreateQueueRequest {
 };
 
 // Body: {"name", "allocation": {"instance_type","count"} | {"nodes": [...]}, "mgpu",
-// "strategy": SPREAD|BINPACK, "enforcement": interposer|mps, "gang"}.
+// "strategy": SPREAD|BINPACK, "enforcement": interposer|mps|none, "gang"}.
 Result<CreateQueueRequest> ParseCreateQueue(const nlohmann::json& body);
 
 // Queue names: 1..63 of [A-Za-z0-9-], starting with a letter or digit.

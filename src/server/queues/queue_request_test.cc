@@ -65,7 +65,7 @@ TEST(ParseCreateQueue, RejectsAnUnknownEnforcementNamingTheAcceptedValues) {
   auto r = ParseCreateQueue(
       json::parse(R"({"name":"q","enforcement":"cgroup","allocation":{"nodes":["n1"]}})"));
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "enforcement='cgroup': must be one of interposer, mps");
+  EXPECT_EQ(r.error().message, "enforcement='cgroup': must be one of interposer, mps, none");
 }
 
 TEST(ApplyQueueUpdate, RefusesToChangeTheMgpuSwitchAndSaysANewQueueIsNeeded) {

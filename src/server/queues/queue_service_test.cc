@@ -177,6 +177,24 @@ TEST_F(QueueServiceTest, PlacesTwentyTasksOfCore30ThreeToACardAndPublishesTheirS
   EXPECT_EQ(desired[0].environment.at("CARVE_MGPU_CORE_PERCENT"), "30");
 }
 
+// A queue that asked for unenforced shares says so to the agent, which then runs them without
+// the interposer; it survives a restart like every queue setting.
+TEST_F(QueueServiceTest, AQueueWithEnforcementNonePublishesUnenforcedShares) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  ASSERT_TRUE(service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"enforcement", "none"}})
+                  .has_value());
+  EXPECT_EQ(service_->GetQueue(kAccount, "q1")->enforcement, Enforcement::kNone);
+  Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;", 1);
+  service_->ReconcileOnce();
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 1u);
+  ASSERT_TRUE(desired[0].device.share.has_value());
+  EXPECT_EQ(desired[0].device.share->enforcement, "none");
+  auto stored = store_.Get({kAccount, "Queue", "q1"});
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(nlohmann::json::parse(stored->body)["enforcement"], "none");
+}
+
 TEST_F(QueueServiceTest, AcceptsAJobWithCore150AndFailsItWithTheRule) {
   MakeQueue("q1", "ml.g5.48xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=150;");

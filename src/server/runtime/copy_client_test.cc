@@ -64,7 +64,12 @@ TEST(CopyClient, ResendsOnAFreshConnectionWhenTheCopyClosedTheIdleOne) {
   });
   CopyClient client;
   ASSERT_EQ(client.Call(copy.address(), Request()).outcome, CopyOutcome::kOk);
-  std::this_thread::sleep_for(20ms);  // Let the close arrive.
+  // The copy has closed the connection the client now holds idle in its pool.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (copy.closed() < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(copy.closed(), 1);
   CopyReply second = client.Call(copy.address(), Request());
   EXPECT_EQ(second.outcome, CopyOutcome::kOk) << second.detail;
   EXPECT_EQ(second.body, "ok");

@@ -63,6 +63,14 @@ Router::Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions
       latency_(metrics.AddHistogram("carve_runtime_request_duration_seconds",
                                     "Runtime invocation latency to the last byte.",
                                     {"endpoint", "component"})),
+      attempts_(metrics.AddCounter("carve_runtime_copy_attempts_total",
+                                   "Tries of runtime invocations on each model copy, by outcome "
+                                   "(answered, unanswered, 5xx, failed).",
+                                   {"component", "copy", "outcome"})),
+      retries_(metrics.AddCounter(
+          "carve_runtime_retries_total",
+          "Runtime invocation tries on another copy after a copy did not answer or answered 5xx.",
+          {"endpoint", "component"})),
       balancer_(clock_, options_.quarantine,
                 &metrics.AddGauge("carve_runtime_copy_in_flight",
                                   "Invocations in progress per model copy.", {"component", "copy"}),
@@ -113,6 +121,12 @@ NativeResponse Router::Finish(Call& call, NativeResponse response) {
   return response;
 }
 
+void Router::CountAttempt(const Call& call, const std::string& copy, int attempt,
+                          const char* outcome) {
+  attempts_.Increment({call.labels[1], copy, outcome});
+  if (attempt > 0) retries_.Increment(call.labels);
+}
+
 NativeResponse Router::Fail(Call& call, const RuntimeError& error) {
   return Finish(call, ErrorResponse(error));
 }
@@ -140,15 +154,19 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
     tried.insert(lease->copy().id);
     CopyReply reply = client_.Call(lease->copy().address, req);
     if (FailedBeforeAnswering(reply)) {
+      CountAttempt(call, lease->copy().id, attempt, "unanswered");
       balancer_.Quarantine(lease->copy().id);
       client_.Forget(lease->copy().address);
       last = std::move(reply);
       continue;
     }
     if (reply.outcome == CopyOutcome::kOk && reply.status >= 500) {
+      CountAttempt(call, lease->copy().id, attempt, "5xx");
       last = std::move(reply);  // Nothing reached the client yet: another copy may answer.
       continue;
     }
+    CountAttempt(call, lease->copy().id, attempt,
+                 reply.outcome == CopyOutcome::kOk ? "answered" : "failed");
     if (reply.outcome != CopyOutcome::kOk || reply.status < 200 || reply.status >= 300) {
       return Fail(call, ModelErrorFor(route, call.endpoint, reply));
     }

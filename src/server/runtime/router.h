@@ -19,7 +19,12 @@
 // Metrics: carve_runtime_requests_total{endpoint,component,code},
 // carve_runtime_errors_total{endpoint,component,type}, carve_runtime_in_flight{endpoint,component},
 // carve_runtime_request_duration_seconds{endpoint,component} (to the last byte),
-// carve_runtime_copy_in_flight{component,copy}.
+// carve_runtime_copy_in_flight{component,copy},
+// carve_runtime_copy_attempts_total{component,copy,outcome}: each try of a request on a copy, by
+// outcome: "answered" (a status below 500), "unanswered" (refused, or broken before the status
+// line: the request moved on), "5xx" (InvokeEndpoint moves on to another copy), "failed" (timed
+// out, or broke after the status line);
+// carve_runtime_retries_total{endpoint,component}: tries beyond each request's first.
 // Thread-safe; the directory and metrics registry must outlive the router.
 #pragma once
 
@@ -75,6 +80,8 @@ class Router {
   static bool FailedBeforeAnswering(const CopyReply& reply);
   Result<RouteInfo> Prepare(const NativeRequest& request, Call& call);
   NativeResponse Finish(Call& call, NativeResponse response);
+  // Counts one try on `copy` (and a retry when it was not the request's first).
+  void CountAttempt(const Call& call, const std::string& copy, int attempt, const char* outcome);
   NativeResponse Fail(Call& call, const RuntimeError& error);
 
   CopyDirectory& directory_;
@@ -84,6 +91,8 @@ class Router {
   Counter& errors_;
   Gauge& in_flight_;
   Histogram& latency_;
+  Counter& attempts_;
+  Counter& retries_;
   CopyBalancer balancer_;
   CopyClient client_;
 };

@@ -135,13 +135,16 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     CopyReply head = upstream->WaitForHead();
     if (!upstream->HasHead()) {
       if (FailedBeforeAnswering(head)) {
+        CountAttempt(*call, lease->copy().id, attempt, "unanswered");
         balancer_.Quarantine(lease->copy().id);
         client_.Forget(lease->copy().address);
         unanswered = std::move(head);
         continue;
       }
+      CountAttempt(*call, lease->copy().id, attempt, "failed");
       return Fail(*call, ModelErrorFor(route, call->endpoint, head));
     }
+    CountAttempt(*call, lease->copy().id, attempt, head.status >= 500 ? "5xx" : "answered");
     if (head.status < 200 || head.status >= 300) {
       return Fail(*call, ModelErrorFor(route, call->endpoint, upstream->WaitDone()));
     }

@@ -240,6 +240,31 @@ TEST_F(RouterTest, ACopyHangingUpBeforeAnsweringIsRetriedOnAnotherAndQuarantined
   EXPECT_TRUE(router.balancer().IsQuarantined("gone"));
 }
 
+// Every try is counted per copy and outcome, and each move to another copy is a retry: what an
+// end-to-end test reads to see that a dead copy was tried (tests/integration/runtime_test.py).
+TEST_F(RouterTest, TriesAreCountedPerCopyAndOutcomeAndMovesAsRetries) {
+  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  TestCopy good(Echo("good"));
+  TestCopy failing(Status(503, "busy"));
+  dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}, {"good", good.address()}}));
+  Router router(dir_, metrics_, Options());
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(router.Invoke(Request()).http_status, 200);
+  Counter& attempts = metrics_.AddCounter("carve_runtime_copy_attempts_total", "",
+                                          {"component", "copy", "outcome"});
+  Counter& retries =
+      metrics_.AddCounter("carve_runtime_retries_total", "", {"endpoint", "component"});
+  const double unanswered = attempts.Value({"ic-a", "gone", "unanswered"});
+  EXPECT_GE(unanswered, 1);  // Least-outstanding ties are random; quarantine keeps it out after.
+  EXPECT_EQ(unanswered, hangs_up.connections());
+  EXPECT_EQ(attempts.Value({"ic-a", "good", "answered"}), 10);
+  EXPECT_EQ(retries.Value({"ep", "ic-a"}), unanswered);
+
+  dir_.SetRoute(kAccount, "ep", Route({{"busy", failing.address()}}));
+  EXPECT_EQ(router.Invoke(Request()).http_status, 424);
+  EXPECT_EQ(attempts.Value({"ic-a", "busy", "5xx"}), 1);
+  EXPECT_EQ(retries.Value({"ep", "ic-a"}), unanswered) << "one copy: nothing to retry on";
+}
+
 TEST_F(RouterTest, EveryCopyHangingUpIsServiceUnavailable) {
   ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
   dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}}));

@@ -68,6 +68,7 @@ class ScriptedCopy {
         workers_.emplace_back([this, fd, index] {
           script_(fd, index);
           ::close(fd);
+          ++closed_;
         });
       }
     });
@@ -81,12 +82,15 @@ class ScriptedCopy {
   }
   const std::string& address() const { return address_; }
   int connections() const { return connections_; }
+  // Connections whose script returned and whose socket this side closed.
+  int closed() const { return closed_; }
 
  private:
   Script script_;
   int listener_ = -1;
   std::string address_;
   std::atomic<int> connections_{0};
+  std::atomic<int> closed_{0};
   std::thread acceptor_;
   std::mutex mu_;
   std::vector<std::thread> workers_;

@@ -70,13 +70,16 @@ class AgentModeTest : public ::testing::Test {
       s.node_id = id;
       s.epoch = registry_.epoch();
       s.applied_version = d->version;
+      const bool misreports = id == "node-b" && node_b_misreports_;
       for (const auto& g : d->gpus) {
         protocol::GpuStatus gs;
         gs.index = g.index;
         gs.mig = g.mig;
         gs.applied = true;
         for (const auto& p : g.partitions) {
-          gs.partitions.push_back({p.profile, p.start, "MIG-" + id + "-" + p.profile});
+          // A misreporting agent says "applied" with every partition at start 0.
+          gs.partitions.push_back(
+              {p.profile, misreports ? 0 : p.start, "MIG-" + id + "-" + p.profile});
         }
         s.gpus.push_back(gs);
       }
@@ -98,11 +101,13 @@ class AgentModeTest : public ::testing::Test {
     EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
     return json::parse(r.body);
   }
+  // Passes with the agents' reports in between: the background pump answers carves while a
+  // pass waits for them, and a pump here reports what the pass published before the next one.
   void Settle() {
     for (int i = 0; i < 4; ++i) {
       service_->ReconcileOnce();
       service_->WaitForCarves();
-      std::this_thread::sleep_for(10ms);  // One pump after the pass.
+      Pump();
     }
   }
   void Deploy(const std::string& image, int copies) {
@@ -146,6 +151,7 @@ class AgentModeTest : public ::testing::Test {
   std::mutex mu_;
   std::set<std::string> healthy_;  // Guarded by mu_.
   std::atomic<bool> serving_{true};
+  std::atomic<bool> node_b_misreports_{false};
   std::atomic<bool> stop_{false};
   std::thread pump_;
 };
@@ -173,6 +179,28 @@ TEST_F(AgentModeTest, CopiesRunAsWorkloadsBoundToTheirPartition) {
   auto d_a = registry_.WaitDesired("node-a", registry_.epoch(), 0, 0ms);
   ASSERT_EQ(d_a->gpus.size(), 8u);
   EXPECT_EQ(d_a->gpus[7].partitions[1], (protocol::PartitionSpec{"3g.20gb", 4}));
+}
+
+// A carve returns only when the agent reports that exact layout: an agent that says "applied"
+// with other starts fails the endpoint, and the reason names both layouts.
+TEST_F(AgentModeTest, AnAgentReportingAnotherLayoutFailsTheEndpointNamingBoth) {
+  node_b_misreports_ = true;
+  Ok("CreateEndpointConfig",
+     {{"EndpointConfigName", "ep"},
+      {"ProductionVariants",
+       {{{"VariantName", "AllTraffic"},
+         {"InstanceType", "ml.p4d.24xlarge"},
+         {"InitialInstanceCount", 2},
+         {"AcceleratorPartitionLayouts",
+          {{{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-3g.20gb"}}}}}}}}});
+  Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});
+  Settle();
+  json ep = Ok("DescribeEndpoint", {{"EndpointName", "ep"}});
+  EXPECT_EQ(ep["EndpointStatus"], "Failed") << ep.dump();
+  const std::string reason = ep.value("FailureReason", "");
+  EXPECT_NE(reason.find("of node-b"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("applied as [4g.20gb@0, 3g.20gb@0]"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("desired layout is [4g.20gb@0, 3g.20gb@4]"), std::string::npos) << reason;
 }
 
 TEST_F(AgentModeTest, ACopyCountsOnlyOnceItsProcessServes) {
