@@ -491,6 +491,33 @@ void NodeRegistry::RetainWorkloadNodes(std::string_view source, const std::vecto
   if (changed) changed_.notify_all();
 }
 
+std::optional<Status> NodeRegistry::GpuOutcomeLocked(const std::string& node, const Entry& e,
+                                                     int gpu, const protocol::GpuDesired& want,
+                                                     uint64_t target) const {
+  for (const auto& have : e.status.gpus) {
+    if (have.index != gpu) continue;
+    if (Matches(want, have)) return OkStatus();
+    // A report acted on this version or a later one of this server (a version above the
+    // registry's own is left from an earlier server process): its outcome is final.
+    if (e.status.applied_version >= target && e.status.applied_version <= e.version) {
+      if (have.pending_reset) {
+        return FailedPrecondition(fmt::format(
+            "GPU {} of {}: MIG mode is pending a GPU reset; reset the GPU, then retry", gpu, node));
+      }
+      if (!have.error.empty()) {
+        return FailedPrecondition(fmt::format("GPU {} of {}: {}", gpu, node, have.error));
+      }
+      if (have.applied) {
+        return FailedPrecondition(fmt::format(
+            "GPU {} of {}: the agent reports the GPU applied as {}, but the desired layout is "
+            "{}; the carve is refused rather than serve copies from partitions that differ",
+            gpu, node, DescribePartitions(have.partitions), DescribePartitions(want.partitions)));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -506,29 +533,8 @@ Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::millis
     if (!e.ready) {
       return Unavailable("node " + node.value() + " is NotReady: " + e.not_ready_reason);
     }
-    for (const auto& have : e.status.gpus) {
-      if (have.index != gpu) continue;
-      if (Matches(want->second, have)) return OkStatus();
-      // A report acted on this version or a later one of this server (a version above the
-      // registry's own is left from an earlier server process): its outcome is final.
-      if (e.status.applied_version >= target && e.status.applied_version <= e.version) {
-        if (have.pending_reset) {
-          return FailedPrecondition(fmt::format(
-              "GPU {} of {}: MIG mode is pending a GPU reset; reset the GPU, then retry", gpu,
-              node.value()));
-        }
-        if (!have.error.empty()) {
-          return FailedPrecondition(fmt::format("GPU {} of {}: {}", gpu, node.value(),
-                                                have.error));
-        }
-        if (have.applied) {
-          return FailedPrecondition(fmt::format(
-              "GPU {} of {}: the agent reports the GPU applied as {}, but the desired layout is "
-              "{}; the carve is refused rather than serve copies from partitions that differ",
-              gpu, node.value(), DescribePartitions(have.partitions),
-              DescribePartitions(want->second.partitions)));
-        }
-      }
+    if (auto outcome = GpuOutcomeLocked(node.value(), e, gpu, want->second, target)) {
+      return *outcome;
     }
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       return Unavailable(fmt::format("GPU {} of {}: the agent did not apply the layout within {} s",
@@ -566,22 +572,9 @@ Status NodeRegistry::WaitForNodes(const std::vector<NodeId>& nodes,
     const Entry& e = it->second;
     if (!e.ready) return Unavailable("node " + name + " is NotReady: " + e.not_ready_reason);
     for (const auto& [gpu, want] : e.gpus) {
-      const protocol::GpuStatus* have = nullptr;
-      for (const auto& g : e.status.gpus) {
-        if (g.index == gpu) have = &g;
-      }
-      if (have != nullptr && Matches(want, *have)) continue;
-      if (have != nullptr && e.status.applied_version >= target) {
-        if (have->pending_reset) {
-          return FailedPrecondition(fmt::format(
-              "GPU {} of {}: MIG mode is pending a GPU reset; reset the GPU, then retry", gpu,
-              name));
-        }
-        if (!have->error.empty()) {
-          return FailedPrecondition(fmt::format("GPU {} of {}: {}", gpu, name, have->error));
-        }
-      }
-      return std::nullopt;
+      std::optional<Status> outcome = GpuOutcomeLocked(name, e, gpu, want, target);
+      if (!outcome) return std::nullopt;  // Still carving.
+      if (!outcome->ok()) return outcome;
     }
     return OkStatus();
   };

@@ -220,6 +220,10 @@ class NodeRegistry {
   void DeadlineLoop();
   // Records a change for every subscriber.
   void NoteLocked(std::set<std::string> RegistryChanges::*what, const std::string& key);
+  // One GPU's carve as the node last reported it: OK (carved as desired), an error (the report
+  // for version `target` or later says it failed, or carved it otherwise), nullopt (carving).
+  std::optional<Status> GpuOutcomeLocked(const std::string& node, const Entry& e, int gpu,
+                                         const protocol::GpuDesired& want, uint64_t target) const;
   void IndexWorkloadsLocked(const std::string& node, const protocol::StatusReport& before,
                             const protocol::StatusReport& after);
 
