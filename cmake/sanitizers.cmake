@@ -1,0 +1,58 @@
+# Sanitizer builds: -DCARVE_SANITIZE=address,undefined (ASan + UBSan) or -DCARVE_SANITIZE=thread
+# (TSan). `make sanitize` configures build-asan and build-tsan this way (scripts/sanitize.sh);
+# docs/testing.md says what each runs.
+#
+# Every target of the tree is instrumented, shared objects included. Each executable also links
+# tools/sanitizers/default_options.cc, which compiles the runtime options into the binary, so
+# they hold in processes whose environment a test or the agent rebuilt from nothing (a copy the
+# agent launches inherits no ASAN_OPTIONS). Those options send every report to
+# <build>/sanitizer-reports/, where scripts/sanitize.sh looks after the run: a finding in a
+# process whose exit status nobody checks (a copy, an agent a test kills) still fails the run.
+set(CARVE_SANITIZE "" CACHE STRING "Sanitizers to build with: '' (none), 'address,undefined' or 'thread'")
+set(CARVE_SANITIZER_REPORT_DIR "${CMAKE_BINARY_DIR}/sanitizer-reports")
+# -DCARVE_FUZZ=ON (fuzz/CMakeLists.txt): with Clang, the whole tree is also compiled with
+# libFuzzer's coverage instrumentation, so the fuzz targets see edges inside the libraries.
+option(CARVE_FUZZ "Build the libFuzzer targets in fuzz/ (needs Clang)" OFF)
+if(CARVE_FUZZ AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
+if(CARVE_SANITIZE STREQUAL "")
+  function(carve_sanitize_target target)
+  endfunction()
+  return()
+endif()
+
+if(NOT CARVE_SANITIZE MATCHES "^(address,undefined|address|undefined|thread)$")
+  message(FATAL_ERROR "CARVE_SANITIZE='${CARVE_SANITIZE}': use address,undefined or thread")
+endif()
+message(STATUS "carve: building with -fsanitize=${CARVE_SANITIZE}; reports go to "
+               "${CARVE_SANITIZER_REPORT_DIR}")
+file(MAKE_DIRECTORY ${CARVE_SANITIZER_REPORT_DIR})
+
+# -fno-sanitize-recover: undefined behaviour aborts the process (a failed test), it does not
+# print and carry on. Frame pointers keep the reports' stacks whole.
+add_compile_options(-fsanitize=${CARVE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+add_link_options(-fsanitize=${CARVE_SANITIZE})
+if(CARVE_SANITIZE STREQUAL "thread")
+  # TSan is impractically slow at -O0. GCC warns that it cannot see std::atomic_thread_fence
+  # (-Wtsan); none of carve's own code relies on a bare fence for ordering.
+  add_compile_options(-O1)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_compile_options(-Wno-tsan -Wno-maybe-uninitialized)
+  endif()
+endif()
+
+add_library(carve_sanitizer_options OBJECT ${PROJECT_SOURCE_DIR}/tools/sanitizers/default_options.cc)
+target_compile_definitions(carve_sanitizer_options PRIVATE
+  CARVE_SANITIZER_REPORT_DIR="${CARVE_SANITIZER_REPORT_DIR}"
+  CARVE_SANITIZER_SUPPRESSIONS_DIR="${PROJECT_SOURCE_DIR}/tools/sanitizers")
+target_compile_options(carve_sanitizer_options PRIVATE -Wall -Wextra -Werror)
+
+# Called by carve_warnings() for every target of the tree: executables get the options above.
+function(carve_sanitize_target target)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:carve_sanitizer_options>)
+  endif()
+endfunction()
