@@ -28,6 +28,8 @@ struct AgentFlags {
   std::string data_dir = "./carve-data";
   std::string interposer;
   std::string log_level = "info";
+  int64_t log_max_mib = 16;
+  int64_t sim_carve_ms = 0;
 };
 
 std::string Hostname() {
@@ -66,9 +68,12 @@ int RunAgent(const AgentFlags& f) {
   o.data_dir = f.data_dir;
   o.carve_binary = carve.string();
   o.interposer_path = f.interposer.empty() ? FindInterposer(carve) : f.interposer;
+  o.log_max_bytes = static_cast<uint64_t>(f.log_max_mib) << 20;
+  o.sim_carve_time = std::chrono::milliseconds(f.sim_carve_ms);
   if (o.interposer_path.empty()) {
-    spdlog::warn("libcarve-mgpu.so not found (--interposer): mGPU shares get their limits as "
-                 "environment variables only");
+    spdlog::warn(
+        "libcarve-mgpu.so not found (--interposer): mGPU shares get their limits as "
+        "environment variables only");
   }
   agent::node::HttpControlPlane control(protocol::SignedClient(f.server, *credentials));
   auto created = agent::node::Agent::Create(o, control);
@@ -85,9 +90,9 @@ int RunAgent(const AgentFlags& f) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   agent::node::Agent& a = **created;
   a.Start();
-  std::cout << "carve agent: node " << o.node_id << " (" << a.registration().instance_type
-            << ", " << a.registration().gpus.size() << " GPUs, driver "
-            << a.registration().driver << ") serving " << f.server << std::endl;
+  std::cout << "carve agent: node " << o.node_id << " (" << a.registration().instance_type << ", "
+            << a.registration().gpus.size() << " GPUs, driver " << a.registration().driver
+            << ") serving " << f.server << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
   spdlog::info("signal {}: stopping the agent; workloads keep running", sig);
@@ -105,8 +110,7 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
       "decides and run the workloads it places here as processes. Runs until SIGTERM or "
       "SIGINT; stopping the agent leaves its workloads running, and an agent started again on "
       "the same --data-dir adopts them (those no longer desired are stopped).");
-  cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")
-      ->required();
+  cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")->required();
   cmd->add_option("--credentials", flags->credentials,
                   "AWS shared-credentials file with the server's key (the server writes one)")
       ->required();
@@ -125,6 +129,13 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--interposer", flags->interposer,
                   "Path of libcarve-mgpu.so for mGPU shares; default: found beside carve");
+  cmd->add_option("--sim-carve-ms", flags->sim_carve_ms,
+                  "With --driver sim: how long carving one GPU takes (tests of in-flight carves)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--log-max-mib", flags->log_max_mib,
+                  "Cap of each workload's stdout and stderr log; past it the newest part moves "
+                  "to <log>.1 (0: no cap)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   cmd->callback([flags, &ctx] { ctx.exit_code = RunAgent(*flags); });

@@ -53,10 +53,10 @@ Status Agent::ChooseDriver() {
       driver_ = "nvml";
       return OkStatus();
     }
-    const Error why = count.has_value()
-                          ? Unavailable(fmt::format("{} loaded but sees no GPU",
-                                                    options_.nvml_library))
-                          : count.error();
+    const Error why =
+        count.has_value()
+            ? Unavailable(fmt::format("{} loaded but sees no GPU", options_.nvml_library))
+            : count.error();
     if (want == "nvml") return why;
     spdlog::info("NVML not usable ({}); using simulated GPUs", why.message);
   }
@@ -122,6 +122,7 @@ Status Agent::Init() {
   w.initial_backoff = options_.restart_initial_backoff;
   w.max_backoff = options_.restart_max_backoff;
   w.probe_interval = options_.probe_interval;
+  w.log_max_bytes = options_.log_max_bytes;
   workloads_ = std::make_unique<WorkloadManager>(std::move(w), *launcher, clock_, *gpus_);
   spdlog::info("node {}: {} x GPU, instance type {}, driver {}", options_.node_id,
                registration_.gpus.size(), instance_type, driver_);

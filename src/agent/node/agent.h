@@ -3,7 +3,8 @@
 // Create() picks the GPU driver (NVML when libnvidia-ml.so.1 loads and sees a GPU, else the
 // simulated FakeNvml), discovers the node, derives the instance type when none is given and
 // builds the Registration. Start() runs three threads:
-//   watcher   registers (the only thread that does), then long-polls the desired state (ControlPlane::WatchDesired);
+//   watcher   registers (the only thread that does), then long-polls the desired state
+//             (ControlPlane::WatchDesired);
 //   loop      every loop_interval applies the latest desired state (stop what is no longer
 //             desired, carve GPUs, start what is missing), supervises and probes workloads,
 //             and snapshots the status;
@@ -44,8 +45,8 @@ struct AgentOptions {
   // FakeNodeConfig text for the sim driver; "" with an instance type: "gpus: N x <model>".
   std::string sim_config;
   std::string nvml_library = "libnvidia-ml.so.1";
-  Nvml* nvml = nullptr;  // injected (tests): used instead of any driver; not owned
-  std::string data_dir;  // required; made absolute
+  Nvml* nvml = nullptr;         // injected (tests): used instead of any driver; not owned
+  std::string data_dir;         // required; made absolute
   std::string carve_binary;     // {carve} in command templates
   std::string interposer_path;  // libcarve-mgpu.so; "" or missing: share limits as variables
   std::string mps_control_path = "/usr/bin/nvidia-cuda-mps-control";
@@ -63,8 +64,9 @@ struct AgentOptions {
   std::chrono::milliseconds probe_interval{2000};
   std::chrono::milliseconds gpu_retry_after{std::chrono::minutes(5)};
   std::chrono::milliseconds sim_carve_time{0};  // sim driver: time each GPU's carve takes
-  const Clock* clock = nullptr;          // nullptr: SystemClock
-  launch::Launcher* launcher = nullptr;  // nullptr: ProcessLauncher
+  uint64_t log_max_bytes = uint64_t{16} << 20;  // per stream and copy (launch::CapLog)
+  const Clock* clock = nullptr;                 // nullptr: SystemClock
+  launch::Launcher* launcher = nullptr;         // nullptr: ProcessLauncher
 };
 
 class Agent {
@@ -108,22 +110,22 @@ class Agent {
   Nvml* nvml_ = nullptr;
   std::string driver_;
   std::unique_ptr<launch::Launcher> owned_launcher_;
-  std::unique_ptr<GpuApplier> gpus_;         // loop thread only (after Init)
+  std::unique_ptr<GpuApplier> gpus_;            // loop thread only (after Init)
   std::unique_ptr<WorkloadManager> workloads_;  // loop thread only (after Init)
-  protocol::Registration registration_;      // immutable after Init
+  protocol::Registration registration_;         // immutable after Init
 
   std::atomic<bool> need_register_{true};
   std::atomic<bool> stopping_{false};
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;                    // wakes sleepers on stop / change
-  std::string epoch_;                             // guarded by mu_
+  std::condition_variable cv_;                        // wakes sleepers on stop / change
+  std::string epoch_;                                 // guarded by mu_
   std::chrono::milliseconds server_heartbeat_{2000};  // guarded by mu_
-  std::optional<protocol::DesiredState> desired_;  // guarded by mu_
-  bool desired_new_ = false;                       // guarded by mu_: loop should apply now
-  protocol::StatusReport status_;                  // guarded by mu_
-  std::vector<std::string> pending_events_;        // guarded by mu_
-  bool report_now_ = false;                        // guarded by mu_
+  std::optional<protocol::DesiredState> desired_;     // guarded by mu_
+  bool desired_new_ = false;                          // guarded by mu_: loop should apply now
+  protocol::StatusReport status_;                     // guarded by mu_
+  std::vector<std::string> pending_events_;           // guarded by mu_
+  bool report_now_ = false;                           // guarded by mu_
 
   std::chrono::steady_clock::time_point last_metrics_{};  // loop thread only
   std::vector<std::thread> threads_;
