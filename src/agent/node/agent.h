@@ -29,7 +29,9 @@
 #include <vector>
 
 #include "agent/launch/launcher.h"
+#include "agent/launch/process_launcher.h"
 #include "agent/node/control_plane.h"
+#include "agent/node/fence.h"
 #include "agent/node/gpu_applier.h"
 #include "agent/node/workload_manager.h"
 #include "agent/nvml/nvml.h"
@@ -65,8 +67,11 @@ struct AgentOptions {
   std::chrono::milliseconds gpu_retry_after{std::chrono::minutes(5)};
   std::chrono::milliseconds sim_carve_time{0};  // sim driver: time each GPU's carve takes
   uint64_t log_max_bytes = uint64_t{16} << 20;  // per stream and copy (launch::CapLog)
-  const Clock* clock = nullptr;                 // nullptr: SystemClock
-  launch::Launcher* launcher = nullptr;         // nullptr: ProcessLauncher
+  // Start the fence watchdog (fence.h; needs carve_binary) and beat its heartbeat this often.
+  bool fence = false;
+  std::chrono::milliseconds fence_beat{100};
+  const Clock* clock = nullptr;          // nullptr: SystemClock
+  launch::Launcher* launcher = nullptr;  // nullptr: ProcessLauncher
 };
 
 class Agent {
@@ -98,7 +103,10 @@ class Agent {
   void WatchLoop();
   void ApplyLoop();
   void ReportLoop();
+  void BeatLoop();
   void ApplyOnce();
+  Status StartFence();
+  void StopFence();
   // Waits `d` or until Stop(); false when stopping.
   bool SleepFor(std::chrono::milliseconds d);
   std::chrono::milliseconds Heartbeat() const;
@@ -126,6 +134,11 @@ class Agent {
   protocol::StatusReport status_;                     // guarded by mu_
   std::vector<std::string> pending_events_;           // guarded by mu_
   bool report_now_ = false;                           // guarded by mu_
+
+  std::unique_ptr<FenceBeat> fence_;           // set by Start() when options_.fence
+  std::optional<launch::ProcessId> watchdog_;  // the `carve agent-fence` process
+  launch::ProcessLauncher watchdog_launcher_;
+  int64_t fenced_seen_ = 0;  // loop thread only
 
   std::chrono::steady_clock::time_point last_metrics_{};  // loop thread only
   std::vector<std::thread> threads_;
