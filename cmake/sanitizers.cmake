@@ -34,6 +34,22 @@ file(MAKE_DIRECTORY ${CARVE_SANITIZER_REPORT_DIR})
 # print and carry on. Frame pointers keep the reports' stacks whole.
 add_compile_options(-fsanitize=${CARVE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
 add_link_options(-fsanitize=${CARVE_SANITIZE})
+if(CARVE_SANITIZE MATCHES "address")
+  # libcarve-mgpu.so is instrumented like the rest; in a program not linked with ASan (the
+  # /bin/sh of a queue task) the ASan runtime refuses to start unless it is loaded first, so the
+  # agent lists it ahead of the interposer in LD_PRELOAD (launch::InterposerPreload).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    set(asan_runtime_name libclang_rt.asan-${CMAKE_SYSTEM_PROCESSOR}.so)
+  else()
+    set(asan_runtime_name libasan.so)
+  endif()
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${asan_runtime_name}
+                  OUTPUT_VARIABLE asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT IS_ABSOLUTE "${asan_runtime}" OR NOT EXISTS "${asan_runtime}")
+    message(FATAL_ERROR "cannot find the ASan runtime (${asan_runtime_name}): got '${asan_runtime}'")
+  endif()
+  set(CARVE_ASAN_RUNTIME "${asan_runtime}")
+endif()
 if(CARVE_SANITIZE STREQUAL "thread")
   # TSan is impractically slow at -O0. GCC warns that it cannot see std::atomic_thread_fence
   # (-Wtsan); none of carve's own code relies on a bare fence for ordering.
@@ -49,10 +65,14 @@ target_compile_definitions(carve_sanitizer_options PRIVATE
   CARVE_SANITIZER_SUPPRESSIONS_DIR="${PROJECT_SOURCE_DIR}/tools/sanitizers")
 target_compile_options(carve_sanitizer_options PRIVATE -Wall -Wextra -Werror)
 
-# Called by carve_warnings() for every target of the tree: executables get the options above.
+# Called by carve_warnings() for every target of the tree: executables get the options above;
+# the launcher (and its test) learn where the ASan runtime is.
 function(carve_sanitize_target target)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:carve_sanitizer_options>)
+  endif()
+  if(CARVE_ASAN_RUNTIME AND target MATCHES "^(carve_launch|launch_test)$")
+    target_compile_definitions(${target} PRIVATE CARVE_ASAN_RUNTIME="${CARVE_ASAN_RUNTIME}")
   endif()
 endfunction()
