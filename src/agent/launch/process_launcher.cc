@@ -165,6 +165,21 @@ std::vector<int> LiveMembers(const ProcessId& leader) {
 
 Result<ProcessId> ProcessLauncher::Start(const LaunchRequest& r) {
   if (r.argv.empty() || r.argv[0].empty()) return InvalidArgument("launch request has no argv");
+  // exec takes "NAME=value" C strings: a name with '=' would set another variable (say
+  // LD_PRELOAD=... past the one the binding sets), and a NUL would cut the entry short.
+  for (const auto& [k, v] : r.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+        v.find('\0') != std::string::npos) {
+      return InvalidArgument("environment variable \"" + k.substr(0, k.find('\0')) +
+                             "\": a name must be non-empty without '=' or NUL, a value "
+                             "without NUL");
+    }
+  }
+  for (const auto& a : r.argv) {
+    if (a.find('\0') != std::string::npos) {
+      return InvalidArgument("argument \"" + a.substr(0, a.find('\0')) + "\" holds a NUL byte");
+    }
+  }
   CARVE_RETURN_IF_ERROR(OpenLog(r.stdout_path));
   CARVE_RETURN_IF_ERROR(OpenLog(r.stderr_path));
   // Built before fork: the child may not allocate.

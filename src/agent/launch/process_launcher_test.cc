@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "agent/launch/test_util.h"
@@ -51,6 +52,29 @@ TEST(ProcessLauncher, AMissingProgramIsNotFound) {
   ASSERT_FALSE(p.has_value());
   EXPECT_EQ(p.error().code, ErrorCode::kNotFound);
   EXPECT_NE(p.error().message.find("carve-no-such-program"), std::string::npos);
+}
+
+// A name holding '=' ("LD_PRELOAD=/tmp/x.so:") would set another variable than the one named,
+// ahead of the one the binding sets; a NUL would cut the entry short. Both are refused before
+// anything starts.
+TEST(ProcessLauncher, RefusesVariablesExecCannotCarryFaithfully) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  for (const EnvVars& bad : {EnvVars{{"LD_PRELOAD=/tmp/x.so:", "1"}}, EnvVars{{"", "1"}},
+                             EnvVars{{std::string("A\0B", 3), "1"}},
+                             EnvVars{{"A", std::string("1\0"
+                                                       "2",
+                                                       3)}}}) {
+    LaunchRequest r = Shell(dir, "touch " + dir + "/ran");
+    r.env.insert(r.env.end(), bad.begin(), bad.end());
+    auto p = launcher.Start(r);
+    ASSERT_FALSE(p.has_value()) << bad[0].first;
+    EXPECT_EQ(p.error().code, ErrorCode::kInvalidArgument);
+  }
+  LaunchRequest r = Shell(dir, "touch " + dir + "/ran");
+  r.argv.push_back(std::string("x\0y", 3));
+  EXPECT_EQ(launcher.Start(r).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ran"));
 }
 
 TEST(ProcessLauncher, StartsEachProcessAsItsOwnGroupLeader) {
