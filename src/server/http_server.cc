@@ -59,7 +59,9 @@ std::string NewRequestId() {
 }
 
 std::string ErrorBody(const std::string& type, const std::string& message) {
-  return nlohmann::json{{"__type", type}, {"message", message}}.dump();
+  // Messages quote the request (its path, its target): invalid UTF-8 must not throw.
+  return nlohmann::json{{"__type", type}, {"message", message}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string AsciiLower(std::string s) {

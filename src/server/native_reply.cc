@@ -25,7 +25,8 @@ int HttpStatusFor(ErrorCode code) {
 NativeResponse JsonReply(int status, const nlohmann::json& body) {
   NativeResponse r;
   r.http_status = status;
-  r.body = body.dump(2) + "\n";
+  // Messages may quote a caller's bytes (a path segment): invalid UTF-8 must not throw.
+  r.body = body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return r;
 }
 
