@@ -105,9 +105,13 @@ def poll(predicate, timeout_s=30.0, interval_s=0.05, what="condition"):
 class CarveServer:
     """One `carve server` process. Reusable across restarts on the same data dir."""
 
-    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0):
+    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0,
+                 log_dir=None):
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="carve-it-")
+        # The server's output goes to <log_dir>/server.log: a test that fills the data dir's
+        # disk keeps its log elsewhere, where writing it cannot fail.
+        self.log_path = os.path.join(log_dir or self.data_dir, "server.log")
         self.config = os.path.join(self.data_dir, "carve.yaml")
         with open(self.config, "w") as f:
             f.write(FAST_FLEET.format(carve_ms=carve_ms, p4d=p4d, p5=p5))
@@ -143,7 +147,7 @@ class CarveServer:
         raise AssertionError("carve server did not start; output:\n" + "".join(seen))
 
     def _pump(self, proc, q):
-        with open(os.path.join(self.data_dir, "server.log"), "a") as log:
+        with open(self.log_path, "a") as log:
             for line in proc.stdout:
                 q.put(line)
                 log.write(line)
@@ -243,10 +247,11 @@ class CarveServer:
 class CarveAgent:
     """One `carve agent` process with simulated GPUs, talking to `server`."""
 
-    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge"):
+    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge", extra_args=()):
         self.server = server
         self.node_id = node_id
         self.instance_type = instance_type
+        self.extra_args = list(extra_args)
         self.data_dir = tempfile.mkdtemp(prefix=f"carve-agent-{node_id}-")
         self.proc = None
         self.log = open(os.path.join(self.data_dir, "agent.log"), "a")
@@ -255,7 +260,8 @@ class CarveAgent:
         self.proc = subprocess.Popen(
             [carve_bin(), "agent", "--server", self.server.url, "--credentials",
              self.server.credentials_file, "--driver", "sim", "--instance-type",
-             self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir],
+             self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir,
+             *self.extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
         return self
 
