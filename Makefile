@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 
 .PHONY: all setup configure build test demo lint format bench clang sanitize sanitize-asan \
-        sanitize-asan-unit sanitize-tsan fuzz clean
+        sanitize-asan-unit sanitize-tsan sanitize-ubsan-interposer fuzz clean
 
 all: build
 
@@ -43,6 +43,8 @@ sanitize-asan-unit: setup
 	bash scripts/sanitize.sh asan-unit
 sanitize-tsan: setup
 	bash scripts/sanitize.sh tsan
+sanitize-ubsan-interposer: setup
+	bash scripts/sanitize.sh ubsan-interposer
 
 # libFuzzer over every parser for FUZZ_SECONDS each (FUZZ_RUNS caps executions; FUZZ_TARGETS
 # picks some). `make test` replays the committed corpora without it.
@@ -58,4 +60,4 @@ format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) build-clang build-asan build-tsan build-fuzz
+	rm -rf $(BUILD_DIR) build-clang build-asan build-ubsan build-tsan build-fuzz

@@ -71,8 +71,26 @@ function(carve_sanitize_target target)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:carve_sanitizer_options>)
+    # GCC links the runtime as a shared library, which finds the executable's options only if
+    # the executable exports them.
+    foreach(tool IN ITEMS asan lsan ubsan tsan)
+      target_link_options(${target} PRIVATE -Wl,--export-dynamic-symbol=__${tool}_default_options)
+    endforeach()
   endif()
   if(CARVE_ASAN_RUNTIME AND target MATCHES "^(carve_launch|launch_test)$")
     target_compile_definitions(${target} PRIVATE CARVE_ASAN_RUNTIME="${CARVE_ASAN_RUNTIME}")
+  endif()
+  # The interposer's shell exports dlsym, and the ASan runtime's own initialisation looks up the
+  # functions it intercepts with dlsym(RTLD_NEXT, ...): that call lands in the shell before ASan
+  # has mapped its shadow memory, where instrumented code faults. So the shell's own files are
+  # built with UBSan only; the tested C++ core it links (carve_interposer_core) keeps ASan, and
+  # the library still links the ASan runtime for it.
+  if(target STREQUAL "carve-mgpu" AND CARVE_SANITIZE MATCHES "address")
+    get_target_property(options ${target} COMPILE_OPTIONS)
+    list(REMOVE_ITEM options -fsanitize=${CARVE_SANITIZE})
+    if(CARVE_SANITIZE MATCHES "undefined")
+      list(APPEND options -fsanitize=undefined)
+    endif()
+    set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS ${options})
   endif()
 endfunction()

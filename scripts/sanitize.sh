@@ -3,7 +3,10 @@
 # CLI and integration test) and under ThreadSanitizer (the concurrent suites). What each part
 # covers and how long it takes: docs/testing.md.
 #
-#   scripts/sanitize.sh [asan|asan-unit|tsan|all]    (default: all)
+#   scripts/sanitize.sh [asan|asan-unit|ubsan-interposer|tsan|all]    (default: all)
+#
+# interposer_preload_test runs in a UBSan-only build of its own: under ASan the interposer's
+# exported dlsym hook runs inside the ASan runtime's initialisation (docs/testing.md).
 #
 # A part fails when a test fails or when any process wrote a sanitizer report: the builds
 # compile their report path into every binary (cmake/sanitizers.cmake), so a finding in a copy
@@ -49,10 +52,17 @@ asan() {  # label filter for ctest: "" (everything but gpu) or "unit"
   configure build-asan address,undefined Debug
   cmake --build build-asan
   if [ "$1" = unit ]; then
-    run_checked build-asan -L unit -LE gpu
+    run_checked build-asan -L unit -LE gpu -E '^interposer_preload_test$'
   else
-    run_checked build-asan -LE gpu
+    run_checked build-asan -LE gpu -E '^interposer_preload_test$'
   fi
+}
+
+ubsan_interposer() {
+  configure build-ubsan undefined Debug
+  cmake --build build-ubsan --target carve-mgpu mgpu_probe mgpu_ledger carve_fake_cuda \
+    interposer_fake_nvml
+  run_checked build-ubsan -R '^interposer_preload_test$'
 }
 
 tsan() {
@@ -66,15 +76,17 @@ tsan() {
 case "$what" in
   asan) asan all ;;
   asan-unit) asan unit ;;
+  ubsan-interposer) ubsan_interposer ;;
   tsan) tsan ;;
   all)
     status=0
     asan all || status=1
+    ubsan_interposer || status=1
     tsan || status=1
     exit $status
     ;;
   *)
-    echo "usage: $0 [asan|asan-unit|tsan|all]" >&2
+    echo "usage: $0 [asan|asan-unit|ubsan-interposer|tsan|all]" >&2
     exit 2
     ;;
 esac
