@@ -296,6 +296,35 @@ def add_account(credentials_file, profile, account_id):
                 f"carve_account_id = {account_id}\n")
 
 
+def two_node_fleet(node_timeout_ms, heartbeat_ms=300, agent_args=()):
+    """A server without an embedded agent and two `carve agent`s (node-a, node-b, simulated
+    ml.p4d.24xlarge), both Ready. Returns (server, {node: agent})."""
+    server = CarveServer(port=free_port(), extra_args=[
+        "--no-local-agent", "--node-timeout-ms", str(node_timeout_ms),
+        "--heartbeat-ms", str(heartbeat_ms)]).start()
+    agents = {n: CarveAgent(server, n, extra_args=agent_args).start()
+              for n in ("node-a", "node-b")}
+    poll(lambda: all(server.nodes().get(n, {}).get("Status") == "Ready" for n in agents),
+         timeout_s=60, what="both agents registered")
+    return server, agents
+
+
+def spread_copies(sm, copies=2):
+    """Endpoint "ep" on two instances carved with the seed layout, and component "ic" of model
+    "m" (the simulator, fast) spreading `copies` copies over them."""
+    sm.create_model(ModelName="m", PrimaryContainer={
+        "Image": "carve/testmodel", "Environment": {"CARVE_TESTMODEL_SPEED": "50"}})
+    sm.create_endpoint_config(EndpointConfigName="ep",
+                              ProductionVariants=[seed_variant(SEED_LAYOUT, count=2)])
+    sm.create_endpoint(EndpointName="ep", EndpointConfigName="ep")
+    sm.get_waiter("endpoint_in_service").wait(
+        EndpointName="ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+    sm.create_inference_component(
+        InferenceComponentName="ic", EndpointName="ep", VariantName="AllTraffic",
+        Specification=component_spec("m", "mig-1g.5gb", strategy="SPREAD"),
+        RuntimeConfig={"CopyCount": copies})
+
+
 # The seed's objects.
 SEED_LAYOUT = ["mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"]
 

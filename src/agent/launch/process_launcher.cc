@@ -120,7 +120,11 @@ uint64_t ProcessStartTime(int pid) {
   return s ? s->start_time : 0;
 }
 
-std::vector<int> LiveGroupMembers(int pgid) {
+namespace {
+
+// Pids of the live (non-zombie) processes in /proc for which keep(pid, stat) is true.
+template <typename Keep>
+std::vector<int> LiveProcesses(Keep keep) {
   std::vector<int> pids;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return pids;
@@ -129,7 +133,7 @@ std::vector<int> LiveGroupMembers(int pgid) {
     const long pid = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0') continue;
     auto s = ReadStat(static_cast<int>(pid));
-    if (s && s->pgrp == pgid && s->state != 'Z' && s->state != 'X') {
+    if (s && s->state != 'Z' && s->state != 'X' && keep(static_cast<int>(pid), *s)) {
       pids.push_back(static_cast<int>(pid));
     }
   }
@@ -137,30 +141,24 @@ std::vector<int> LiveGroupMembers(int pgid) {
   return pids;
 }
 
+}  // namespace
+
+std::vector<int> LiveGroupMembers(int pgid) {
+  return LiveProcesses([&](int, const ProcStat& s) { return s.pgrp == pgid; });
+}
+
 std::vector<int> LiveMembers(const ProcessId& leader) {
-  std::vector<int> pids;
   const std::string id = LaunchIdOf(leader);
   // While the leader's pid still names it (alive or a zombie not yet reaped) the pid cannot have
   // been reused, so its process group is the workload's. Without it, only the launch id says a
   // process is ours.
   const auto leader_stat = ReadStat(leader.pid);
   const bool group_is_ours = leader_stat && leader_stat->start_time == leader.start_time;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return pids;
-  while (dirent* e = ::readdir(dir)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0') continue;
-    auto s = ReadStat(static_cast<int>(pid));
-    if (!s || s->state == 'Z' || s->state == 'X') continue;
+  return LiveProcesses([&](int pid, const ProcStat& s) {
     // A process started before the leader cannot descend from it, whatever its environment.
-    if (s->start_time < leader.start_time) continue;
-    if ((group_is_ours && s->pgrp == leader.pid) || CarriesLaunchId(static_cast<int>(pid), id)) {
-      pids.push_back(static_cast<int>(pid));
-    }
-  }
-  ::closedir(dir);
-  return pids;
+    if (s.start_time < leader.start_time) return false;
+    return (group_is_ours && s.pgrp == leader.pid) || CarriesLaunchId(pid, id);
+  });
 }
 
 Result<ProcessId> ProcessLauncher::Start(const LaunchRequest& r) {
