@@ -16,6 +16,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 jobs=${CTEST_JOBS:-2}
+# Build directories; another name keeps a measurement's cold build apart from the usual one.
+asan_dir=${ASAN_BUILD_DIR:-build-asan}
+ubsan_dir=${UBSAN_BUILD_DIR:-build-ubsan}
+tsan_dir=${TSAN_BUILD_DIR:-build-tsan}
 
 # The suites with threads over shared state: SqliteStore's group commit, the HTTP front end,
 # the runtime router, the agent's loops and launcher, the node registry, the queue reconciler
@@ -49,28 +53,28 @@ run_checked() {
 }
 
 asan() {  # label filter for ctest: "" (everything but gpu) or "unit"
-  configure build-asan address,undefined Debug
-  cmake --build build-asan
+  configure "$asan_dir" address,undefined Debug
+  cmake --build "$asan_dir"
   if [ "$1" = unit ]; then
-    run_checked build-asan -L unit -LE gpu -E '^interposer_preload_test$'
+    run_checked "$asan_dir" -L unit -LE gpu -E '^interposer_preload_test$'
   else
-    run_checked build-asan -LE gpu -E '^interposer_preload_test$'
+    run_checked "$asan_dir" -LE gpu -E '^interposer_preload_test$'
   fi
 }
 
 ubsan_interposer() {
-  configure build-ubsan undefined Debug
-  cmake --build build-ubsan --target carve-mgpu mgpu_probe mgpu_ledger carve_fake_cuda \
+  configure "$ubsan_dir" undefined Debug
+  cmake --build "$ubsan_dir" --target carve-mgpu mgpu_probe mgpu_ledger carve_fake_cuda \
     interposer_fake_nvml
-  run_checked build-ubsan -R '^interposer_preload_test$'
+  run_checked "$ubsan_dir" -R '^interposer_preload_test$'
 }
 
 tsan() {
-  configure build-tsan thread RelWithDebInfo
-  cmake --build build-tsan --target "${tsan_tests[@]}" store_crash_driver
+  configure "$tsan_dir" thread RelWithDebInfo
+  cmake --build "$tsan_dir" --target "${tsan_tests[@]}" store_crash_driver
   local regex
   regex="^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
-  run_checked build-tsan -R "$regex"
+  run_checked "$tsan_dir" -R "$regex"
 }
 
 case "$what" in
