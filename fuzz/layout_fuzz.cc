@@ -7,7 +7,10 @@
 //    find it again;
 //  - an accepted layout has one placed instance per name, each at one of its profile's allowed
 //    starts, inside the GPU, none overlapping, no profile above its cap;
-//  - an accepted layout validates again from its own profiles with the same placements.
+//  - an accepted layout validates again from its own profiles, and reads back from its
+//    (profile, start) pairs (LayoutAt, what records persist) as the same layout;
+//  - placement lines ("3g.40gb@4") that LayoutAt accepts are at allowed starts, inside the GPU,
+//    without overlaps.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -37,12 +40,11 @@ void CheckNamesRoundTrip(const catalog::GpuModel& gpu, const catalog::MigProfile
   }
 }
 
-void CheckLayout(const core::Layout& layout, size_t names) {
+void CheckGeometry(const core::Layout& layout, size_t names) {
   const catalog::GpuModel& gpu = *layout.gpu;
   FUZZ_CHECK(layout.instances.size() == names, "%zu names gave %zu instances", names,
              layout.instances.size());
   uint64_t used = 0;
-  std::map<const catalog::MigProfile*, int> per_profile;
   for (const core::PlacedInstance& i : layout.instances) {
     const catalog::MigProfile& p = *i.profile;
     FUZZ_CHECK(std::find(p.starts.begin(), p.starts.end(), i.start) != p.starts.end(),
@@ -55,6 +57,15 @@ void CheckLayout(const core::Layout& layout, size_t names) {
     FUZZ_CHECK((used & span) == 0, "%s at %d overlaps another instance",
                std::string(p.name).c_str(), i.start);
     used |= span;
+  }
+}
+
+void CheckLayout(const core::Layout& layout, size_t names) {
+  CheckGeometry(layout, names);
+  const catalog::GpuModel& gpu = *layout.gpu;
+  std::map<const catalog::MigProfile*, int> per_profile;
+  for (const core::PlacedInstance& i : layout.instances) {
+    const catalog::MigProfile& p = *i.profile;
     FUZZ_CHECK(++per_profile[&p] <= p.max_count, "%s above its cap of %d",
                std::string(p.name).c_str(), p.max_count);
   }
@@ -102,6 +113,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (auto p = catalog::FindProfile(*gpu, names.back())) CheckNamesRoundTrip(*gpu, **p);
   }
   auto layout = core::ValidateLayout(*gpu, names, options);
-  if (layout) CheckLayout(*layout, names.size());
+  if (layout) {
+    CheckLayout(*layout, names.size());
+    // What a record persists, (profile, start) pairs, reads back as the same layout.
+    std::vector<std::pair<std::string, int>> placed;
+    for (const core::PlacedInstance& i : layout->instances) {
+      placed.emplace_back(std::string(i.profile->name), i.start);
+    }
+    auto again = core::LayoutAt(*gpu, placed);
+    FUZZ_CHECK(again.has_value() && again->instances == layout->instances,
+               "a validated layout does not read back from its placements");
+  }
+  // Placements as a record holds them ("3g.40gb@4"): accepted only at allowed starts, inside
+  // the GPU, without overlaps.
+  std::vector<std::pair<std::string, int>> placements;
+  for (const std::string& n : names) {
+    const size_t at = n.rfind('@');
+    if (at == std::string::npos || at + 1 >= n.size() || n.size() - at > 3) continue;
+    const std::string digits = n.substr(at + 1);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    placements.emplace_back(n.substr(0, at), std::stoi(digits));
+  }
+  if (auto at = core::LayoutAt(*gpu, placements)) {
+    CheckGeometry(*at, placements.size());
+  }
   return 0;
 }
