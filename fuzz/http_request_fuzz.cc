@@ -1,10 +1,10 @@
-// The HTTP front end (src/server/http_server.h over fd_stream.h): the bytes of any connection to
-// the listener. One HttpServer runs for the whole fuzzing session on 127.0.0.1, configured as
-// `carve server` configures it (Beast's parser with the header and body limits, SigV4 on), with
-// an API handler, parameterised native routes (one signed, one public) and a streamed route.
-// Each input is written to a fresh connection, which is then half-closed; everything the server
-// sends back is read until it closes. Properties, beyond "no crash, no leak, no UB, no hang" in
-// any server thread:
+// The HTTP front end (src/server/http_server.h; the per-connection parser and state machine in
+// http_connection.cc): the bytes of any connection to the listener. One HttpServer runs for the
+// whole fuzzing session on 127.0.0.1, configured as `carve server` configures it (one Asio loop,
+// Beast's incremental parser with the header and body limits, SigV4 on), with an API handler,
+// parameterised native routes (one signed, one public), an async route (as the agents'
+// long-poll is) and a streamed route. Each input is written to a fresh connection, which is then
+// half-closed; everything the server sends back is read until it closes. Properties, beyond "no crash, no leak, no UB, no hang" on the loop or a worker:
 //  - the server always closes the connection (a missing close is a hang: libFuzzer's -timeout);
 //  - what it sends is a sequence of well-formed HTTP/1.1 responses, each with x-amzn-RequestId;
 //  - no status is a 5xx: nothing a client sends may reach the "handler failed" path.
@@ -41,7 +41,8 @@ int Port() {
     server::HttpServerOptions options;
     options.threads = 4;
     options.max_body_bytes = kMaxBody;
-    options.read_timeout = std::chrono::seconds(2);
+    options.header_timeout = std::chrono::seconds(2);
+    options.body_timeout = std::chrono::seconds(2);
     options.keep_alive_timeout = std::chrono::seconds(2);
     // Lives for the whole run (the pointer is kept, so LeakSanitizer sees it reachable).
     static server::HttpServer* s = new server::HttpServer(options, *creds, *metrics);
@@ -56,6 +57,10 @@ int Port() {
                 [](const server::NativeRequest& r) {
                   return server::NativeResponse{200, r.account_id + r.body};
                 });
+    s->AddAsyncRoute("GET", "/v1/wait/{name}", server::RouteAuth::kPublic,
+                     [](server::NativeRequest r, server::Responder respond) {
+                       respond(server::NativeResponse{200, r.path_params.at("name")});
+                     });
     s->AddRoute("GET", "/v1/stream/{n}", server::RouteAuth::kPublic,
                 [](const server::NativeRequest& r) {
                   server::NativeResponse out;

@@ -41,10 +41,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStatus, index, mig, partition
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadStatus, id, state, pid, port, address,
                                                 restarts, exit_codes, message, log_dir,
                                                 core_used_percent, memory_used_mib)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReport, node_id, epoch, applied_version,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReport, node_id, epoch, status_version,
+                                                applied_version,
                                                 gpus, workloads, events)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReply, desired_epoch, desired_version,
                                                 reregister)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Heartbeat, node_id, epoch, status_version,
+                                                applied_version)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HeartbeatReply, desired_epoch, desired_version,
+                                                reregister, send_status)
 
 namespace {
 
@@ -67,6 +72,8 @@ nlohmann::json ToJson(const WorkloadDesired& v) { return v; }
 nlohmann::json ToJson(const StatusReport& v) { return v; }
 nlohmann::json ToJson(const WorkloadStatus& v) { return v; }
 nlohmann::json ToJson(const StatusReply& v) { return v; }
+nlohmann::json ToJson(const Heartbeat& v) { return v; }
+nlohmann::json ToJson(const HeartbeatReply& v) { return v; }
 
 Result<Registration> RegistrationFromJson(const nlohmann::json& j) {
   CARVE_ASSIGN_OR_RETURN(auto r, Parse<Registration>(j, "registration"));
@@ -86,6 +93,14 @@ Result<StatusReport> StatusReportFromJson(const nlohmann::json& j) {
 }
 Result<StatusReply> StatusReplyFromJson(const nlohmann::json& j) {
   return Parse<StatusReply>(j, "status reply");
+}
+Result<Heartbeat> HeartbeatFromJson(const nlohmann::json& j) {
+  CARVE_ASSIGN_OR_RETURN(auto r, Parse<Heartbeat>(j, "heartbeat"));
+  if (r.node_id.empty()) return InvalidArgument("heartbeat: node_id must not be empty");
+  return r;
+}
+Result<HeartbeatReply> HeartbeatReplyFromJson(const nlohmann::json& j) {
+  return Parse<HeartbeatReply>(j, "heartbeat reply");
 }
 
 }  // namespace carve::protocol

@@ -7,7 +7,14 @@
 //        long-poll: answers as soon as the node's desired version exceeds `after`, or after
 //        wait_ms (at most 30 s) with the current state; `after=0` answers at once.
 //   POST /v1/agent/status          StatusReport       -> StatusReply
-//        the heartbeat: sent every heartbeat interval and at once after any change.
+//        the full status: sent at once after any change of an outcome (a workload's state, a
+//        GPU's carve), when the server asks for it, and with fresh telemetry (utilization,
+//        memory per process) at most every telemetry interval.
+//   POST /v1/agent/heartbeat       Heartbeat          -> HeartbeatReply
+//        liveness in between, every heartbeat interval: a few dozen bytes with the status
+//        version the agent last sent, so the server asks for the full status only when it does
+//        not have that version (after its own restart, say). At 5,000 nodes this is what keeps
+//        the control plane's per-heartbeat cost independent of what runs on the nodes.
 //
 // The server owns the desired state; the agent owns what actually runs. Applying a desired
 // state is idempotent: the agent compares it with what it has (GPU layouts, workload ids) and
@@ -181,6 +188,8 @@ struct WorkloadStatus {
 struct StatusReport {
   std::string node_id;
   std::string epoch;              // the epoch the agent last registered with
+  // Bumped by the agent whenever it has a status the server has not seen; heartbeats carry it.
+  uint64_t status_version = 0;
   // The last desired version the agent acted on: applied, or failed with the failures reported
   // in GpuStatus.error / WorkloadStatus.message.
   uint64_t applied_version = 0;
@@ -195,6 +204,20 @@ struct StatusReply {
   bool reregister = false;  // the server does not know this node (restarted, lost it): register
 };
 
+struct Heartbeat {
+  std::string node_id;
+  std::string epoch;
+  uint64_t status_version = 0;   // of the last StatusReport the agent sent
+  uint64_t applied_version = 0;
+};
+
+struct HeartbeatReply {
+  std::string desired_epoch;
+  uint64_t desired_version = 0;
+  bool reregister = false;   // as in StatusReply
+  bool send_status = false;  // the server lacks the agent's status_version: send the full status
+};
+
 // JSON (de)serialisation. FromJson errors are InvalidArgument naming the field.
 nlohmann::json ToJson(const Registration& v);
 nlohmann::json ToJson(const RegisterReply& v);
@@ -203,10 +226,14 @@ nlohmann::json ToJson(const WorkloadDesired& v);
 nlohmann::json ToJson(const StatusReport& v);
 nlohmann::json ToJson(const WorkloadStatus& v);
 nlohmann::json ToJson(const StatusReply& v);
+nlohmann::json ToJson(const Heartbeat& v);
+nlohmann::json ToJson(const HeartbeatReply& v);
 Result<Registration> RegistrationFromJson(const nlohmann::json& j);
 Result<RegisterReply> RegisterReplyFromJson(const nlohmann::json& j);
 Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j);
 Result<StatusReport> StatusReportFromJson(const nlohmann::json& j);
 Result<StatusReply> StatusReplyFromJson(const nlohmann::json& j);
+Result<Heartbeat> HeartbeatFromJson(const nlohmann::json& j);
+Result<HeartbeatReply> HeartbeatReplyFromJson(const nlohmann::json& j);
 
 }  // namespace carve::protocol

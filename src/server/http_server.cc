@@ -1,42 +1,40 @@
 #include "server/http_server.h"
 
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <strings.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/status.hpp>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <random>
+#include <unordered_map>
 #include <variant>
 
 #include "aws/sigv4.h"
-#include "server/fd_stream.h"
+#include "server/http_connection.h"
+#include "server/http_internal.h"
 
 namespace carve::server {
 
-namespace {
-
-constexpr std::string_view kTargetPrefix = "SageMaker.";
-constexpr const char* kAmzJson = "application/x-amz-json-1.1";
-// Request line plus headers. botocore's signed requests carry well under 2 KiB.
-constexpr uint32_t kHeaderLimitBytes = 64 * 1024;
-constexpr size_t kReadBufferBytes = size_t{16} * 1024;
-
+namespace asio = boost::asio;
 namespace http = boost::beast::http;
+using asio::ip::tcp;
 using boost::system::error_code;
+using http_internal::ErrorBody;
+using http_internal::Incoming;
+using http_internal::kAmzJson;
+
+namespace http_internal {
 
 // Request ids only need to be unique, not unpredictable: a per-thread generator seeded once from
 // the system's entropy avoids a RAND_bytes call (and its fork check, a getpid()) per request.
@@ -63,6 +61,76 @@ std::string ErrorBody(const std::string& type, const std::string& message) {
   return nlohmann::json{{"__type", type}, {"message", message}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+std::string Incoming::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return v;
+  }
+  return "";
+}
+
+NativeResponse ParseFailure(const error_code& ec, size_t max_body_bytes) {
+  if (ec == http::error::body_limit) {
+    return NativeResponse{
+        413,
+        ErrorBody("RequestEntityTooLarge", "the request body exceeds the server's limit of " +
+                                               std::to_string(max_body_bytes) + " bytes"),
+        kAmzJson};
+  }
+  if (ec == http::error::header_limit) {
+    return NativeResponse{
+        431,
+        ErrorBody("RequestHeaderFieldsTooLarge",
+                  "the request headers exceed " + std::to_string(kHeaderLimitBytes) + " bytes"),
+        kAmzJson};
+  }
+  return NativeResponse{400, ErrorBody("BadRequest", "malformed HTTP request: " + ec.message()),
+                        kAmzJson};
+}
+
+void LoopGate::Post(std::function<void()> task) {
+  std::lock_guard lock(mu_);
+  if (loop_ != nullptr) asio::post(*loop_, std::move(task));
+}
+
+void LoopGate::Close() {
+  std::lock_guard lock(mu_);
+  loop_ = nullptr;
+}
+
+std::string SerializeHead(const NativeResponse& r, const std::string& request_id, bool keep_alive) {
+  std::string out;
+  out.reserve(256);
+  out += "HTTP/1.1 ";
+  out += std::to_string(r.http_status);
+  out += ' ';
+  out += http::obsolete_reason(static_cast<http::status>(r.http_status));
+  out += "\r\nContent-Type: ";
+  out += r.content_type;
+  out += "\r\nx-amzn-RequestId: ";
+  out += request_id;
+  for (const auto& [name, value] : r.headers) {
+    out += "\r\n";
+    out += name;
+    out += ": ";
+    out += value;
+  }
+  if (r.stream) {
+    out += "\r\nTransfer-Encoding: chunked";
+  } else {
+    out += "\r\nContent-Length: ";
+    out += std::to_string(r.body.size());
+  }
+  if (!keep_alive) out += "\r\nConnection: close";
+  out += "\r\n\r\n";
+  return out;
+}
+
+}  // namespace http_internal
+
+namespace {
+
+constexpr std::string_view kTargetPrefix = "SageMaker.";
 
 std::string AsciiLower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -93,7 +161,8 @@ struct Route {
   std::string method;
   std::vector<std::string> pattern;  // Segments; "{x}" captures.
   RouteAuth auth;
-  NativeHandler handler;
+  NativeHandler handler;  // One of the two is set.
+  AsyncHandler async_handler;
 
   bool Match(const std::string& m, const std::vector<std::string>& segs,
              std::map<std::string, std::string>& params) const {
@@ -113,22 +182,6 @@ struct Route {
   }
 };
 
-// One request as read off the wire.
-struct Incoming {
-  std::string method;
-  std::string path;   // Raw (still percent-encoded), without the query.
-  std::string query;  // Raw, without '?'.
-  std::vector<std::pair<std::string, std::string>> headers;  // Names as sent.
-  std::string body;
-
-  std::string Header(std::string_view name) const {
-    for (const auto& [k, v] : headers) {
-      if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return v;
-    }
-    return "";
-  }
-};
-
 std::multimap<std::string, std::string> ParseQuery(std::string_view raw) {
   std::multimap<std::string, std::string> out;
   while (!raw.empty()) {
@@ -144,34 +197,87 @@ std::multimap<std::string, std::string> ParseQuery(std::string_view raw) {
   return out;
 }
 
-// The answer to a request Beast could not read, or nullopt when the peer simply went away.
-std::optional<NativeResponse> ReadFailure(const error_code& ec, size_t max_body_bytes) {
-  if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-      ec == boost::asio::error::eof || ec == boost::asio::error::timed_out ||
-      ec == boost::asio::error::connection_reset) {
-    return std::nullopt;
+// Handlers run here: a fixed set of threads over one queue with a bound.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads) {
+    for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Work(); });
   }
-  if (ec == http::error::body_limit) {
-    return NativeResponse{
-        413, ErrorBody("RequestEntityTooLarge", "the request body exceeds the server's limit of " +
-                                                    std::to_string(max_body_bytes) + " bytes")};
+  ~WorkerPool() { Stop(); }
+  bool Submit(std::function<void()> task, size_t max_queued) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ || queue_.size() >= max_queued) return false;
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return true;
   }
-  if (ec == http::error::header_limit) {
-    return NativeResponse{431, ErrorBody("RequestHeaderFieldsTooLarge",
-                                         "the request headers exceed " +
-                                             std::to_string(kHeaderLimitBytes) + " bytes")};
+  size_t queued() const {
+    std::lock_guard lock(mu_);
+    return queue_.size();
   }
-  if (ec.category() == boost::system::system_category()) return std::nullopt;  // Socket error.
-  return NativeResponse{400, ErrorBody("BadRequest", "malformed HTTP request: " + ec.message())};
+  // Runs what is queued, then joins.
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Work() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;  // Guarded by mu_.
+  bool stopping_ = false;                    // Guarded by mu_.
+  std::vector<std::thread> threads_;
+};
+
+void SetCloseOnExec(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+// Raises the soft descriptor limit toward the hard one so `connections` fit; returns how many
+// connections the limit allows.
+int FitDescriptorLimit(int connections) {
+  constexpr int kReserve = 256;  // The store, the agents' pipes, logs, the router's clients.
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return connections;
+  const rlim_t want = static_cast<rlim_t>(connections) + kReserve;
+  if (lim.rlim_cur < want) {
+    rlimit raised = lim;
+    raised.rlim_cur = std::min(want, lim.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  const rlim_t fits = lim.rlim_cur > kReserve ? lim.rlim_cur - kReserve : 0;
+  return static_cast<int>(std::min<rlim_t>(fits, static_cast<rlim_t>(connections)));
 }
 
 }  // namespace
 
-// Threads: one acceptor, and `threads` workers that each serve one connection at a time, reading
-// requests with Beast's parser and writing each response with one sendmsg() (FdStream). Stop()
-// writes a byte to a pipe that the acceptor and every idle worker poll next to their socket, so
-// idle keep-alive connections close at once rather than after keep_alive_timeout.
-class HttpServer::Impl {
+// One event-loop thread runs the acceptor and every connection (http_connection.h); handlers
+// run on the WorkerPool and post their answers back to the loop. Stop() writes a byte to a pipe
+// the loop reads, so it is async-signal-safe.
+class HttpServer::Impl final : public http_internal::ConnectionHost {
   static_assert(std::atomic<bool>::is_always_lock_free, "Stop() must be async-signal-safe");
 
  public:
@@ -185,18 +291,29 @@ class HttpServer::Impl {
                                      {"operation", "code"})),
         latency_(metrics.AddHistogram("carve_api_request_duration_seconds",
                                       "SageMaker API request latency by operation.",
-                                      {"operation"})) {}
+                                      {"operation"})),
+        open_(metrics.AddGauge("carve_http_connections", "Open HTTP connections.", {})),
+        queued_(metrics.AddGauge("carve_http_requests_queued",
+                                 "Requests waiting for a worker thread.", {})),
+        refused_(metrics.AddCounter("carve_http_connections_refused_total",
+                                    "Connections refused at accept, by reason.", {"reason"})),
+        acceptor_(loop_),
+        stop_reader_(loop_) {
+    metrics.AddCollector(
+        [this] { queued_.Set({}, static_cast<double>(pool_ ? pool_->queued() : 0)); });
+  }
 
-  ~Impl() {
-    for (int fd : {listen_fd_, stop_r_, stop_w_}) {
-      if (fd >= 0) ::close(fd);
-    }
+  ~Impl() override {
+    gate_->Close();
+    if (stop_w_ >= 0) ::close(stop_w_);
   }
 
   void SetApiHandler(ApiHandler h) { api_ = std::move(h); }
 
-  void AddRoute(std::string method, const std::string& pattern, RouteAuth auth, NativeHandler h) {
-    routes_.push_back(Route{std::move(method), SplitPath(pattern), auth, std::move(h)});
+  void AddRoute(std::string method, const std::string& pattern, RouteAuth auth, NativeHandler h,
+                AsyncHandler async) {
+    routes_.push_back(
+        Route{std::move(method), SplitPath(pattern), auth, std::move(h), std::move(async)});
   }
 
   Result<int> Start(const std::string& host, int port) {
@@ -207,22 +324,31 @@ class HttpServer::Impl {
           "{}. Do not expose this server.",
           options_.insecure_account_id);
     }
+    max_connections_ = FitDescriptorLimit(options_.max_connections);
+    if (max_connections_ < options_.max_connections) {
+      spdlog::warn("the descriptor limit allows {} connections of the {} asked for",
+                   max_connections_, options_.max_connections);
+    }
     CARVE_ASSIGN_OR_RETURN(int bound, Listen(host, port));
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
       return Internal(std::string("cannot create the server's stop pipe: ") + std::strerror(errno));
     }
-    stop_r_ = pipe_fds[0];
+    stop_reader_.assign(pipe_fds[0]);
     stop_w_ = pipe_fds[1];
+    pool_ = std::make_unique<WorkerPool>(options_.threads);
     started_ = true;
-    thread_ = std::thread([this] { Run(); });
+    work_.emplace(asio::make_work_guard(loop_));
+    stop_reader_.async_wait(asio::posix::stream_descriptor::wait_read,
+                            [this](const error_code&) { BeginStop(); });
+    Accept();
+    thread_ = std::thread([this] { loop_.run(); });
     return bound;
   }
 
-  // Lock-free atomics and one write() only, so this is safe inside a signal handler. The pipe
-  // stays readable, which wakes the acceptor and every idle worker.
+  // Lock-free atomics and one write() only, so this is safe inside a signal handler.
   void Stop() {
-    if (!started_ || stopped_.exchange(true)) return;
+    if (!started_ || stop_requested_.exchange(true)) return;
     const char byte = 1;
     [[maybe_unused]] ssize_t n = ::write(stop_w_, &byte, 1);
   }
@@ -230,202 +356,127 @@ class HttpServer::Impl {
   void Wait() {
     std::lock_guard lock(join_mu_);
     if (thread_.joinable()) thread_.join();
+    if (pool_) pool_->Stop();
   }
 
- private:
-  // Binds (SO_REUSEADDR only: never SO_REUSEPORT, so a port in use fails) and listens with a
-  // deep backlog (botocore opens up to 10 connections per client at once). Returns the port.
-  Result<int> Listen(const std::string& host, int port) {
-    const std::string where = host + ":" + std::to_string(port);
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    addrinfo* found = nullptr;
-    const std::string port_text = std::to_string(port);
-    if (int rc = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
-      return Unavailable("cannot listen on " + where + ": " + ::gai_strerror(rc));
-    }
-    std::string cause = "no address";
-    for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-      if (fd < 0) continue;
-      int yes = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
-        sockaddr_storage addr{};
-        socklen_t len = sizeof addr;
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-        ::freeaddrinfo(found);
-        listen_fd_ = fd;
-        return ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                                                : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-      }
-      cause = std::strerror(errno);
-      ::close(fd);
-    }
-    ::freeaddrinfo(found);
-    return Unavailable("cannot listen on " + where + ": " + cause +
-                       " (address in use or not local?)");
+  // ---- ConnectionHost (loop thread, except Post and the Handle task) ----
+  const HttpServerOptions& options() const override { return options_; }
+  asio::io_context& loop() override { return loop_; }
+  // True from the moment Stop() is called (a response being written then closes its connection).
+  bool stopping() const override { return stop_requested_ || stopping_; }
+  void Post(std::function<void()> task) override { asio::post(loop_, std::move(task)); }
+  std::shared_ptr<http_internal::LoopGate> gate() override { return gate_; }
+  bool RunOnWorker(std::function<void()> task) override {
+    return pool_->Submit(std::move(task), static_cast<size_t>(options_.max_queued_requests));
   }
-
-  void Run() {
-    const int threads = std::max(1, options_.threads);
-    std::vector<std::thread> workers;
-    workers.reserve(threads);
-    for (int i = 0; i < threads; ++i) workers.emplace_back([this] { Work(); });
-    Accept();
-    ::close(std::exchange(listen_fd_, -1));  // From here on new connections are refused.
-    {
-      std::lock_guard lock(queue_mu_);
-      closing_ = true;
-    }
-    queue_cv_.notify_all();
-    for (auto& t : workers) t.join();
-  }
-
-  void Accept() {
-    for (;;) {
-      pollfd p[2] = {{listen_fd_, POLLIN, 0}, {stop_r_, POLLIN, 0}};
-      if (::poll(p, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        spdlog::error("HTTP accept loop: poll failed: {}", std::strerror(errno));
-        return;
-      }
-      if (p[1].revents != 0) return;
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) {
-        // Out of descriptors: back off instead of spinning on a listener that stays readable.
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          spdlog::warn("HTTP accept: {}; retrying in 50 ms", std::strerror(errno));
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        continue;
-      }
-      {
-        std::lock_guard lock(queue_mu_);
-        pending_.push_back(fd);
-      }
-      queue_cv_.notify_one();
-    }
-  }
-
-  void Work() {
-    for (;;) {
-      int fd;
-      {
-        std::unique_lock lock(queue_mu_);
-        queue_cv_.wait(lock, [&] { return !pending_.empty() || closing_; });
-        if (pending_.empty()) return;
-        fd = pending_.front();
-        pending_.pop_front();
-      }
-      Serve(FdStream(fd));
-    }
-  }
-
-  // Serves requests on one connection until the client closes it, it idles past the keep-alive
-  // timeout, a request cannot be read, or the server stops (after finishing the request in
-  // progress, answered with Connection: close).
-  void Serve(FdStream stream) {
-    stream.set_read_timeout(options_.read_timeout);
-    stream.set_write_timeout(options_.read_timeout);
-    boost::beast::flat_buffer buffer;
-    // Beast reads at most the buffer's free capacity (512 bytes to start): room for a whole signed
-    // request keeps it to one readv().
-    buffer.reserve(kReadBufferBytes);
-    for (;;) {
-      if (buffer.size() == 0 &&
-          stream.WaitReadable(options_.keep_alive_timeout, stop_r_) != FdStream::Wait::kReadable) {
-        return;
-      }
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(kHeaderLimitBytes);
-      parser.body_limit(options_.max_body_bytes);
-      error_code ec;
-      http::read_header(stream, buffer, parser, ec);
-      if (!ec && !parser.is_done() &&
-          strcasecmp(std::string(parser.get()[http::field::expect]).c_str(), "100-continue") == 0) {
-        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        boost::asio::write(stream, boost::asio::buffer(kContinue.data(), kContinue.size()), ec);
-      }
-      if (!ec) http::read(stream, buffer, parser, ec);
-      if (ec) {
-        if (auto reply = ReadFailure(ec, options_.max_body_bytes)) {
-          Write(stream, *reply, NewRequestId(), false);
-        }
-        return;
-      }
-      http::request<http::string_body>& msg = parser.get();
-      Incoming in;
-      in.method = std::string(msg.method_string());
-      std::string_view target = msg.target();
-      size_t q = target.find('?');
-      in.path = std::string(target.substr(0, q));
-      if (q != std::string_view::npos) in.query = std::string(target.substr(q + 1));
-      in.headers.reserve(16);
-      for (const auto& field : msg) {
-        in.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-      }
-      in.body = std::move(msg.body());
-      const std::string request_id = NewRequestId();
-      NativeResponse out;
+  bool Handle(Incoming in, std::string request_id, Responder respond,
+              std::function<void()> taken_async) override {
+    return RunOnWorker([this, in = std::move(in), request_id = std::move(request_id),
+                        respond = std::move(respond),
+                        taken_async = std::move(taken_async)]() mutable {
+      std::optional<NativeResponse> out;
       try {
-        out = Dispatch(in, request_id);
+        out = Dispatch(in, request_id, respond, taken_async);
       } catch (const std::exception& e) {
         spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
         out = NativeResponse{
             500, ErrorBody("InternalFailure", "the server failed to process the request"),
             kAmzJson};
       }
-      // Checked after the handler: a Stop() while it ran still closes this connection.
-      const bool keep_alive = msg.keep_alive() && !stopped_.load();
-      if (!Write(stream, out, request_id, keep_alive) || !keep_alive) return;
-    }
+      if (out) respond(std::move(*out));
+    });
+  }
+  void Closed(const void* connection) override {
+    connections_.erase(connection);
+    open_.Set({}, static_cast<double>(connections_.size()));
+    MaybeFinish();
   }
 
-  // Writes one response: headers and body in one sendmsg(), or headers then one chunk per
-  // StreamWriter call for a streamed body. False when the client is gone.
-  static bool Write(FdStream& stream, NativeResponse& out, const std::string& request_id,
-                    bool keep_alive) {
+ private:
+  Result<int> Listen(const std::string& host, int port) {
+    const std::string where = host + ":" + std::to_string(port);
     error_code ec;
-    if (out.stream) {
-      http::response<http::empty_body> res;
-      SetHead(res, out, request_id, keep_alive);
-      res.chunked(true);
-      http::response_serializer<http::empty_body> head(res);
-      http::write_header(stream, head, ec);
-      if (ec) return false;
-      bool broken = false;
-      out.stream([&](std::string_view chunk) {
-        if (broken) return false;
-        if (chunk.empty()) return true;  // An empty chunk would end the body.
-        boost::asio::write(stream,
-                           http::make_chunk(boost::asio::buffer(chunk.data(), chunk.size())), ec);
-        broken = static_cast<bool>(ec);
-        return !broken;
-      });
-      if (broken) return false;
-      boost::asio::write(stream, http::make_chunk_last(), ec);
-      return !ec;
+    auto address = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
+    if (ec) return Unavailable("cannot listen on " + where + ": not an IP address");
+    tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
+    acceptor_.open(endpoint.protocol(), ec);
+    // Close-on-exec, like every descriptor of the server: the agents fork copies, and a child
+    // holding the listener would keep the port accepting after the server is gone.
+    if (!ec) SetCloseOnExec(acceptor_.native_handle());
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    // A deep backlog: botocore opens up to 10 connections per client at once, and a fleet's
+    // agents reconnect together after a restart.
+    if (!ec) acceptor_.listen(4096, ec);
+    if (ec) {
+      error_code ignored;
+      acceptor_.close(ignored);
+      return Unavailable("cannot listen on " + where + ": " + ec.message() +
+                         " (address in use or not local?)");
     }
-    http::response<http::string_body> res;
-    SetHead(res, out, request_id, keep_alive);
-    res.body() = std::move(out.body);
-    res.prepare_payload();
-    http::write(stream, res, ec);
-    return !ec;
+    return acceptor_.local_endpoint().port();
   }
 
-  template <class Body>
-  static void SetHead(http::response<Body>& res, const NativeResponse& out,
-                      const std::string& request_id, bool keep_alive) {
-    res.version(11);
-    res.result(static_cast<unsigned>(out.http_status));
-    res.set(http::field::content_type, out.content_type);
-    res.set("x-amzn-RequestId", request_id);
-    for (const auto& [name, value] : out.headers) res.insert(name, value);
-    res.keep_alive(keep_alive);
+  void Accept() {
+    acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
+      if (stopping_) return;
+      if (ec) {
+        // Out of descriptors: back off instead of spinning on a listener that stays readable.
+        spdlog::warn("HTTP accept: {}; retrying in 50 ms", ec.message());
+        auto timer = std::make_shared<asio::steady_timer>(loop_, std::chrono::milliseconds(50));
+        timer->async_wait([this, timer](const error_code&) {
+          if (!stopping_) Accept();
+        });
+        return;
+      }
+      if (static_cast<int>(connections_.size()) >= max_connections_) {
+        RefuseConnection(std::move(socket));
+      } else {
+        SetCloseOnExec(socket.native_handle());
+        auto conn = std::make_shared<http_internal::Connection>(*this, std::move(socket));
+        connections_.emplace(conn.get(), conn);
+        open_.Set({}, static_cast<double>(connections_.size()));
+        conn->Start();
+      }
+      Accept();
+    });
+  }
+
+  // Over the connection cap: a 503 that says why, written without waiting, then close.
+  void RefuseConnection(tcp::socket socket) {
+    refused_.Increment({"max_connections"});
+    const NativeResponse r{
+        503,
+        ErrorBody("ServiceUnavailable", "the server holds its maximum of " +
+                                            std::to_string(max_connections_) +
+                                            " open connections; retry, or close idle ones"),
+        kAmzJson};
+    const std::string out =
+        http_internal::SerializeHead(r, http_internal::NewRequestId(), false) + r.body;
+    error_code ec;
+    socket.non_blocking(true, ec);
+    socket.write_some(asio::buffer(out), ec);
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
+  }
+
+  void BeginStop() {
+    spdlog::debug("HTTP front end stopping: {} connections open", connections_.size());
+    stopping_ = true;
+    error_code ec;
+    acceptor_.close(ec);  // From here on new connections are refused.
+    stop_reader_.close(ec);
+    std::vector<std::shared_ptr<http_internal::Connection>> all;
+    all.reserve(connections_.size());
+    for (auto& [key, conn] : connections_) all.push_back(conn);
+    for (auto& conn : all) conn->OnServerStop();
+    MaybeFinish();
+  }
+
+  // Once stopping and every connection closed, the loop may end.
+  void MaybeFinish() {
+    if (stopping_) spdlog::debug("HTTP front end: {} connections left", connections_.size());
+    if (stopping_ && connections_.empty()) work_.reset();
   }
 
   // Returns the account id, or the 403 to send.
@@ -447,7 +498,9 @@ class HttpServer::Impl {
     return res;
   }
 
-  NativeResponse Dispatch(Incoming& in, const std::string& request_id) {
+  // The answer, or nullopt when an async route took `respond`.
+  std::optional<NativeResponse> Dispatch(Incoming& in, const std::string& request_id,
+                                         Responder& respond, std::function<void()>& taken_async) {
     if (in.method == "POST" && in.path == "/") return ServeApi(in, request_id);
     if (in.method == "GET" && in.path == "/ping") return NativeResponse{200, "", "text/plain"};
     if (in.method == "GET" && in.path == "/metrics") {
@@ -468,6 +521,11 @@ class HttpServer::Impl {
       nr.body = std::move(in.body);
       nr.request_id = request_id;
       for (const auto& [name, value] : in.headers) nr.headers[AsciiLower(name)] = value;
+      if (r.async_handler) {
+        taken_async();
+        r.async_handler(std::move(nr), std::move(respond));
+        return std::nullopt;
+      }
       return r.handler(nr);
     }
     return NativeResponse{
@@ -519,19 +577,26 @@ class HttpServer::Impl {
   MetricsRegistry& metrics_;
   Counter& requests_;
   Histogram& latency_;
+  Gauge& open_;
+  Gauge& queued_;
+  Counter& refused_;
   ApiHandler api_;             // Set before Start; read-only afterwards.
   std::vector<Route> routes_;  // Set before Start; read-only afterwards.
-  int listen_fd_ = -1;         // Owned by the acceptor after Start.
-  int stop_r_ = -1;            // Stop pipe; read end polled, write end written by Stop().
-  int stop_w_ = -1;
+  asio::io_context loop_{1};
+  std::shared_ptr<http_internal::LoopGate> gate_ = std::make_shared<http_internal::LoopGate>(loop_);
+  tcp::acceptor acceptor_;
+  asio::posix::stream_descriptor stop_reader_;  // The stop pipe's read end, on the loop.
+  int stop_w_ = -1;                             // Its write end, written by Stop().
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::unique_ptr<WorkerPool> pool_;
+  int max_connections_ = 0;
   std::atomic<bool> started_{false};
-  std::atomic<bool> stopped_{false};
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<int> pending_;  // Accepted connections not yet served. Guarded by queue_mu_.
-  bool closing_ = false;     // Acceptor finished. Guarded by queue_mu_.
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stopping_{false};  // Set on the loop; read by workers too.
+  // Every open connection, by address; loop thread only.
+  std::unordered_map<const void*, std::shared_ptr<http_internal::Connection>> connections_;
   std::mutex join_mu_;
-  std::thread thread_;  // Guarded by join_mu_ after Start.
+  std::thread thread_;  // The loop. Guarded by join_mu_ after Start.
 };
 
 HttpServer::HttpServer(HttpServerOptions options, const aws::Credentials& credentials,
@@ -547,7 +612,12 @@ void HttpServer::SetApiHandler(ApiHandler handler) { impl_->SetApiHandler(std::m
 
 void HttpServer::AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
                           NativeHandler handler) {
-  impl_->AddRoute(std::move(method), pattern, auth, std::move(handler));
+  impl_->AddRoute(std::move(method), pattern, auth, std::move(handler), nullptr);
+}
+
+void HttpServer::AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
+                               AsyncHandler handler) {
+  impl_->AddRoute(std::move(method), pattern, auth, nullptr, std::move(handler));
 }
 
 Result<int> HttpServer::Start(const std::string& host, int port) {

@@ -1,10 +1,27 @@
 // HttpServer: carve's HTTP/1.1 front end, serving the SageMaker awsJson1_1 protocol, carve's
-// native JSON routes, the runtime API, /metrics and /ping on one listener. Requests are parsed
-// and responses serialized by Boost.Beast over FdStream (server/fd_stream.h); each response goes
-// out in one sendmsg(). Malformed requests get 400, oversized bodies 413 (max_body_bytes), and
-// `Expect: 100-continue` is honoured.
+// native JSON routes, the runtime API, /metrics and /ping on one listener.
 //
-// Every response carries an `x-amzn-RequestId` header (a fresh random UUID per request).
+// Shape: one event loop (Boost.Asio, one thread) owns every connection: it accepts, reads and
+// parses requests with Boost.Beast's incremental parser, enforces the deadlines below and writes
+// responses. A connection costs memory only (about a kilobyte while idle), never a thread, so
+// idle keep-alive connections and long-polls cost nothing but that. Handlers run on a bounded
+// pool of worker threads (`threads`), never on the loop, so a handler may block on a Store
+// commit or a copy's answer; a handler that must wait for an event (an agent's long-poll) is an
+// async route and gives its Responder back later from any thread, holding no worker meanwhile.
+//
+// Limits, each with an answer a client can read:
+//   - a request's headers must arrive within header_timeout of its first byte (of the
+//     connection's start, for a new one), and its body within body_timeout of the headers: a
+//     slow sender is closed;
+//   - at most max_connections connections are open; the next one gets 503 with the reason and
+//     is closed, never left hanging;
+//   - at most max_queued_requests requests wait for a worker; the next gets 503 ("busy");
+//   - headers over 64 KiB get 431 and a body over max_body_bytes 413, after which the rest of
+//     the request is read and discarded (a lingering close, up to 64 MiB or 5 s), so the client
+//     finishes sending and reads the answer instead of a reset connection;
+//   - a malformed request gets 400 and the connection is closed.
+// Malformed requests get 400, `Expect: 100-continue` gets its interim 100, pipelined requests
+// are answered in order, and every response carries an `x-amzn-RequestId` (a fresh UUID).
 //  - `POST /` with `X-Amz-Target: SageMaker.<Op>`: SigV4-verified (unless insecure_no_auth), then
 //    handed to the ApiHandler with the caller's account id; the ApiResponse is written back with
 //    Content-Type application/x-amz-json-1.1 (and X-Amzn-Errortype + "__type" when error_type is
@@ -15,15 +32,15 @@
 //  - Native routes: method + pattern like "/v1/endpoints/{name}/carve" ({x} matches one non-empty
 //    path segment). Authenticated ones need a SigV4 signature (service as configured) and get the
 //    account id; public ones (e.g. /metrics, /ping) get account_id "".
-//  - GET /metrics (registry exposition) and GET /ping are built in.
-// Keep-alive connections each hold one worker thread while open: size `threads` for the number of
-// concurrent clients (botocore keeps up to 10 pooled connections per client); further connections
-// wait, accepted, until a worker frees up.
+//  - GET /metrics (registry exposition) and GET /ping are built in. The front end's own gauges:
+//    carve_http_connections, carve_http_requests_queued, and the counter
+//    carve_http_connections_refused_total{reason}.
 // Lifecycle: configure (SetApiHandler/AddRoute) before Start; Start binds, listens and serves on
 // background threads; Stop() is idempotent, thread-safe and async-signal-safe (one write() to a
 // pipe), so a SIGTERM handler may call it. After Stop() no new connection is accepted, idle
-// keep-alive connections close at once, and a request in progress is answered (with
-// Connection: close); Wait() returns when that is done. Stop() before Start() has no effect.
+// connections close at once, a request in progress is answered (with Connection: close), and an
+// async request still waiting is answered 503; Wait() returns when that is done. Stop() before
+// Start() has no effect.
 #pragma once
 
 #include <atomic>
@@ -51,14 +68,22 @@ struct HttpServerOptions {
   std::string insecure_account_id = std::string(aws::kDefaultAccountId);
   std::string signing_service = "sagemaker";  // Service name required in the scope.
   std::chrono::seconds max_clock_skew = std::chrono::minutes(15);
-  int threads = 128;  // Worker threads (one per open conn).
+  // Worker threads that run handlers (blocking ones: Store commits, the router's copy calls).
+  int threads = 128;
   // How long an idle keep-alive connection is kept; clients (urllib3) reconnect transparently
   // when an idle one was closed.
   std::chrono::milliseconds keep_alive_timeout = std::chrono::seconds(5);
-  // Longest silence while a request is being read or a response written before the connection
-  // is dropped.
-  std::chrono::milliseconds read_timeout = std::chrono::seconds(30);
+  // A request's headers must arrive within this of its first byte (a new connection's: of the
+  // accept), and its body within body_timeout of the headers.
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(10);
+  std::chrono::milliseconds body_timeout = std::chrono::seconds(60);
+  // Longest a response may take to be written before the connection is dropped.
+  std::chrono::milliseconds write_timeout = std::chrono::seconds(30);
   size_t max_body_bytes = size_t{16} * 1024 * 1024;
+  // Open connections at most; Start raises the process's descriptor limit to fit when it can.
+  int max_connections = 16384;
+  // Requests waiting for a worker at most.
+  int max_queued_requests = 4096;
   const Clock* clock = nullptr;  // nullptr: SystemClock.
 };
 
@@ -84,13 +109,20 @@ struct NativeResponse {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers{};  // Extra response headers.
   // When set, the body is streamed: `body` is ignored, the status and headers go out first with
-  // chunked transfer encoding, then `stream` runs once on the request's worker thread, writing
-  // the body through the StreamWriter and returning when it is complete.
+  // chunked transfer encoding, then `stream` runs once on a worker thread, writing the body
+  // through the StreamWriter (each call returns once its chunk is written, or false when the
+  // client is gone) and returning when it is complete.
   std::function<void(const StreamWriter&)> stream{};
 };
 
 using ApiHandler = std::function<ApiResponse(const ApiRequest&)>;
 using NativeHandler = std::function<NativeResponse(const NativeRequest&)>;
+// Completes an async request; call it once, from any thread. Calls after the first, or after
+// the server answered the request itself (Stop), are ignored.
+using Responder = std::function<void(NativeResponse)>;
+// An async route's handler: it must not block, and must make sure `respond` is called (a
+// waiter with a deadline). It runs on a worker thread.
+using AsyncHandler = std::function<void(NativeRequest request, Responder respond)>;
 
 enum class RouteAuth { kSigV4, kPublic };
 
@@ -108,6 +140,8 @@ class HttpServer {
   // `method` is GET, POST, PUT or DELETE.
   void AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
                 NativeHandler handler);
+  void AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
+                     AsyncHandler handler);
 
   // Binds host:port (port 0: any free port) and starts serving in the background.
   // Returns the bound port. Unavailable if the address cannot be bound. Call once.

@@ -2,7 +2,8 @@
 # replies, Prometheus metrics, and the reconciler loop every controller runs on.
 set(infra_dir ${CMAKE_CURRENT_SOURCE_DIR})
 carve_library(carve_server_infra
-  SRCS ${infra_dir}/http_server.cc ${infra_dir}/fd_stream.cc ${infra_dir}/metrics.cc
+  SRCS ${infra_dir}/http_server.cc ${infra_dir}/http_connection.cc ${infra_dir}/fd_stream.cc
+       ${infra_dir}/metrics.cc
        ${infra_dir}/native_reply.cc ${infra_dir}/reconciler_loop.cc
   DEPS carve_common carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
        spdlog::spdlog fmt::fmt Threads::Threads)
@@ -12,5 +13,6 @@ target_compile_definitions(carve_server_infra PUBLIC BOOST_BEAST_USE_STD_STRING_
 carve_test(server_infra_test
   SRCS ${infra_dir}/metrics_test.cc ${infra_dir}/signed_client_test.cc
        ${infra_dir}/reconciler_loop_test.cc ${infra_dir}/native_reply_test.cc
+       ${infra_dir}/http_limits_test.cc
        ${infra_dir}/http_server_test.cc ${infra_dir}/fd_stream_test.cc
   DEPS carve_server_infra carve_protocol PkgConfig::HTTPLIB)

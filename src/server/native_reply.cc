@@ -22,11 +22,11 @@ int HttpStatusFor(ErrorCode code) {
   return 500;
 }
 
-NativeResponse JsonReply(int status, const nlohmann::json& body) {
+NativeResponse JsonReply(int status, const nlohmann::json& body, int indent) {
   NativeResponse r;
   r.http_status = status;
   // Messages may quote a caller's bytes (a path segment): invalid UTF-8 must not throw.
-  r.body = body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  r.body = body.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return r;
 }
 

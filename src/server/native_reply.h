@@ -14,8 +14,9 @@
 namespace carve::server {
 
 int HttpStatusFor(ErrorCode code);
-// `body` as JSON with the status.
-NativeResponse JsonReply(int status, const nlohmann::json& body);
+// `body` as JSON with the status: indented for people, or compact (indent -1) for machines
+// (the agent protocol, where thousands of nodes poll).
+NativeResponse JsonReply(int status, const nlohmann::json& body, int indent = 2);
 // {"error": message, "code": "InvalidArgument"} with the status HttpStatusFor gives.
 NativeResponse ErrorReply(const Error& error);
 // 200 with the value's JSON, or the error's reply.

@@ -234,6 +234,7 @@ bool Agent::RegisterOnce() {
     if (fence_ && reply->node_timeout_ms > 0) {
       fence_->Arm(FenceAfter(std::chrono::milliseconds(reply->node_timeout_ms), server_heartbeat_));
     }
+    server_wants_status_ = true;  // A new registration knows no status of this agent yet.
     report_now_ = true;
     cv_.notify_all();
   }

@@ -56,6 +56,9 @@ struct AgentOptions {
   std::string search_path;  // PATH searched for podman/docker; "": the agent's $PATH
 
   std::chrono::milliseconds heartbeat_interval{0};  // 0: what the server's RegisterReply says
+  // Telemetry alone (utilization, memory per process) goes in a full status at most this
+  // often; a changed outcome (a workload's state, a GPU's carve) goes at once.
+  std::chrono::milliseconds telemetry_interval{10'000};
   std::chrono::milliseconds watch_wait{5000};       // long-poll hold (bounds Stop()'s latency)
   std::chrono::milliseconds loop_interval{200};
   std::chrono::milliseconds retry_initial{500};
@@ -129,11 +132,17 @@ class Agent {
   std::condition_variable cv_;                        // wakes sleepers on stop / change
   std::string epoch_;                                 // guarded by mu_
   std::chrono::milliseconds server_heartbeat_{2000};  // guarded by mu_
-  std::optional<protocol::DesiredState> desired_;     // guarded by mu_
-  bool desired_new_ = false;                          // guarded by mu_: loop should apply now
-  protocol::StatusReport status_;                     // guarded by mu_
-  std::vector<std::string> pending_events_;           // guarded by mu_
-  bool report_now_ = false;                           // guarded by mu_
+  std::optional<protocol::DesiredState> desired_;  // guarded by mu_
+  bool desired_new_ = false;                       // guarded by mu_: loop should apply now
+  protocol::StatusReport status_;                  // guarded by mu_
+  // The status the server has not seen yet carries a newer version than the last one sent.
+  uint64_t status_version_ = 1;                    // guarded by mu_
+  uint64_t sent_version_ = 0;                      // guarded by mu_
+  bool telemetry_dirty_ = false;                   // guarded by mu_
+  bool server_wants_status_ = true;                // guarded by mu_
+  std::chrono::steady_clock::time_point last_full_status_{};  // guarded by mu_
+  std::vector<std::string> pending_events_;        // guarded by mu_
+  bool report_now_ = false;                        // guarded by mu_
 
   std::unique_ptr<FenceBeat> fence_;           // set by Start() when options_.fence
   std::optional<launch::ProcessId> watchdog_;  // the `carve agent-fence` process

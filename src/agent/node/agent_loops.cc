@@ -128,7 +128,9 @@ void Agent::ApplyOnce() {
     pending_events_.erase(pending_events_.begin(),
                           pending_events_.end() - static_cast<long>(kMaxPendingEvents));
   }
+  if (metrics_due) telemetry_dirty_ = true;
   if (changed) {
+    ++status_version_;
     report_now_ = true;
     cv_.notify_all();
   }
@@ -150,13 +152,46 @@ void Agent::ReportLoop() {
       next = std::chrono::steady_clock::now() + options_.loop_interval;
       continue;
     }
+    // Between changes a heartbeat says only "alive, with status version N"; the full status
+    // goes when it changed, when the server asks, or with telemetry every telemetry_interval.
     protocol::StatusReport report;
+    protocol::Heartbeat beat;
+    bool full = false;
     {
       std::lock_guard lock(mu_);
-      report = status_;
-      report.node_id = options_.node_id;
-      report.epoch = epoch_;
-      report.events.swap(pending_events_);
+      const auto now = std::chrono::steady_clock::now();
+      full = status_version_ != sent_version_ || server_wants_status_ ||
+             !pending_events_.empty() ||
+             (telemetry_dirty_ && now - last_full_status_ >= options_.telemetry_interval);
+      if (full) {
+        report = status_;
+        report.node_id = options_.node_id;
+        report.epoch = epoch_;
+        report.status_version = status_version_;
+        report.events.swap(pending_events_);
+      } else {
+        beat = {options_.node_id, epoch_, sent_version_, status_.applied_version};
+      }
+    }
+    if (!full) {
+      Result<protocol::HeartbeatReply> hb = control_.Heartbeat(beat);
+      if (!hb) {
+        if (hb.error().code == ErrorCode::kNotFound) need_register_ = true;
+        spdlog::warn("node {}: heartbeat failed: {}", options_.node_id, hb.error().message);
+        next = std::chrono::steady_clock::now() + backoff.Next();
+        continue;
+      }
+      backoff.Reset();
+      if (hb->reregister) {
+        spdlog::info("node {}: the server asks this node to register again", options_.node_id);
+        need_register_ = true;
+        next = std::chrono::steady_clock::now();
+      } else if (hb->send_status) {
+        std::lock_guard lock(mu_);
+        server_wants_status_ = true;
+        next = std::chrono::steady_clock::now();
+      }
+      continue;
     }
     Result<protocol::StatusReply> reply = control_.Report(report);
     if (!reply) {
@@ -173,6 +208,13 @@ void Agent::ReportLoop() {
       continue;
     }
     backoff.Reset();
+    {
+      std::lock_guard lock(mu_);
+      sent_version_ = report.status_version;
+      server_wants_status_ = false;
+      telemetry_dirty_ = false;
+      last_full_status_ = std::chrono::steady_clock::now();
+    }
     if (reply->reregister) {
       spdlog::info("node {}: the server asks this node to register again", options_.node_id);
       need_register_ = true;

@@ -44,4 +44,11 @@ Result<protocol::StatusReply> HttpControlPlane::Report(const protocol::StatusRep
   return protocol::StatusReplyFromJson(reply);
 }
 
+Result<protocol::HeartbeatReply> HttpControlPlane::Heartbeat(const protocol::Heartbeat& hb) {
+  const nlohmann::json body = protocol::ToJson(hb);
+  CARVE_ASSIGN_OR_RETURN(nlohmann::json reply,
+                         client_.Json("POST", "/v1/agent/heartbeat", &body));
+  return protocol::HeartbeatReplyFromJson(reply);
+}
+
 }  // namespace carve::agent::node

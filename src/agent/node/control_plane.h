@@ -27,8 +27,10 @@ class ControlPlane {
   virtual Result<protocol::DesiredState> WatchDesired(const std::string& node,
                                                       const std::string& epoch, uint64_t after,
                                                       std::chrono::milliseconds wait) = 0;
-  // POST /v1/agent/status: the heartbeat.
+  // POST /v1/agent/status: the full status.
   virtual Result<protocol::StatusReply> Report(const protocol::StatusReport& report) = 0;
+  // POST /v1/agent/heartbeat: liveness between full statuses.
+  virtual Result<protocol::HeartbeatReply> Heartbeat(const protocol::Heartbeat& heartbeat) = 0;
 };
 
 class HttpControlPlane final : public ControlPlane {
@@ -40,6 +42,7 @@ class HttpControlPlane final : public ControlPlane {
                                               uint64_t after,
                                               std::chrono::milliseconds wait) override;
   Result<protocol::StatusReply> Report(const protocol::StatusReport& report) override;
+  Result<protocol::HeartbeatReply> Heartbeat(const protocol::Heartbeat& heartbeat) override;
 
  private:
   protocol::SignedClient client_;

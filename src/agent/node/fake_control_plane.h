@@ -62,6 +62,24 @@ class FakeControlPlane final : public ControlPlane {
     return reply;
   }
 
+  Result<protocol::HeartbeatReply> Heartbeat(const protocol::Heartbeat& hb) override {
+    std::lock_guard lock(mu_);
+    if (!reachable_) return Unavailable("fake server is down");
+    heartbeats_.push_back(hb);
+    cv_.notify_all();
+    protocol::HeartbeatReply reply;
+    reply.desired_epoch = epoch_;
+    reply.desired_version = desired_.version;
+    reply.reregister = !registered_ || hb.epoch != epoch_;
+    // Like the server: the full status is wanted when the last one seen is another version.
+    reply.send_status = reports_.empty() || reports_.back().status_version != hb.status_version;
+    return reply;
+  }
+  std::vector<protocol::Heartbeat> heartbeats() const {
+    std::lock_guard lock(mu_);
+    return heartbeats_;
+  }
+
   // Replaces the desired GPUs and workloads and bumps the version.
   void SetDesired(std::vector<protocol::GpuDesired> gpus,
                   std::vector<protocol::WorkloadDesired> workloads) {
@@ -127,6 +145,7 @@ class FakeControlPlane final : public ControlPlane {
   std::vector<protocol::Registration> registrations_;  // guarded by mu_
   std::vector<TimePoint> register_attempts_;        // guarded by mu_
   std::vector<protocol::StatusReport> reports_;     // guarded by mu_
+  std::vector<protocol::Heartbeat> heartbeats_;     // guarded by mu_
 };
 
 }  // namespace carve::agent::node

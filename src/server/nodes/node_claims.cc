@@ -154,10 +154,9 @@ uint64_t NodeClaims::generation() const {
 }
 
 void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims) {
-  for (const auto& view : registry.Nodes()) {
-    Status st = claims.Upsert(NodeId(view.registration.node_id), view.registration.instance_type,
-                              view.ready);
-    if (!st.ok()) spdlog::warn("node {}: {}", view.registration.node_id, st.error().message);
+  for (const auto& node : registry.Briefs()) {
+    Status st = claims.Upsert(node.id, node.instance_type, node.ready);
+    if (!st.ok()) spdlog::warn("node {}: {}", node.id.value(), st.error().message);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <future>
 
 #include "catalog/catalog.h"
 
@@ -58,11 +59,143 @@ bool Matches(const protocol::GpuDesired& want, const protocol::GpuStatus& have) 
 
 }  // namespace
 
+// A subscriber that falls this far behind is told `everything` instead of a list.
+constexpr size_t kMaxListedChanges = 100000;
+
 NodeRegistry::NodeRegistry(store::Store& store, NodeRegistryOptions options)
     : store_(store),
       options_(options),
       clock_(options.clock != nullptr ? *options.clock : SystemClock::Get()),
-      epoch_(RandomEpoch()) {}
+      epoch_(RandomEpoch()) {
+  deadline_thread_ = std::thread([this] { DeadlineLoop(); });
+}
+
+NodeRegistry::~NodeRegistry() {
+  Fired fired;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& [id, w] : waiters_) {
+      fired.emplace_back(std::move(w.done), Unavailable("the server is stopping"));
+    }
+    waiters_.clear();
+    deadlines_.clear();
+  }
+  deadline_cv_.notify_all();
+  deadline_thread_.join();
+  Fire(fired);
+}
+
+void NodeRegistry::Fire(Fired& fired) {
+  for (auto& [done, result] : fired) done(std::move(result));
+  fired.clear();
+}
+
+void NodeRegistry::BumpLocked(Entry& e, Fired& fired) {
+  ++e.version;
+  if (e.waiters.empty()) return;
+  std::optional<protocol::DesiredState> state;
+  std::vector<uint64_t> still;
+  for (uint64_t id : e.waiters) {
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) continue;  // Answered at its deadline.
+    if (it->second.after >= e.version) {
+      still.push_back(id);
+      continue;
+    }
+    if (!state) state = DesiredLocked(e);
+    fired.emplace_back(std::move(it->second.done), *state);
+    waiters_.erase(it);
+  }
+  e.waiters = std::move(still);
+}
+
+void NodeRegistry::DeadlineLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (deadlines_.empty()) {
+      deadline_cv_.wait(lock);
+      continue;
+    }
+    const auto first = deadlines_.begin()->first;
+    if (std::chrono::steady_clock::now() < first) {
+      deadline_cv_.wait_until(lock, first);
+      continue;
+    }
+    Fired fired;
+    const auto now = std::chrono::steady_clock::now();
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      const uint64_t id = deadlines_.begin()->second;
+      deadlines_.erase(deadlines_.begin());
+      auto w = waiters_.find(id);
+      if (w == waiters_.end()) continue;  // Answered by a change already.
+      auto node = nodes_.find(w->second.node);
+      if (node == nodes_.end()) {
+        fired.emplace_back(std::move(w->second.done),
+                           NotFound("node " + w->second.node + " is not registered"));
+      } else {
+        std::erase(node->second.waiters, id);
+        fired.emplace_back(std::move(w->second.done), DesiredLocked(node->second));
+      }
+      waiters_.erase(w);
+    }
+    lock.unlock();
+    Fire(fired);
+    lock.lock();
+  }
+}
+
+void NodeRegistry::NoteLocked(std::set<std::string> RegistryChanges::*what,
+                              const std::string& key) {
+  for (auto& s : subscribers_) {
+    if (s.everything) continue;
+    (s.*what).insert(key);
+    if (s.nodes.size() + s.workloads.size() + s.gpus.size() > kMaxListedChanges) {
+      s = RegistryChanges{};
+      s.everything = true;
+    }
+  }
+}
+
+int NodeRegistry::Subscribe() {
+  std::lock_guard lock(mu_);
+  RegistryChanges first;
+  first.everything = true;
+  subscribers_.push_back(std::move(first));
+  return static_cast<int>(subscribers_.size()) - 1;
+}
+
+RegistryChanges NodeRegistry::TakeChanges(int subscriber) {
+  std::lock_guard lock(mu_);
+  RegistryChanges out;
+  if (subscriber < 0 || subscriber >= static_cast<int>(subscribers_.size())) {
+    out.everything = true;
+    return out;
+  }
+  std::swap(out, subscribers_[static_cast<size_t>(subscriber)]);
+  return out;
+}
+
+void NodeRegistry::IndexWorkloadsLocked(const std::string& node,
+                                        const protocol::StatusReport& before,
+                                        const protocol::StatusReport& after) {
+  std::unordered_map<std::string_view, const protocol::WorkloadStatus*> old;
+  for (const auto& w : before.workloads) old.emplace(w.id, &w);
+  for (const auto& w : after.workloads) {
+    workload_node_[w.id] = node;
+    auto it = old.find(w.id);
+    if (it == old.end() || it->second->state != w.state || it->second->address != w.address ||
+        it->second->message != w.message || it->second->restarts != w.restarts) {
+      NoteLocked(&RegistryChanges::workloads, w.id);
+    }
+    if (it != old.end()) old.erase(it);
+  }
+  for (const auto& [id, w] : old) {  // No longer reported by this node.
+    auto at = workload_node_.find(std::string(id));
+    if (at != workload_node_.end() && at->second == node) workload_node_.erase(at);
+    NoteLocked(&RegistryChanges::workloads, std::string(id));
+  }
+}
 
 Status NodeRegistry::Recover() {
   CARVE_ASSIGN_OR_RETURN(auto records, store_.List("", std::string(kNodeKind), {}));
@@ -116,6 +249,7 @@ Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registrat
   CARVE_RETURN_IF_ERROR(
       store_.Commit({store::Put{{"", std::string(kNodeKind), reg.node_id},
                                 protocol::ToJson(reg).dump(), int64_t{0}}}));
+  Fired fired;
   {
     std::lock_guard lock(mu_);
     Entry& e = nodes_[reg.node_id];
@@ -126,12 +260,15 @@ Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registrat
     e.not_ready_reason.clear();
     e.last_report = clock_.Now();
     e.last_report_ms = clock_.UnixMillis();
-    ++e.version;  // The agent (maybe restarted) must fetch the whole desired state again.
+    e.status.status_version = 0;  // A (re)started agent's status is not known yet.
+    BumpLocked(e, fired);  // The agent (maybe restarted) must fetch the whole desired state.
+    NoteLocked(&RegistryChanges::nodes, reg.node_id);
     if (!was_ready) spdlog::info("node {} ({}) is Ready", reg.node_id, reg.instance_type);
     for (const auto& diff : reg.catalog_diffs) {
       spdlog::warn("node {}: live NVML data differs from the catalog: {}", reg.node_id, diff);
     }
   }
+  Fire(fired);
   changed_.notify_all();
   NotifyListeners();
   return protocol::RegisterReply{reg.node_id, epoch_, options_.heartbeat_interval.count(),
@@ -151,8 +288,15 @@ protocol::StatusReply NodeRegistry::ReportStatus(const protocol::StatusReport& r
     }
     Entry& e = it->second;
     notify = !SameOutcome(e.status, report) || !e.ready;
-    if (!e.ready) spdlog::info("node {} is Ready again", report.node_id);
+    if (!e.ready) {
+      spdlog::info("node {} is Ready again", report.node_id);
+      NoteLocked(&RegistryChanges::nodes, report.node_id);
+    }
     for (const auto& event : report.events) spdlog::info("node {}: {}", report.node_id, event);
+    if (notify) {
+      IndexWorkloadsLocked(report.node_id, e.status, report);
+      NoteLocked(&RegistryChanges::gpus, report.node_id);
+    }
     e.status = report;
     e.status.events.clear();
     e.ready = true;
@@ -180,22 +324,74 @@ protocol::DesiredState NodeRegistry::DesiredLocked(const Entry& e) const {
   return d;
 }
 
+protocol::HeartbeatReply NodeRegistry::Heartbeat(const protocol::Heartbeat& hb) {
+  protocol::HeartbeatReply reply;
+  reply.desired_epoch = epoch_;
+  bool notify = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(hb.node_id);
+    if (it == nodes_.end() || !it->second.connected || hb.epoch != epoch_) {
+      reply.reregister = true;
+      return reply;
+    }
+    Entry& e = it->second;
+    if (!e.ready) {
+      spdlog::info("node {} is Ready again", hb.node_id);
+      NoteLocked(&RegistryChanges::nodes, hb.node_id);
+      notify = true;
+    }
+    e.ready = true;
+    e.not_ready_reason.clear();
+    e.last_report = clock_.Now();
+    e.last_report_ms = clock_.UnixMillis();
+    reply.desired_version = e.version;
+    reply.send_status = e.status.status_version != hb.status_version || hb.status_version == 0;
+  }
+  if (notify) {
+    changed_.notify_all();
+    NotifyListeners();
+  }
+  return reply;
+}
+
+void NodeRegistry::WatchDesired(const std::string& node, const std::string& epoch,
+                                uint64_t after, std::chrono::milliseconds wait,
+                                DesiredCallback done) {
+  wait = std::clamp(wait, std::chrono::milliseconds(0), options_.max_long_poll);
+  Result<protocol::DesiredState> now = NotFound("node " + node + " is not registered");
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it != nodes_.end()) {
+      if (epoch == epoch_ && it->second.version <= after && wait.count() > 0 && !stopping_) {
+        const uint64_t id = ++next_waiter_;
+        const auto deadline = std::chrono::steady_clock::now() + wait;
+        waiters_.emplace(id, Waiter{node, after, std::move(done)});
+        it->second.waiters.push_back(id);
+        const bool earliest = deadlines_.empty() || deadline < deadlines_.begin()->first;
+        deadlines_.emplace(deadline, id);
+        if (earliest) deadline_cv_.notify_one();
+        return;
+      }
+      now = DesiredLocked(it->second);
+    }
+  }
+  done(std::move(now));
+}
+
 Result<protocol::DesiredState> NodeRegistry::WaitDesired(const std::string& node,
                                                          const std::string& epoch, uint64_t after,
                                                          std::chrono::milliseconds wait) {
-  wait = std::clamp(wait, std::chrono::milliseconds(0), options_.max_long_poll);
-  std::unique_lock lock(mu_);
-  auto ready = [&] {
-    auto it = nodes_.find(node);
-    return it == nodes_.end() || epoch != epoch_ || it->second.version > after;
-  };
-  changed_.wait_for(lock, wait, ready);
-  auto it = nodes_.find(node);
-  if (it == nodes_.end()) return NotFound("node " + node + " is not registered");
-  return DesiredLocked(it->second);
+  auto promise = std::make_shared<std::promise<Result<protocol::DesiredState>>>();
+  auto answer = promise->get_future();
+  WatchDesired(node, epoch, after, wait,
+               [promise](Result<protocol::DesiredState> r) { promise->set_value(std::move(r)); });
+  return answer.get();
 }
 
 void NodeRegistry::SetGpuLayout(const NodeId& node, const protocol::GpuDesired& gpu) {
+  Fired fired;
   {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(node.value());
@@ -206,13 +402,15 @@ void NodeRegistry::SetGpuLayout(const NodeId& node, const protocol::GpuDesired& 
     auto [slot, inserted] = it->second.gpus.try_emplace(gpu.index, gpu);
     if (!inserted && slot->second == gpu) return;
     slot->second = gpu;
-    ++it->second.version;
+    BumpLocked(it->second, fired);
   }
+  Fire(fired);
   changed_.notify_all();
 }
 
 void NodeRegistry::SetWorkloads(std::string_view source, const NodeId& node,
                                 std::vector<protocol::WorkloadDesired> workloads) {
+  Fired fired;
   {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(node.value());
@@ -226,24 +424,29 @@ void NodeRegistry::SetWorkloads(std::string_view source, const NodeId& node,
       if (cur->second == workloads) return;
       cur->second = std::move(workloads);
     }
-    ++it->second.version;
+    BumpLocked(it->second, fired);
   }
+  Fire(fired);
   changed_.notify_all();
 }
 
 void NodeRegistry::RetainWorkloadNodes(std::string_view source, const std::vector<NodeId>& keep) {
   bool changed = false;
+  Fired fired;
   {
+    std::set<std::string_view> kept;
+    for (const auto& n : keep) kept.insert(n.value());
     std::lock_guard lock(mu_);
     for (auto& [name, e] : nodes_) {
-      if (std::find(keep.begin(), keep.end(), NodeId(name)) != keep.end()) continue;
+      if (kept.contains(name)) continue;
       auto cur = e.workloads.find(source);
       if (cur == e.workloads.end()) continue;
       e.workloads.erase(cur);
-      ++e.version;
+      BumpLocked(e, fired);
       changed = true;
     }
   }
+  Fire(fired);
   if (changed) changed_.notify_all();
 }
 
@@ -288,10 +491,12 @@ Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::millis
 
 std::optional<protocol::WorkloadStatus> NodeRegistry::Workload(std::string_view id) const {
   std::lock_guard lock(mu_);
-  for (const auto& [name, e] : nodes_) {
-    for (const auto& w : e.status.workloads) {
-      if (w.id == id) return w;
-    }
+  auto at = workload_node_.find(std::string(id));
+  if (at == workload_node_.end()) return std::nullopt;
+  auto node = nodes_.find(at->second);
+  if (node == nodes_.end()) return std::nullopt;
+  for (const auto& w : node->second.status.workloads) {
+    if (w.id == id) return w;
   }
   return std::nullopt;
 }
@@ -335,6 +540,24 @@ std::vector<NodeView> NodeRegistry::Nodes() const {
   return out;
 }
 
+std::optional<NodeBrief> NodeRegistry::Brief(const NodeId& node) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node.value());
+  if (it == nodes_.end()) return std::nullopt;
+  return NodeBrief{node, it->second.registration.instance_type, it->second.ready,
+                   it->second.connected};
+}
+
+std::vector<NodeBrief> NodeRegistry::Briefs() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeBrief> out;
+  out.reserve(nodes_.size());
+  for (const auto& [name, e] : nodes_) {
+    out.push_back(NodeBrief{NodeId(name), e.registration.instance_type, e.ready, e.connected});
+  }
+  return out;
+}
+
 bool NodeRegistry::IsReady(const NodeId& node) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node.value());
@@ -353,6 +576,7 @@ std::vector<NodeId> NodeRegistry::Sweep() {
           "no status report for {} s",
           std::chrono::duration_cast<std::chrono::seconds>(now - e.last_report).count());
       spdlog::warn("node {} is NotReady: {}", name, e.not_ready_reason);
+      NoteLocked(&RegistryChanges::nodes, name);
       lost.emplace_back(name);
     }
   }

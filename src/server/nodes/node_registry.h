@@ -18,6 +18,11 @@
 // NotReady node makes it Ready again. Listeners (AddListener) are told after any registration,
 // readiness change, or status change worth reacting to (a workload's state, a GPU's carve).
 //
+// Scale (issue 14): a long-poll is a waiter, not a blocked thread (WatchDesired); a heartbeat is
+// a few dozen bytes that only refreshes liveness, and the full status comes only when it
+// changed; a workload's status is found by id in O(1); and controllers learn *what* changed
+// since their last pass (Subscribe/TakeChanges) instead of re-reading every node.
+//
 // Thread-safe. Listeners are called without the registry's lock held, on the calling thread
 // (an HTTP worker or the sweeper), so they may call back into the registry.
 #pragma once
@@ -28,8 +33,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -61,10 +69,32 @@ struct NodeView {
   protocol::StatusReport last_status;
 };
 
+// A node without its last status: what controllers consult every pass.
+struct NodeBrief {
+  NodeId id;
+  std::string instance_type;
+  bool ready = false;
+  bool connected = false;
+};
+
+// What changed since a subscriber last asked. `everything` is set when too much changed to
+// list (or the subscriber is new): the subscriber should then look at everything.
+struct RegistryChanges {
+  std::set<std::string> nodes;      // Registered, Ready, NotReady, or (re)connected.
+  std::set<std::string> workloads;  // A workload's reported state, address or message changed.
+  std::set<std::string> gpus;       // Nodes whose reported GPU carve changed.
+  bool everything = false;
+  bool empty() const { return nodes.empty() && workloads.empty() && gpus.empty() && !everything; }
+};
+
 class NodeRegistry {
  public:
   // `store` must outlive the registry.
   NodeRegistry(store::Store& store, NodeRegistryOptions options = {});
+  // Pending long-polls are answered Unavailable ("the server is stopping").
+  ~NodeRegistry();
+  NodeRegistry(const NodeRegistry&) = delete;
+  NodeRegistry& operator=(const NodeRegistry&) = delete;
 
   // Loads persisted nodes, not connected; each counts as Ready for max(node_timeout,
   // recovery_grace), the time its agent has to reconnect before its work is rescheduled. Call
@@ -78,10 +108,20 @@ class NodeRegistry {
   // Records the report (the heartbeat). reregister is set when the node is unknown or the
   // report's epoch is not this server's.
   protocol::StatusReply ReportStatus(const protocol::StatusReport& report);
-  // Long-poll: returns when the node's version exceeds `after` (or `epoch` differs from this
-  // server's), or after `wait` (capped at max_long_poll). NotFound for an unknown node.
+  // Long-poll without a thread: `done` gets the node's desired state once its version exceeds
+  // `after` (or `epoch` differs from this server's), or when `wait` (capped at max_long_poll)
+  // passes, with the state as it is then; NotFound at once for an unknown node. `done` runs on
+  // this thread when the answer is ready now, else on the thread whose change made it ready or
+  // on the registry's deadline thread, without the registry's lock; it must not block.
+  using DesiredCallback = std::function<void(Result<protocol::DesiredState>)>;
+  void WatchDesired(const std::string& node, const std::string& epoch, uint64_t after,
+                    std::chrono::milliseconds wait, DesiredCallback done);
+  // The same, blocking the caller (tests, tools).
   Result<protocol::DesiredState> WaitDesired(const std::string& node, const std::string& epoch,
                                              uint64_t after, std::chrono::milliseconds wait);
+  // Liveness between full status reports. send_status is set when the registry does not have
+  // the status version the agent last sent.
+  protocol::HeartbeatReply Heartbeat(const protocol::Heartbeat& heartbeat);
 
   // ---- control-plane side ----
   void SetGpuLayout(const NodeId& node, const protocol::GpuDesired& gpu);
@@ -102,6 +142,13 @@ class NodeRegistry {
   std::optional<NodeView> Node(const NodeId& node) const;
   std::vector<NodeView> Nodes() const;
   bool IsReady(const NodeId& node) const;
+  std::optional<NodeBrief> Brief(const NodeId& node) const;
+  std::vector<NodeBrief> Briefs() const;
+
+  // A controller's cursor on what changed: Subscribe once, then TakeChanges each pass. A new
+  // subscriber's first changes say `everything`.
+  int Subscribe();
+  RegistryChanges TakeChanges(int subscriber);
 
   // Marks nodes NotReady whose last report is older than node_timeout; returns those that
   // changed (the caller reschedules their work).
@@ -139,9 +186,25 @@ class NodeRegistry {
     std::map<int, protocol::GpuDesired> gpus;
     std::map<std::string, std::vector<protocol::WorkloadDesired>, std::less<>> workloads;
     protocol::StatusReport status;
+    std::vector<uint64_t> waiters;  // Long-polls waiting for a newer version.
   };
+  struct Waiter {
+    std::string node;
+    uint64_t after = 0;
+    DesiredCallback done;
+  };
+  using Fired = std::vector<std::pair<DesiredCallback, Result<protocol::DesiredState>>>;
+
   void NotifyListeners();
   protocol::DesiredState DesiredLocked(const Entry& e) const;
+  // The node's version went up: its waiters whose `after` it now exceeds are collected.
+  void BumpLocked(Entry& e, Fired& fired);
+  static void Fire(Fired& fired);
+  void DeadlineLoop();
+  // Records a change for every subscriber.
+  void NoteLocked(std::set<std::string> RegistryChanges::*what, const std::string& key);
+  void IndexWorkloadsLocked(const std::string& node, const protocol::StatusReport& before,
+                            const protocol::StatusReport& after);
 
   store::Store& store_;
   const NodeRegistryOptions options_;
@@ -152,6 +215,16 @@ class NodeRegistry {
   std::condition_variable changed_;          // any desired or status change
   std::map<std::string, Entry> nodes_;       // guarded by mu_
   std::vector<std::function<void()>> listeners_;
+  // Long-poll waiters by id, and their deadlines; guarded by mu_.
+  std::unordered_map<uint64_t, Waiter> waiters_;
+  std::multimap<std::chrono::steady_clock::time_point, uint64_t> deadlines_;
+  uint64_t next_waiter_ = 0;
+  bool stopping_ = false;
+  std::condition_variable deadline_cv_;
+  std::thread deadline_thread_;
+  // Which node reported each workload id; guarded by mu_.
+  std::unordered_map<std::string, std::string> workload_node_;
+  std::vector<RegistryChanges> subscribers_;  // guarded by mu_
 };
 
 }  // namespace carve::server::nodes

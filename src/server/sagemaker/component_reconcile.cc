@@ -77,8 +77,8 @@ std::pair<int, std::string> ComponentPlacement::Serving(const std::string& accou
   // period: what their copies do is unknown, so the last recorded count stands until they
   // report (or time out and their copies are rescheduled).
   for (const auto& copy : copies) {
-    auto view = registry_->Node(NodeId(copy.record.placement.node));
-    if (view && view->ready && !view->connected) {
+    auto node = registry_->Brief(NodeId(copy.record.placement.node));
+    if (node && node->ready && !node->connected) {
       return {std::min(c.running, placed),
               "waiting for the agents of its nodes to reconnect after a server restart"};
     }

@@ -1,0 +1,335 @@
+#include "server/http_connection.h"
+
+#include <spdlog/spdlog.h>
+#include <strings.h>
+
+#include <array>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+
+namespace carve::server::http_internal {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+// Reads take what the socket holds, at least this much room and at most kMaxRead at a time.
+constexpr size_t kMinRead = 4096;
+constexpr size_t kMaxRead = 64 * 1024;
+// A lingering close reads and discards at most this much, for at most kDrainTime.
+constexpr size_t kMaxDrain = size_t{64} * 1024 * 1024;
+constexpr std::chrono::seconds kDrainTime{5};
+
+std::string Chunk(std::string_view data) {
+  char size[20];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  std::string out(size, static_cast<size_t>(n));
+  out.append(data);
+  out.append("\r\n");
+  return out;
+}
+
+}  // namespace
+
+Connection::Connection(ConnectionHost& host, asio::ip::tcp::socket socket)
+    : host_(host), socket_(std::move(socket)), timer_(host.loop()) {}
+
+void Connection::Start() {
+  error_code ec;
+  socket_.non_blocking(true, ec);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  // A new connection's first request must arrive within the header deadline: a client that
+  // connects and says nothing holds a descriptor, so it does not get the idle allowance.
+  ArmTimer(host_.options().header_timeout);
+  WaitForData();
+}
+
+void Connection::WaitForData() {
+  state_ = State::kReading;
+  socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                     [self = shared_from_this()](const error_code& ec) { self->OnReadable(ec); });
+}
+
+void Connection::OnReadable(const error_code& ec) {
+  if (state_ != State::kReading) return;
+  if (ec) return Close();
+  for (;;) {
+    error_code rec;
+    const size_t available = socket_.available(rec);
+    const size_t want = std::min(std::max(available, kMinRead), kMaxRead);
+    const size_t n = socket_.read_some(buffer_.prepare(want), rec);
+    if (rec == asio::error::would_block || rec == asio::error::try_again) break;
+    if (rec) return Close();  // EOF or a reset: the client went away (mid-request or not).
+    buffer_.commit(n);
+    if (!parser_ && !header_seen_) {
+      // The first byte of a request: its headers must follow within the header deadline.
+      ArmTimer(host_.options().header_timeout);
+    }
+    Parse();
+    if (state_ != State::kReading) return;
+    if (n < want) break;  // Drained what the socket had.
+  }
+  WaitForData();
+}
+
+void Connection::Parse() {
+  if (!parser_) {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimitBytes);
+    parser_->body_limit(host_.options().max_body_bytes);
+    parser_->eager(true);
+  }
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    error_code ec;
+    const size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == http::error::need_more) break;
+    if (ec) return Refuse(ParseFailure(ec, host_.options().max_body_bytes));
+    if (parser_->is_header_done() && !header_seen_) {
+      header_seen_ = true;
+      ArmTimer(host_.options().body_timeout);
+      const auto expect = parser_->get()[http::field::expect];
+      if (!parser_->is_done() && strncasecmp(expect.data(), "100-continue", expect.size()) == 0 &&
+          expect.size() == 12) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        error_code wec;
+        asio::write(socket_, asio::buffer(kContinue.data(), kContinue.size()), wec);
+      }
+    }
+    if (used == 0) break;
+  }
+  if (parser_->is_done()) Dispatch();
+}
+
+void Connection::Dispatch() {
+  CancelTimer();
+  state_ = State::kHandling;
+  http::request<http::string_body> msg = parser_->release();
+  parser_.reset();
+  header_seen_ = false;
+  wants_keep_alive_ = msg.keep_alive();
+  Incoming in;
+  in.method = std::string(msg.method_string());
+  std::string_view target = msg.target();
+  const size_t q = target.find('?');
+  in.path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) in.query = std::string(target.substr(q + 1));
+  in.headers.reserve(16);
+  for (const auto& field : msg) {
+    in.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  in.body = std::move(msg.body());
+  request_id_ = NewRequestId();
+  const uint64_t generation = ++generation_;
+  std::weak_ptr<Connection> weak = shared_from_this();
+  std::shared_ptr<LoopGate> gate = host_.gate();
+  Responder respond = [weak, generation, gate](NativeResponse out) {
+    gate->Post([weak, generation, out = std::move(out)]() mutable {
+      if (auto self = weak.lock()) self->Respond(generation, std::move(out));
+    });
+  };
+  async_pending_ = false;
+  auto taken_async = [weak, generation, gate] {
+    gate->Post([weak, generation] {
+      auto self = weak.lock();
+      if (!self || self->generation_ != generation || self->state_ != State::kHandling) return;
+      self->async_pending_ = true;
+      if (self->host_.stopping()) self->OnServerStop();
+    });
+  };
+  if (!host_.Handle(std::move(in), request_id_, std::move(respond), std::move(taken_async))) {
+    Respond(generation,
+            NativeResponse{503,
+                           ErrorBody("ServiceUnavailable",
+                                     "the server is busy: every worker is taken and the queue "
+                                     "is full; retry"),
+                           kAmzJson});
+  }
+}
+
+void Connection::Respond(uint64_t generation, NativeResponse response) {
+  if (generation != generation_ || state_ != State::kHandling) return;
+  const bool keep_alive = wants_keep_alive_ && !host_.stopping();
+  if (!response.stream) return WriteResponse(std::move(response), keep_alive);
+  // Streamed: the head now, then the body from a worker, chunk by chunk.
+  head_ = SerializeHead(response, request_id_, keep_alive);
+  state_ = State::kStreaming;
+  ArmTimer(host_.options().write_timeout);
+  asio::async_write(
+      socket_, asio::buffer(head_),
+      [self = shared_from_this(), generation, stream = std::move(response.stream)](
+          const error_code& ec, size_t) mutable {
+        if (self->state_ != State::kStreaming) return;
+        self->CancelTimer();
+        if (ec) return self->Close();
+        ConnectionHost& host = self->host_;
+        std::weak_ptr<Connection> weak = self;
+        const bool queued = host.RunOnWorker([weak, generation, &host, stream = std::move(stream)] {
+          StreamWriter writer = [weak, generation, &host](std::string_view chunk) {
+            if (chunk.empty()) return true;  // An empty chunk would end the body.
+            auto done = std::make_shared<std::promise<bool>>();
+            auto written = done->get_future();
+            host.Post([weak, generation, data = Chunk(chunk), done]() mutable {
+              auto conn = weak.lock();
+              if (!conn) return done->set_value(false);
+              conn->WriteChunk(generation, std::move(data), done);
+            });
+            return written.get();
+          };
+          stream(writer);
+          host.Post([weak, generation] {
+            if (auto conn = weak.lock()) conn->EndStream(generation);
+          });
+        });
+        if (!queued) self->Close();  // The head promised a body no worker can produce.
+      });
+}
+
+void Connection::WriteChunk(uint64_t generation, std::string chunk,
+                            std::shared_ptr<std::promise<bool>> done) {
+  if (generation != generation_ || state_ != State::kStreaming) return done->set_value(false);
+  body_ = std::move(chunk);
+  ArmTimer(host_.options().write_timeout);
+  asio::async_write(socket_, asio::buffer(body_),
+                    [self = shared_from_this(), done](const error_code& ec, size_t) {
+                      self->CancelTimer();
+                      done->set_value(!ec && self->state_ == State::kStreaming);
+                      if (ec) self->Close();
+                    });
+}
+
+void Connection::EndStream(uint64_t generation) {
+  if (generation != generation_ || state_ != State::kStreaming) return;
+  static constexpr std::string_view kLast = "0\r\n\r\n";
+  const bool keep_alive = wants_keep_alive_ && !host_.stopping();
+  state_ = State::kWriting;
+  ArmTimer(host_.options().write_timeout);
+  asio::async_write(socket_, asio::buffer(kLast.data(), kLast.size()),
+                    [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
+                      if (ec) return self->Close();
+                      self->AfterWrite(keep_alive);
+                    });
+}
+
+void Connection::WriteResponse(NativeResponse response, bool keep_alive) {
+  head_ = SerializeHead(response, request_id_, keep_alive);
+  body_ = std::move(response.body);
+  state_ = State::kWriting;
+  ArmTimer(host_.options().write_timeout);
+  const std::array<asio::const_buffer, 2> out = {asio::buffer(head_), asio::buffer(body_)};
+  asio::async_write(socket_, out,
+                    [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
+                      if (self->state_ != State::kWriting) return;
+                      if (ec) return self->Close();
+                      self->AfterWrite(keep_alive);
+                    });
+}
+
+void Connection::AfterWrite(bool keep_alive) {
+  CancelTimer();
+  std::string().swap(head_);
+  std::string().swap(body_);
+  if (!keep_alive || host_.stopping()) {
+    error_code ec;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    return Close();
+  }
+  state_ = State::kReading;
+  if (buffer_.size() > 0) {  // Pipelined: the next request is here already.
+    ArmTimer(host_.options().header_timeout);
+    Parse();
+    if (state_ == State::kReading) WaitForData();
+    return;
+  }
+  buffer_.shrink_to_fit();  // An idle connection keeps no buffer.
+  ArmTimer(host_.options().keep_alive_timeout);
+  WaitForData();
+}
+
+void Connection::Refuse(NativeResponse response) {
+  CancelTimer();
+  parser_.reset();
+  request_id_ = NewRequestId();
+  head_ = SerializeHead(response, request_id_, false);
+  body_ = std::move(response.body);
+  state_ = State::kDraining;
+  ArmTimer(kDrainTime);
+  const std::array<asio::const_buffer, 2> out = {asio::buffer(head_), asio::buffer(body_)};
+  asio::async_write(socket_, out, [self = shared_from_this()](const error_code& ec, size_t) {
+    if (self->state_ != State::kDraining) return;
+    if (ec) return self->Close();
+    error_code sec;
+    self->socket_.shutdown(asio::ip::tcp::socket::shutdown_send, sec);
+    self->buffer_.clear();
+    self->Drain();
+  });
+}
+
+void Connection::Drain() {
+  socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                     [self = shared_from_this()](const error_code& ec) {
+                       if (self->state_ != State::kDraining) return;
+                       if (ec) return self->Close();
+                       char scratch[16384];
+                       for (;;) {
+                         error_code rec;
+                         const size_t n = self->socket_.read_some(asio::buffer(scratch), rec);
+                         if (rec == asio::error::would_block || rec == asio::error::try_again)
+                           break;
+                         if (rec)
+                           return self->Close();  // EOF: the client read the answer and hung up.
+                         self->drained_ += n;
+                         if (self->drained_ > kMaxDrain) return self->Close();
+                       }
+                       self->Drain();
+                     });
+}
+
+void Connection::OnServerStop() {
+  switch (state_) {
+    case State::kReading:
+    case State::kDraining:
+      return Close();
+    case State::kHandling:
+      if (async_pending_) {
+        Respond(generation_, NativeResponse{503,
+                                            ErrorBody("ServiceUnavailable",
+                                                      "the server is stopping; retry another "
+                                                      "replica or after the restart"),
+                                            kAmzJson});
+      }
+      return;  // Answered with Connection: close when the handler is done.
+    case State::kWriting:
+    case State::kStreaming:
+    case State::kClosed:
+      return;
+  }
+}
+
+void Connection::ArmTimer(std::chrono::milliseconds after) {
+  const uint64_t generation = ++timer_generation_;
+  timer_.expires_after(after);
+  timer_.async_wait([self = shared_from_this(), generation](const error_code& ec) {
+    if (ec || generation != self->timer_generation_) return;
+    // A deadline passed: an idle connection, a slow sender, a client that stopped reading.
+    if (self->state_ != State::kHandling) self->Close();
+  });
+}
+
+void Connection::CancelTimer() {
+  ++timer_generation_;
+  timer_.cancel();
+}
+
+void Connection::Close() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  CancelTimer();
+  error_code ec;
+  socket_.close(ec);
+  host_.Closed(this);
+}
+
+}  // namespace carve::server::http_internal
