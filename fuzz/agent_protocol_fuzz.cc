@@ -1,6 +1,6 @@
 // Agent protocol messages (src/protocol/agent_protocol.h): the server parses what any agent
-// holding credentials sends (registrations, status reports), and the agent parses the server's
-// replies and desired states. Input: JSON text, parsed as every message type. Properties,
+// holding credentials sends (registrations, heartbeats, status reports), and the agent parses
+// the server's replies and desired states. Input: JSON text, parsed as every message type. Properties,
 // beyond "no crash, no leak, no UB, no exception escaping":
 //  - whatever a FromJson accepts, ToJson writes back as JSON that the same FromJson accepts
 //    and writes out identically (the agent and the server never disagree about a message the
@@ -38,5 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckRoundTrip(j, protocol::DesiredStateFromJson, "DesiredState");
   CheckRoundTrip(j, protocol::StatusReportFromJson, "StatusReport");
   CheckRoundTrip(j, protocol::StatusReplyFromJson, "StatusReply");
+  CheckRoundTrip(j, protocol::HeartbeatFromJson, "Heartbeat");
+  CheckRoundTrip(j, protocol::HeartbeatReplyFromJson, "HeartbeatReply");
   return 0;
 }
