@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <iterator>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -89,6 +90,9 @@ void Connection::Parse() {
     if (ec) return Refuse(ParseFailure(ec, host_.options().max_body_bytes));
     if (parser_->is_header_done() && !header_seen_) {
       header_seen_ = true;
+      const auto& head = parser_->get();
+      const auto fields = static_cast<size_t>(std::distance(head.begin(), head.end()));
+      if (fields > kMaxHeaderFields) return Refuse(TooManyHeaderFields(fields));
       ArmTimer(host_.options().body_timeout);
       const auto expect = parser_->get()[http::field::expect];
       // No Expect header is an empty view with a null data(): compare views, never call

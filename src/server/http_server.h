@@ -13,10 +13,11 @@
 //   - a request's headers must arrive within header_timeout of its first byte (of the
 //     connection's start, for a new one), and its body within body_timeout of the headers: a
 //     slow sender is closed;
-//   - at most max_connections connections are open; the next one gets 503 with the reason and
-//     is closed, never left hanging;
+//   - at most max_connections connections are open, and at most max_connections_per_client
+//     from one client address; the next one gets 503 with the reason and is closed, never left
+//     hanging;
 //   - at most max_queued_requests requests wait for a worker; the next gets 503 ("busy");
-//   - headers over 64 KiB get 431 and a body over max_body_bytes 413, after which the rest of
+//   - headers over 64 KiB or over 128 fields get 431 and a body over max_body_bytes 413, after which the rest of
 //     the request is read and discarded (a lingering close, up to 64 MiB or 5 s), so the client
 //     finishes sending and reads the answer instead of a reset connection;
 //   - a malformed request gets 400 and the connection is closed.
@@ -82,6 +83,8 @@ struct HttpServerOptions {
   size_t max_body_bytes = size_t{16} * 1024 * 1024;
   // Open connections at most; Start raises the process's descriptor limit to fit when it can.
   int max_connections = 16384;
+  // Open connections from one client address at most, so one client cannot take them all.
+  int max_connections_per_client = 4096;
   // Requests waiting for a worker at most.
   int max_queued_requests = 4096;
   const Clock* clock = nullptr;  // nullptr: SystemClock.
