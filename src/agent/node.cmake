@@ -17,3 +17,9 @@ carve_test(agent_node_test
 add_dependencies(agent_node_test carve-mgpu mgpu_probe)
 target_compile_definitions(agent_node_test PRIVATE
   CARVE_MGPU_LIB_PATH="$<TARGET_FILE:carve-mgpu>" CARVE_MGPU_PROBE_PATH="$<TARGET_FILE:mgpu_probe>")
+
+# `carve fleet-sim`: N simulated agents on one event loop, through the agent's own protocol code.
+set(fleetsim_dir ${CMAKE_CURRENT_SOURCE_DIR}/fleetsim)
+carve_library(carve_fleetsim
+  SRCS ${fleetsim_dir}/fleet_sim.cc ${fleetsim_dir}/keepalive_client.cc
+  DEPS carve_agent carve_protocol Boost::headers fmt::fmt Threads::Threads)

@@ -158,6 +158,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->router = std::make_unique<server::runtime::Router>(*p->directory, p->metrics);
   server::HttpServerOptions http_options;
   http_options.insecure_no_auth = c.insecure_no_auth;
+  http_options.max_connections = c.max_connections;
+  http_options.header_timeout = c.header_timeout;
+  http_options.max_body_bytes = c.max_body_bytes;
   p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
   p->http->SetApiHandler(
       [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });

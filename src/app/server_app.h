@@ -34,6 +34,11 @@ struct ServerConfig {
   bool keep_workloads = false;
   std::chrono::milliseconds node_timeout{15000};
   std::chrono::milliseconds heartbeat{2000};
+  // Front-end limits (server/http_server.h): open connections, the deadline for a request's
+  // headers, and the largest request body.
+  int max_connections = 16384;
+  std::chrono::milliseconds header_timeout{10000};
+  size_t max_body_bytes = size_t{16} * 1024 * 1024;
   std::string carve_binary;  // Absolute path of the carve executable ({carve} in runtimes).
 };
 

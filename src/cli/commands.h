@@ -25,6 +25,7 @@ void RegisterServerCommands(CLI::App& app, Context& ctx);   // server
 void RegisterTestmodelCommands(CLI::App& app, Context& ctx);  // testmodel (simulated model server)
 void RegisterBenchCommands(CLI::App& app, Context& ctx);      // bench, bench compare
 void RegisterAgentCommands(CLI::App& app, Context& ctx);  // agent (the node agent)
+void RegisterFleetSimCommands(CLI::App& app, Context& ctx);  // fleet-sim (N simulated agents)
 void RegisterLogsCommands(CLI::App& app, Context& ctx);   // logs NAME [--copy N]
 void RegisterQueueCommands(CLI::App& app, Context& ctx);  // queue ..., job ... (mGPU queues)
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   carve::cli::RegisterServerCommands(app, ctx);
   carve::cli::RegisterTestmodelCommands(app, ctx);
   carve::cli::RegisterAgentCommands(app, ctx);
+  carve::cli::RegisterFleetSimCommands(app, ctx);
   carve::cli::RegisterLogsCommands(app, ctx);
   carve::cli::RegisterBenchCommands(app, ctx);
   carve::cli::RegisterQueueCommands(app, ctx);

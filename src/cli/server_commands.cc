@@ -21,6 +21,8 @@ struct ServerFlags {
   std::string log_level = "info";
   int64_t node_timeout_ms = 15000;
   int64_t heartbeat_ms = 2000;
+  int64_t header_timeout_ms = 10000;
+  int64_t max_body_mib = 16;
 };
 
 // SIGTERM and SIGINT write one byte here; the main thread blocks reading it (write() is
@@ -58,6 +60,8 @@ int RunServer(ServerFlags f) {
   f.config.listen_port = listen->second;
   f.config.node_timeout = std::chrono::milliseconds(f.node_timeout_ms);
   f.config.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
+  f.config.header_timeout = std::chrono::milliseconds(f.header_timeout_ms);
+  f.config.max_body_bytes = static_cast<size_t>(f.max_body_mib) * 1024 * 1024;
   std::error_code ec;
   f.config.carve_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   auto server = app::ServerApp::Create(f.config);
@@ -120,6 +124,19 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--heartbeat-ms", flags->heartbeat_ms, "How often agents report")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{60'000}));
+  cmd->add_option("--max-connections", flags->config.max_connections,
+                  "Open client connections at most; the next one is answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1'000'000));
+  cmd->add_option("--header-timeout-ms", flags->header_timeout_ms,
+                  "A request's headers must arrive within this long of its first byte (or of "
+                  "the connection's accept), else the connection is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
+  cmd->add_option("--max-body-mib", flags->max_body_mib,
+                  "Largest request body; a larger one is answered 413")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   cmd->callback([flags, &ctx] { ctx.exit_code = RunServer(*flags); });
 }
 

@@ -25,9 +25,9 @@ SignedClient::SignedClient(std::string base_url, ClientCredentials credentials)
   host_header_ = std::string(rest.substr(0, rest.find('/')));
 }
 
-Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view path,
-                                     std::string_view body, std::chrono::milliseconds timeout,
-                                     std::string_view content_type) const {
+std::vector<std::pair<std::string, std::string>> SignedClient::SignedHeaders(
+    std::string_view method, std::string_view path, std::string_view body,
+    std::string_view content_type) const {
   const size_t q = path.find('?');
   aws::SigV4Request req;
   req.method = std::string(method);
@@ -41,6 +41,12 @@ Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view p
                             credentials_.region, "sagemaker",
                             aws::sigv4::FormatAmzDate(std::time(nullptr)));
   }
+  return std::move(req.headers);
+}
+
+Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view path,
+                                     std::string_view body, std::chrono::milliseconds timeout,
+                                     std::string_view content_type) const {
   httplib::Client client(base_url_);
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(timeout - secs);
@@ -48,16 +54,17 @@ Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view p
   client.set_read_timeout(secs.count(), usecs.count());
   client.set_write_timeout(secs.count(), usecs.count());
   httplib::Headers headers;
-  for (const auto& [k, v] : req.headers) {
-    if (k != "Host" && k != "Content-Type") headers.emplace(k, v);
+  for (auto& [k, v] : SignedHeaders(method, path, body, content_type)) {
+    if (k != "Host" && k != "Content-Type") headers.emplace(std::move(k), std::move(v));
   }
   const std::string target(path);
   const std::string ctype(content_type);
+  const std::string content(body);
   auto send = [&]() -> Result<httplib::Result> {
     if (method == "GET") return client.Get(target, headers);
-    if (method == "DELETE") return client.Delete(target, headers, req.body, ctype);
-    if (method == "PUT") return client.Put(target, headers, req.body, ctype);
-    if (method == "POST") return client.Post(target, headers, req.body, ctype);
+    if (method == "DELETE") return client.Delete(target, headers, content, ctype);
+    if (method == "PUT") return client.Put(target, headers, content, ctype);
+    if (method == "POST") return client.Post(target, headers, content, ctype);
     return InvalidArgument("method " + std::string(method) + " is not supported");
   };
   CARVE_ASSIGN_OR_RETURN(httplib::Result r, send());
@@ -75,6 +82,10 @@ Result<nlohmann::json> SignedClient::Json(std::string_view method, std::string_v
                                           std::chrono::milliseconds timeout) const {
   CARVE_ASSIGN_OR_RETURN(HttpReply reply,
                          Send(method, path, body == nullptr ? "" : body->dump(), timeout));
+  return ParseJsonReply(path, reply);
+}
+
+Result<nlohmann::json> ParseJsonReply(std::string_view path, const HttpReply& reply) {
   nlohmann::json parsed = nlohmann::json::parse(reply.body, nullptr, false);
   if (reply.status >= 200 && reply.status < 300) {
     if (parsed.is_discarded()) {

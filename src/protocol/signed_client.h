@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 
@@ -33,6 +35,10 @@ struct HttpReply {
   std::multimap<std::string, std::string> headers;
 };
 
+// A reply to a JSON route, as SignedClient::Json reads it: a 2xx body parsed, anything else an
+// error with the code its status maps to (see Json). `path` names the request in errors.
+Result<nlohmann::json> ParseJsonReply(std::string_view path, const HttpReply& reply);
+
 class SignedClient {
  public:
   // `base_url`: "http://host:port" (no path). An empty access key sends unsigned requests
@@ -53,6 +59,13 @@ class SignedClient {
   Result<nlohmann::json> Json(std::string_view method, std::string_view path,
                               const nlohmann::json* body = nullptr,
                               std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+
+  // The headers Send would put on this request, signature included: Host, Content-Type (with a
+  // body), X-Amz-Date, X-Amz-Content-Sha256 and Authorization. For callers that bring their own
+  // transport (`carve fleet-sim`'s event-driven client) and must sign exactly as the agent does.
+  std::vector<std::pair<std::string, std::string>> SignedHeaders(
+      std::string_view method, std::string_view path, std::string_view body,
+      std::string_view content_type = "application/json") const;
 
   const std::string& base_url() const { return base_url_; }
 

@@ -7,8 +7,6 @@ carve_library(carve_server_infra
        ${infra_dir}/native_reply.cc ${infra_dir}/reconciler_loop.cc
   DEPS carve_common carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
        spdlog::spdlog fmt::fmt Threads::Threads)
-# One string_view type across Beast and carve (and the same in every translation unit).
-target_compile_definitions(carve_server_infra PUBLIC BOOST_BEAST_USE_STD_STRING_VIEW)
 
 carve_test(server_infra_test
   SRCS ${infra_dir}/metrics_test.cc ${infra_dir}/signed_client_test.cc

@@ -6,7 +6,7 @@ set(nd ${CMAKE_CURRENT_SOURCE_DIR}/nodes)
 carve_library(carve_nodes
   SRCS ${nd}/node_registry.cc ${nd}/agent_node_driver.cc ${nd}/agent_routes.cc
        ${nd}/node_claims.cc ${nd}/node_pool.cc ${nd}/allocation_json.cc
-       ${nd}/simulated_node_driver.cc ${nd}/fleet_config.cc
+       ${nd}/node_driver.cc ${nd}/simulated_node_driver.cc ${nd}/fleet_config.cc
   DEPS carve_protocol carve_server_infra carve_catalog carve_layout carve_placement carve_store
        nlohmann_json::nlohmann_json yaml-cpp spdlog::spdlog fmt::fmt OpenSSL::Crypto
        Threads::Threads)

@@ -18,6 +18,12 @@ std::string QueryEscape(const std::string& value) {
   return out;
 }
 
+std::string DesiredStatePath(const std::string& node, const std::string& epoch, uint64_t after,
+                             std::chrono::milliseconds wait) {
+  return fmt::format("/v1/agent/desired?node={}&epoch={}&after={}&wait_ms={}", QueryEscape(node),
+                     QueryEscape(epoch), after, wait.count());
+}
+
 Result<protocol::RegisterReply> HttpControlPlane::Register(
     const protocol::Registration& registration) {
   const nlohmann::json body = protocol::ToJson(registration);
@@ -29,9 +35,7 @@ Result<protocol::DesiredState> HttpControlPlane::WatchDesired(const std::string&
                                                               const std::string& epoch,
                                                               uint64_t after,
                                                               std::chrono::milliseconds wait) {
-  const std::string path =
-      fmt::format("/v1/agent/desired?node={}&epoch={}&after={}&wait_ms={}", QueryEscape(node),
-                  QueryEscape(epoch), after, wait.count());
+  const std::string path = DesiredStatePath(node, epoch, after, wait);
   // The server holds the request for up to `wait`; the read timeout must outlast it.
   CARVE_ASSIGN_OR_RETURN(nlohmann::json reply,
                          client_.Json("GET", path, nullptr, wait + std::chrono::seconds(10)));

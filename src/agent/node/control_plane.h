@@ -48,6 +48,10 @@ class HttpControlPlane final : public ControlPlane {
   protocol::SignedClient client_;
 };
 
+// The long-poll's target: "/v1/agent/desired?node=..&epoch=..&after=..&wait_ms=..".
+std::string DesiredStatePath(const std::string& node, const std::string& epoch, uint64_t after,
+                             std::chrono::milliseconds wait);
+
 // Percent-encodes a query value (RFC 3986 unreserved characters stay as they are).
 std::string QueryEscape(const std::string& value);
 

@@ -17,6 +17,16 @@ Status AgentNodeDriver::CarveGpu(const NodeId& node, GpuIndex gpu, const core::L
   return registry_.WaitForGpu(node, static_cast<int>(gpu.value()), carve_timeout_);
 }
 
+Status AgentNodeDriver::CarveNodes(const std::vector<NodeId>& nodes, int gpus,
+                                   const core::Layout& layout, const std::atomic<bool>& abort) {
+  std::vector<protocol::GpuDesired> want;
+  for (int g = 0; g < gpus; ++g) {
+    want.push_back(GpuDesiredFor(GpuIndex(static_cast<uint32_t>(g)), layout));
+  }
+  for (const NodeId& node : nodes) registry_.SetGpuLayouts(node, want);
+  return registry_.WaitForNodes(nodes, carve_timeout_, &abort);
+}
+
 Status AgentNodeDriver::ResetGpu(const NodeId& node, GpuIndex gpu) {
   registry_.SetGpuLayout(node, GpuDesiredFor(gpu, core::Layout{}));
   return OkStatus();

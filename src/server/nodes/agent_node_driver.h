@@ -23,6 +23,9 @@ class AgentNodeDriver final : public NodeDriver {
   // agent first stops the copies no longer desired, then clears the GPU; a NotReady node's
   // agent does so when it returns, because its desired state says so.
   Status ResetGpu(const NodeId& node, GpuIndex gpu) override;
+  // One desired-state change per node (all its GPUs), then one wait on every node's reports.
+  Status CarveNodes(const std::vector<NodeId>& nodes, int gpus, const core::Layout& layout,
+                    const std::atomic<bool>& abort) override;
 
  private:
   NodeRegistry& registry_;

@@ -8,6 +8,9 @@
 // Implementations are thread-safe.
 #pragma once
 
+#include <atomic>
+#include <vector>
+
 #include "common/ids.h"
 #include "common/result.h"
 #include "core/layout.h"
@@ -22,6 +25,13 @@ class NodeDriver {
   virtual Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) = 0;
   // Destroys every partition on the GPU and leaves it whole.
   virtual Status ResetGpu(const NodeId& node, GpuIndex gpu) = 0;
+  // Carves GPUs 0..gpus-1 of every node in `nodes` into `layout`. OK once all are carved;
+  // otherwise the first failure, "carving GPU G of NODE failed: ...". `abort` ends the wait
+  // early (Unavailable). This default runs CarveGpu GPU by GPU, one thread per node;
+  // AgentNodeDriver sets each node's GPUs in one desired-state change and waits on all the
+  // nodes with one waiter, which is what holds at thousands of nodes.
+  virtual Status CarveNodes(const std::vector<NodeId>& nodes, int gpus, const core::Layout& layout,
+                            const std::atomic<bool>& abort);
 };
 
 }  // namespace carve::server::nodes

@@ -147,7 +147,7 @@ void NodeRegistry::DeadlineLoop() {
 
 void NodeRegistry::NoteLocked(std::set<std::string> RegistryChanges::*what,
                               const std::string& key) {
-  for (auto& s : subscribers_) {
+  for (auto& [id, s] : subscribers_) {
     if (s.everything) continue;
     (s.*what).insert(key);
     if (s.nodes.size() + s.workloads.size() + s.gpus.size() > kMaxListedChanges) {
@@ -161,18 +161,25 @@ int NodeRegistry::Subscribe() {
   std::lock_guard lock(mu_);
   RegistryChanges first;
   first.everything = true;
-  subscribers_.push_back(std::move(first));
-  return static_cast<int>(subscribers_.size()) - 1;
+  const int id = next_subscriber_++;
+  subscribers_.emplace(id, std::move(first));
+  return id;
+}
+
+void NodeRegistry::Unsubscribe(int subscriber) {
+  std::lock_guard lock(mu_);
+  subscribers_.erase(subscriber);
 }
 
 RegistryChanges NodeRegistry::TakeChanges(int subscriber) {
   std::lock_guard lock(mu_);
   RegistryChanges out;
-  if (subscriber < 0 || subscriber >= static_cast<int>(subscribers_.size())) {
+  auto it = subscribers_.find(subscriber);
+  if (it == subscribers_.end()) {
     out.everything = true;
     return out;
   }
-  std::swap(out, subscribers_[static_cast<size_t>(subscriber)]);
+  std::swap(out, it->second);
   return out;
 }
 
@@ -408,6 +415,30 @@ void NodeRegistry::SetGpuLayout(const NodeId& node, const protocol::GpuDesired& 
   changed_.notify_all();
 }
 
+void NodeRegistry::SetGpuLayouts(const NodeId& node,
+                                 const std::vector<protocol::GpuDesired>& gpus) {
+  Fired fired;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node.value());
+    if (it == nodes_.end()) {
+      spdlog::warn("SetGpuLayouts: node {} is not registered", node.value());
+      return;
+    }
+    bool changed = false;
+    for (const protocol::GpuDesired& gpu : gpus) {
+      auto [slot, inserted] = it->second.gpus.try_emplace(gpu.index, gpu);
+      if (!inserted && slot->second == gpu) continue;
+      slot->second = gpu;
+      changed = true;
+    }
+    if (!changed) return;
+    BumpLocked(it->second, fired);
+  }
+  Fire(fired);
+  changed_.notify_all();
+}
+
 void NodeRegistry::SetWorkloads(std::string_view source, const NodeId& node,
                                 std::vector<protocol::WorkloadDesired> workloads) {
   Fired fired;
@@ -487,6 +518,99 @@ Status NodeRegistry::WaitForGpu(const NodeId& node, int gpu, std::chrono::millis
                                          .count()));
     }
   }
+}
+
+Status NodeRegistry::WaitForNodes(const std::vector<NodeId>& nodes,
+                                  std::chrono::milliseconds timeout,
+                                  const std::atomic<bool>* abort) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const int cursor = Subscribe();
+  struct Unsubscriber {
+    NodeRegistry& r;
+    int id;
+    ~Unsubscriber() { r.Unsubscribe(id); }
+  } unsubscribe{*this, cursor};
+
+  std::unique_lock lock(mu_);
+  // The version each node had when the wait began: an error reported for an older desired
+  // state is not this carve's failure.
+  std::map<std::string, uint64_t> pending;
+  for (const NodeId& n : nodes) {
+    auto it = nodes_.find(n.value());
+    if (it == nodes_.end()) return NotFound("node " + n.value() + " is not registered");
+    pending.emplace(n.value(), it->second.version);
+  }
+  // OK: carved; nullopt: still carving; an error: this node's carve failed.
+  auto check = [&](const std::string& name, uint64_t target) -> std::optional<Status> {
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) return NotFound("node " + name + " is not registered");
+    const Entry& e = it->second;
+    if (!e.ready) return Unavailable("node " + name + " is NotReady: " + e.not_ready_reason);
+    for (const auto& [gpu, want] : e.gpus) {
+      const protocol::GpuStatus* have = nullptr;
+      for (const auto& g : e.status.gpus) {
+        if (g.index == gpu) have = &g;
+      }
+      if (have != nullptr && Matches(want, *have)) continue;
+      if (have != nullptr && e.status.applied_version >= target) {
+        if (have->pending_reset) {
+          return FailedPrecondition(fmt::format(
+              "GPU {} of {}: MIG mode is pending a GPU reset; reset the GPU, then retry", gpu,
+              name));
+        }
+        if (!have->error.empty()) {
+          return FailedPrecondition(fmt::format("GPU {} of {}: {}", gpu, name, have->error));
+        }
+      }
+      return std::nullopt;
+    }
+    return OkStatus();
+  };
+  auto settle = [&](const std::string& name) -> std::optional<Status> {
+    auto it = pending.find(name);
+    if (it == pending.end()) return std::nullopt;
+    std::optional<Status> st = check(name, it->second);
+    if (!st) return std::nullopt;
+    if (st->ok()) {
+      pending.erase(it);
+      return std::nullopt;
+    }
+    return st;
+  };
+  subscribers_[cursor] = RegistryChanges{};  // The first look below covers every node.
+  std::vector<std::string> all;
+  for (const auto& [name, target] : pending) all.push_back(name);
+  for (const std::string& name : all) {
+    if (auto failed = settle(name)) return *failed;
+  }
+  while (!pending.empty()) {
+    if (abort != nullptr && abort->load()) return Unavailable("the carve was aborted");
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return Unavailable(fmt::format(
+          "{} of {} nodes (first: {}) did not apply their layout within {} s", pending.size(),
+          nodes.size(), pending.begin()->first,
+          std::chrono::duration_cast<std::chrono::seconds>(timeout).count()));
+    }
+    // Short waits, so an abort is seen; a report wakes the wait at once.
+    changed_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(200)));
+    RegistryChanges changes;
+    std::swap(changes, subscribers_[cursor]);
+    if (changes.everything) {
+      all.clear();
+      for (const auto& [name, target] : pending) all.push_back(name);
+      for (const std::string& name : all) {
+        if (auto failed = settle(name)) return *failed;
+      }
+      continue;
+    }
+    for (const auto* set : {&changes.nodes, &changes.gpus}) {
+      for (const std::string& name : *set) {
+        if (auto failed = settle(name)) return *failed;
+      }
+    }
+  }
+  return OkStatus();
 }
 
 std::optional<protocol::WorkloadStatus> NodeRegistry::Workload(std::string_view id) const {

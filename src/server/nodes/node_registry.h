@@ -27,6 +27,7 @@
 // (an HTTP worker or the sweeper), so they may call back into the registry.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -125,6 +126,8 @@ class NodeRegistry {
 
   // ---- control-plane side ----
   void SetGpuLayout(const NodeId& node, const protocol::GpuDesired& gpu);
+  // Several GPUs of one node in one desired-state change (one version, one agent wake-up).
+  void SetGpuLayouts(const NodeId& node, const std::vector<protocol::GpuDesired>& gpus);
   void SetWorkloads(std::string_view source, const NodeId& node,
                     std::vector<protocol::WorkloadDesired> workloads);
   // Drops every workload of `source` on nodes not in `nodes` (a source's full resync).
@@ -134,6 +137,14 @@ class NodeRegistry {
   // error for it (FailedPrecondition/Internal with the agent's message), the node going
   // NotReady (Unavailable), or `timeout` (Unavailable).
   Status WaitForGpu(const NodeId& node, int gpu, std::chrono::milliseconds timeout);
+
+  // WaitForGpu for every GPU with a desired entry on each of `nodes`, with one waiter: after a
+  // first look at each node it re-checks only the nodes whose status changed (TakeChanges), so
+  // a carve of N nodes costs O(N) checks, not O(N) per report. OK when all are carved; the first
+  // node's error otherwise; Unavailable at `timeout` (naming how many are still carving) or
+  // when `abort` becomes true.
+  Status WaitForNodes(const std::vector<NodeId>& nodes, std::chrono::milliseconds timeout,
+                      const std::atomic<bool>* abort = nullptr);
 
   // The last reported status of a workload, wherever it runs. nullopt when no node reported it.
   std::optional<protocol::WorkloadStatus> Workload(std::string_view id) const;
@@ -149,6 +160,7 @@ class NodeRegistry {
   // subscriber's first changes say `everything`.
   int Subscribe();
   RegistryChanges TakeChanges(int subscriber);
+  void Unsubscribe(int subscriber);
 
   // Marks nodes NotReady whose last report is older than node_timeout; returns those that
   // changed (the caller reschedules their work).
@@ -224,7 +236,8 @@ class NodeRegistry {
   std::thread deadline_thread_;
   // Which node reported each workload id; guarded by mu_.
   std::unordered_map<std::string, std::string> workload_node_;
-  std::vector<RegistryChanges> subscribers_;  // guarded by mu_
+  std::map<int, RegistryChanges> subscribers_;  // guarded by mu_
+  int next_subscriber_ = 0;                     // guarded by mu_
 };
 
 }  // namespace carve::server::nodes

@@ -133,7 +133,7 @@ void EndpointLifecycle::StartCarve(const EndpointEntry& e) {
 
 void EndpointLifecycle::Carve(Key key) {
   struct Job {
-    NodeId node;
+    std::vector<NodeId> nodes;
     int gpus;
     core::Layout layout;
   };
@@ -154,32 +154,18 @@ void EndpointLifecycle::Carve(Key key) {
           error = hw.error().message;
           break;
         }
-        core::Layout layout = v.layout;
-        layout.gpu = hw->second;
-        for (const auto& n : v.nodes) jobs.push_back({NodeId(n), hw->first->gpu_count, layout});
+        Job job{{}, hw->first->gpu_count, v.layout};
+        job.layout.gpu = hw->second;
+        for (const auto& n : v.nodes) job.nodes.emplace_back(n);
+        jobs.push_back(std::move(job));
       }
     }
   }
-  std::mutex error_mu;
-  std::vector<std::thread> threads;
-  if (error.empty()) {
-    for (const auto& job : jobs) {
-      threads.emplace_back([&, job] {
-        for (int g = 0; g < job.gpus; ++g) {
-          if (abort_) return;
-          Status st = driver_.CarveGpu(job.node, GpuIndex(static_cast<uint32_t>(g)), job.layout);
-          if (!st.ok()) {
-            std::lock_guard l(error_mu);
-            if (error.empty()) {
-              error = fmt::format("carving GPU {} of {} failed: {}", g, job.node.value(),
-                                  st.error().message);
-            }
-            return;
-          }
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
+  // Outside the state lock: the driver waits for every node of each variant to report its carve.
+  for (const Job& job : jobs) {
+    if (!error.empty() || abort_) break;
+    Status st = driver_.CarveNodes(job.nodes, job.gpus, job.layout, abort_);
+    if (!st.ok()) error = st.error().message;
   }
   {
     std::lock_guard lock(state_mu_);

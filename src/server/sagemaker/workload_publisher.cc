@@ -123,12 +123,11 @@ void WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
       if (!hw.has_value()) continue;
       core::Layout layout = v.layout;
       layout.gpu = hw->second;
-      for (const auto& node : v.nodes) {
-        for (int g = 0; g < hw->first->gpu_count; ++g) {
-          registry_.SetGpuLayout(NodeId(node),
-                                 nodes::GpuDesiredFor(GpuIndex(static_cast<uint32_t>(g)), layout));
-        }
+      std::vector<protocol::GpuDesired> gpus;
+      for (int g = 0; g < hw->first->gpu_count; ++g) {
+        gpus.push_back(nodes::GpuDesiredFor(GpuIndex(static_cast<uint32_t>(g)), layout));
       }
+      for (const auto& node : v.nodes) registry_.SetGpuLayouts(NodeId(node), gpus);
     }
   }
 
