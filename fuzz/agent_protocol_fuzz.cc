@@ -1,7 +1,7 @@
 // Agent protocol messages (src/protocol/agent_protocol.h): the server parses what any agent
 // holding credentials sends (registrations, heartbeats, status reports), and the agent parses
-// the server's replies and desired states. Input: JSON text, parsed as every message type. Properties,
-// beyond "no crash, no leak, no UB, no exception escaping":
+// the server's replies and desired states. Input: JSON text, parsed as every message type.
+// Properties, beyond "no crash, no leak, no UB, no exception escaping":
 //  - whatever a FromJson accepts, ToJson writes back as JSON that the same FromJson accepts
 //    and writes out identically (the agent and the server never disagree about a message the
 //    other produced).

@@ -4,7 +4,8 @@
 // Beast's incremental parser with the header and body limits, SigV4 on), with an API handler,
 // parameterised native routes (one signed, one public), an async route (as the agents'
 // long-poll is) and a streamed route. Each input is written to a fresh connection, which is then
-// half-closed; everything the server sends back is read until it closes. Properties, beyond "no crash, no leak, no UB, no hang" on the loop or a worker:
+// half-closed; everything the server sends back is read until it closes. Properties, beyond "no
+// crash, no leak, no UB, no hang" on the loop or a worker:
 //  - the server always closes the connection (a missing close is a hang: libFuzzer's -timeout);
 //  - what it sends is a sequence of well-formed HTTP/1.1 responses, each with x-amzn-RequestId;
 //  - no status is a 5xx: nothing a client sends may reach the "handler failed" path.

@@ -42,9 +42,9 @@ Result<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& dat
     const std::string holder = ReadHolder(fd);
     ::close(fd);
     if (err == EWOULDBLOCK) {
-      return FailedPrecondition("--data-dir " + data_dir + " is in use: another carve server (pid " +
-                                holder + ") holds " + path +
-                                "; stop that server, or give this one another --data-dir");
+      return FailedPrecondition("--data-dir " + data_dir +
+                                " is in use: another carve server (pid " + holder + ") holds " +
+                                path + "; stop that server, or give this one another --data-dir");
     }
     return Unavailable("cannot lock " + path + ": " + std::strerror(err));
   }
@@ -72,8 +72,8 @@ Status CheckCredentialsFile(const std::string& file) {
   }
   if ((st.st_mode & 077) != 0) {
     return FailedPrecondition("the credentials file " + file + " has mode " + Octal(st.st_mode) +
-                              ", so others may read the secret keys in it; run `chmod 600 " +
-                              file + "` (and rotate the keys if others could read them)");
+                              ", so others may read the secret keys in it; run `chmod 600 " + file +
+                              "` (and rotate the keys if others could read them)");
   }
   return OkStatus();
 }
@@ -84,8 +84,9 @@ Error BadDatabase(const std::string& file, const Error& cause) {
   // Internal is what SQLite's "not a database" and "malformed" map to (sqlite_util.cc); an
   // Unavailable one (busy, full, unreadable) says what to fix already.
   if (cause.code == ErrorCode::kInternal) {
-    e.message += ". The file is damaged or not carve's, and carve never resets it: restore it "
-                 "from a backup, or move it away to start with an empty database";
+    e.message +=
+        ". The file is damaged or not carve's, and carve never resets it: restore it "
+        "from a backup, or move it away to start with an empty database";
   }
   return e;
 }

@@ -95,8 +95,8 @@ TEST(AgentProtocol, AFloatInAnIntegerFieldIsRefusedNamingTheField) {
   EXPECT_EQ(huge.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(huge.error().message.find("'status_version' must be an integer"), std::string::npos)
       << huge.error().message;
-  auto nested = StatusReportFromJson(
-      nlohmann::json::parse(R"({"node_id": "n", "gpus": [{"index": 1.5}]})"));
+  auto nested =
+      StatusReportFromJson(nlohmann::json::parse(R"({"node_id": "n", "gpus": [{"index": 1.5}]})"));
   ASSERT_FALSE(nested.has_value());
   EXPECT_NE(nested.error().message.find("'index'"), std::string::npos) << nested.error().message;
 }

@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
-#include <iterator>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
+#include <iterator>
 
 namespace carve::server::http_internal {
 

@@ -89,12 +89,12 @@ NativeResponse ParseFailure(const error_code& ec, size_t max_body_bytes) {
 }
 
 NativeResponse TooManyHeaderFields(size_t fields) {
-  return NativeResponse{431,
-                        ErrorBody("RequestHeaderFieldsTooLarge",
-                                  "the request has " + std::to_string(fields) +
-                                      " header fields; the limit is " +
-                                      std::to_string(kMaxHeaderFields)),
-                        kAmzJson};
+  return NativeResponse{
+      431,
+      ErrorBody("RequestHeaderFieldsTooLarge", "the request has " + std::to_string(fields) +
+                                                   " header fields; the limit is " +
+                                                   std::to_string(kMaxHeaderFields)),
+      kAmzJson};
 }
 
 void LoopGate::Post(std::function<void()> task) {
@@ -468,8 +468,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   }
 
   // Over a connection cap: a 503 that says why, written without waiting, then close.
-  void RefuseConnection(tcp::socket socket, const std::string& reason,
-                        const std::string& message) {
+  void RefuseConnection(tcp::socket socket, const std::string& reason, const std::string& message) {
     refused_.Increment({reason});
     const NativeResponse r{503, ErrorBody("ServiceUnavailable", message), kAmzJson};
     const std::string out =

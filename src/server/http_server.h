@@ -17,9 +17,9 @@
 //     from one client address; the next one gets 503 with the reason and is closed, never left
 //     hanging;
 //   - at most max_queued_requests requests wait for a worker; the next gets 503 ("busy");
-//   - headers over 64 KiB or over 128 fields get 431 and a body over max_body_bytes 413, after which the rest of
-//     the request is read and discarded (a lingering close, up to 64 MiB or 5 s), so the client
-//     finishes sending and reads the answer instead of a reset connection;
+//   - headers over 64 KiB or over 128 fields get 431, and a body over max_body_bytes 413, after
+//     which the rest of the request is read and discarded (a lingering close, up to 64 MiB or
+//     5 s), so the client finishes sending and reads the answer instead of a reset connection;
 //   - a malformed request gets 400 and the connection is closed.
 // Malformed requests get 400, `Expect: 100-continue` gets its interim 100, pipelined requests
 // are answered in order, and every response carries an `x-amzn-RequestId` (a fresh UUID).

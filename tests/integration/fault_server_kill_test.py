@@ -144,7 +144,8 @@ class ServerKillTest(unittest.TestCase):
 
     def uncarved(self, nodes):
         views = self.server.nodes()
-        return all("Partitions" in g and not g["Partitions"] for n in nodes for g in views[n]["Gpus"])
+        return all("Partitions" in g and not g["Partitions"]
+                   for n in nodes for g in views[n]["Gpus"])
 
     def machine_processes(self):
         """Pids that the agents' pid files name and that are alive: what really runs."""

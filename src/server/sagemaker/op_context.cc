@@ -33,10 +33,9 @@ Status OpContext::CheckRoomFor(const std::string& account, std::string_view kind
   options.limit = max_records_per_kind_;
   CARVE_ASSIGN_OR_RETURN(auto held, store_.List(account, std::string(kind), options));
   if (static_cast<int>(held.size()) < max_records_per_kind_) return OkStatus();
-  return ResourceExhausted("account " + account + " already holds " +
-                           std::to_string(max_records_per_kind_) + " " +
-                           std::string(HumanName(kind)) +
-                           " records, the most one account may hold; delete some first");
+  return ResourceExhausted(
+      "account " + account + " already holds " + std::to_string(max_records_per_kind_) + " " +
+      std::string(HumanName(kind)) + " records, the most one account may hold; delete some first");
 }
 
 Result<json> Body(const store::Record& record) {

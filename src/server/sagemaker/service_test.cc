@@ -236,8 +236,7 @@ TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
   ApiResponse r = Call("CreateModel", model("c"));
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ResourceLimitExceeded");
-  EXPECT_NE(r.body.find("account 111111111111 already holds 2 model"), std::string::npos)
-      << r.body;
+  EXPECT_NE(r.body.find("account 111111111111 already holds 2 model"), std::string::npos) << r.body;
   EXPECT_EQ(Call("DescribeModel", {{"ModelName", "c"}}).error_type, "ValidationException");
   EXPECT_EQ(Call("CreateModel", model("c"), "222222222222").http_status, 200);
   Ok("DeleteModel", {{"ModelName", "a"}});
