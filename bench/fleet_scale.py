@@ -104,13 +104,28 @@ def main():
     ap.add_argument("--quiet-s", type=float, default=20)
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
+    ap.add_argument("--perf", default="", help="a phase (endpoint, scale, quiet) to record with "
+                    "`perf record -g` into fleet-<phase>.perf.data")
     args = ap.parse_args()
     os.environ.setdefault("CARVE_BIN", os.path.join(args.build, "carve"))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results = {"nodes": args.nodes, "gpus": args.nodes * 8, "machine": f"{os.cpu_count()} CPUs"}
 
+    profiler = {}
+
+    def perf_start(phase):
+        if args.perf == phase and shutil.which("perf"):
+            profiler[phase] = subprocess.Popen(
+                ["perf", "record", "-F", "499", "-g", "-p", str(server.proc.pid), "-o",
+                 f"fleet-{phase}.perf.data"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def perf_stop(phase):
+        if phase in profiler:
+            profiler.pop(phase).send_signal(2)
+
     def report(phase, **kv):
+        perf_stop(phase)
         results[phase] = kv
         print(f"{phase:9s} " + ", ".join(f"{k} {v}" for k, v in kv.items()), flush=True)
 
@@ -133,6 +148,7 @@ def main():
                         PrimaryContainer={"Image": "carve/testmodel"})
         sm.create_endpoint_config(EndpointConfigName="c", ProductionVariants=[
             h.seed_variant(h.SEED_LAYOUT, count=args.nodes)])
+        perf_start("endpoint")
         t1 = time.monotonic()
         sm.create_endpoint(EndpointName="e", EndpointConfigName="c")
         d = h.poll(lambda: (x := sm.describe_endpoint(EndpointName="e"))["EndpointStatus"]
@@ -145,6 +161,7 @@ def main():
             Specification=h.component_spec("m", "mig-1g.5gb"), RuntimeConfig={"CopyCount": 1})
         h.poll(lambda: sm.describe_inference_component(InferenceComponentName="big")
                ["RuntimeConfig"]["CurrentCopyCount"] == 1, timeout_s=60, what="first copy")
+        perf_start("scale")
         t2 = time.monotonic()
         sm.update_inference_component(InferenceComponentName="big",
                                       RuntimeConfig={"CopyCount": args.copies})
@@ -155,6 +172,7 @@ def main():
                rss_mib=round(proc_rss_mib(pid)))
 
         time.sleep(3)  # Let the fleet settle into heartbeats.
+        perf_start("quiet")
         beats0, cpu0, w0 = sim.last.get("heartbeats", 0), proc_cpu_s(pid), time.monotonic()
         describe = timed(lambda: sm.describe_endpoint(EndpointName="e"), args.samples)
         listing = timed(lambda: sm.list_inference_components(EndpointNameEquals="e"),
@@ -182,8 +200,9 @@ def main():
                    what="scaled for the loss phase")
         t3 = time.monotonic()
         sim.command(f"stop {lost}")
-        h.poll(lambda: sum(1 for n in server.nodes().values() if n["Status"] != "Ready") >= lost,
-               timeout_s=NODE_TIMEOUT_MS / 1000 + 30, interval_s=0.2, what="lost nodes NotReady")
+        h.poll(lambda: sm.describe_endpoint(EndpointName="e")["ProductionVariants"][0]
+               ["CurrentInstanceCount"] == args.nodes - lost,
+               timeout_s=NODE_TIMEOUT_MS / 1000 + 30, interval_s=0.1, what="lost nodes NotReady")
         notready = time.monotonic() - t3
 
         def replaced():

@@ -87,7 +87,7 @@ struct HttpServerOptions {
   // quarters of max_connections: carve fleet-sim's 5,000 agents hold 10,000 from loopback.
   int max_connections_per_client = 12288;
   // Requests waiting for a worker at most.
-  int max_queued_requests = 4096;
+  int max_queued_requests = 16384;
   const Clock* clock = nullptr;  // nullptr: SystemClock.
 };
 

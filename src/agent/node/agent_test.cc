@@ -87,6 +87,27 @@ TEST_F(AgentTest, RegistersItsInventoryWithTheDerivedInstanceType) {
   EXPECT_EQ(control_.last_report()->epoch, "epoch-1");
 }
 
+TEST_F(AgentTest, BetweenChangesItSendsSmallHeartbeatsAndTheFullStatusOnlyOnChange) {
+  AgentOptions o = Options();
+  o.telemetry_interval = 1h;  // Only a change may send the full status in this test.
+  StartAgent(o);
+  ASSERT_TRUE(Eventually([&] { return control_.heartbeats().size() >= 5; }));
+  // One full status after registering, then heartbeats that carry its version.
+  const auto reports = control_.reports();
+  ASSERT_GE(reports.size(), 1u);
+  const uint64_t version = reports.back().status_version;
+  for (const auto& hb : control_.heartbeats()) {
+    EXPECT_EQ(hb.node_id, "node-a");
+    EXPECT_EQ(hb.status_version, version);
+  }
+  const size_t before = control_.reports().size();
+  EXPECT_LE(before, 2u);
+  // A change: GPU 0 carved whole-card 7g.40gb; the status now differs, so it goes in full.
+  control_.SetDesired({{0, true, {{"7g.40gb", 0}}}}, {});
+  ASSERT_TRUE(Eventually([&] { return control_.reports().size() > before; }));
+  EXPECT_GT(control_.reports().back().status_version, version);
+}
+
 TEST_F(AgentTest, CarvesThenStartsACopyBoundToItsMigDevice) {
   StartAgent(Options());
   auto w = testing::ShellCopy("acct/ic/1", "env > {out}; exec sleep 30");

@@ -160,4 +160,15 @@ void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims) {
   }
 }
 
+void SyncFromRegistry(NodeRegistry& registry, NodeClaims& claims, int cursor) {
+  RegistryChanges changes = registry.TakeChanges(cursor);
+  if (changes.everything) return SyncFromRegistry(registry, claims);
+  for (const std::string& name : changes.nodes) {
+    auto node = registry.Brief(NodeId(name));
+    if (!node) continue;
+    Status st = claims.Upsert(node->id, node->instance_type, node->ready);
+    if (!st.ok()) spdlog::warn("node {}: {}", name, st.error().message);
+  }
+}
+
 }  // namespace carve::server::nodes

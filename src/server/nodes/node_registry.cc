@@ -669,7 +669,18 @@ std::optional<NodeBrief> NodeRegistry::Brief(const NodeId& node) const {
   auto it = nodes_.find(node.value());
   if (it == nodes_.end()) return std::nullopt;
   return NodeBrief{node, it->second.registration.instance_type, it->second.ready,
-                   it->second.connected};
+                   it->second.connected, it->second.not_ready_reason};
+}
+
+std::vector<std::pair<std::string, std::string>> NodeRegistry::NotReadyAmong(
+    const std::vector<std::string>& nodes) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::lock_guard lock(mu_);
+  for (const std::string& name : nodes) {
+    auto it = nodes_.find(name);
+    if (it != nodes_.end() && !it->second.ready) out.emplace_back(name, it->second.not_ready_reason);
+  }
+  return out;
 }
 
 std::vector<NodeBrief> NodeRegistry::Briefs() const {
@@ -677,7 +688,9 @@ std::vector<NodeBrief> NodeRegistry::Briefs() const {
   std::vector<NodeBrief> out;
   out.reserve(nodes_.size());
   for (const auto& [name, e] : nodes_) {
-    out.push_back(NodeBrief{NodeId(name), e.registration.instance_type, e.ready, e.connected});
+    out.push_back(
+        NodeBrief{NodeId(name), e.registration.instance_type, e.ready, e.connected,
+                  e.not_ready_reason});
   }
   return out;
 }

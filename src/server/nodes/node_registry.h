@@ -76,6 +76,7 @@ struct NodeBrief {
   std::string instance_type;
   bool ready = false;
   bool connected = false;
+  std::string not_ready_reason;  // "" when ready
 };
 
 // What changed since a subscriber last asked. `everything` is set when too much changed to
@@ -154,6 +155,10 @@ class NodeRegistry {
   std::vector<NodeView> Nodes() const;
   bool IsReady(const NodeId& node) const;
   std::optional<NodeBrief> Brief(const NodeId& node) const;
+  // Of `nodes`, those known and NotReady, with the reason, in one lock (DescribeEndpoint over
+  // thousands of instances).
+  std::vector<std::pair<std::string, std::string>> NotReadyAmong(
+      const std::vector<std::string>& nodes) const;
   std::vector<NodeBrief> Briefs() const;
 
   // A controller's cursor on what changed: Subscribe once, then TakeChanges each pass. A new

@@ -255,5 +255,132 @@ TEST_F(CarveThroughAgentTest, ANotReadyNodeFailsTheCarveAsUnavailable) {
   EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
 }
 
+// Plays one node's agent: waits for its desired GPUs, then reports them carved (or `error`).
+void ReportCarved(NodeRegistry& registry, const std::string& node, const std::string& error = "") {
+  protocol::DesiredState d;
+  for (int i = 0; i < 200 && d.gpus.size() < 8; ++i) {
+    d = *registry.WaitDesired(node, registry.epoch(), 0, 0ms);
+    if (d.gpus.size() < 8) std::this_thread::sleep_for(5ms);
+  }
+  protocol::StatusReport s;
+  s.node_id = node;
+  s.epoch = registry.epoch();
+  s.applied_version = d.version;
+  for (const auto& want : d.gpus) {
+    protocol::GpuStatus g;
+    g.index = want.index;
+    g.mig = want.mig;
+    g.applied = error.empty();
+    g.error = error;
+    for (const auto& p : want.partitions) g.partitions.push_back({p.profile, p.start, "MIG-" + node});
+    s.gpus.push_back(g);
+  }
+  registry.ReportStatus(s);
+}
+
+TEST_F(CarveThroughAgentTest, CarveNodesSetsEveryGpuInOneChangeAndWaitsForEveryNode) {
+  std::vector<NodeId> nodes;
+  for (const char* n : {"a", "b", "c"}) {
+    ASSERT_TRUE(registry_.Register(P4d(n)).has_value());
+    nodes.emplace_back(n);
+  }
+  const uint64_t before = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->version;
+  AgentNodeDriver driver(registry_, 5s);
+  std::atomic<bool> abort{false};
+  auto carve = std::async(std::launch::async,
+                          [&] { return driver.CarveNodes(nodes, 8, TwoPartitions(), abort); });
+  ReportCarved(registry_, "a");
+  ReportCarved(registry_, "b");
+  // Two of three nodes carved: the wait goes on.
+  EXPECT_EQ(carve.wait_for(100ms), std::future_status::timeout);
+  // All eight GPUs came in one desired-state version.
+  EXPECT_EQ(registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->version, before + 1);
+  ReportCarved(registry_, "c");
+  Status st = carve.get();
+  EXPECT_TRUE(st.ok()) << st.error().message;
+}
+
+TEST_F(CarveThroughAgentTest, CarveNodesFailsWithTheFirstNodesErrorAndStopsOnAbort) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  ASSERT_TRUE(registry_.Register(P4d("b")).has_value());
+  AgentNodeDriver driver(registry_, 5s);
+  std::atomic<bool> abort{false};
+  auto carve = std::async(std::launch::async, [&] {
+    return driver.CarveNodes({NodeId("a"), NodeId("b")}, 8, TwoPartitions(), abort);
+  });
+  ReportCarved(registry_, "b", "NVML_ERROR_INSUFFICIENT_RESOURCES");
+  Status st = carve.get();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("of b: NVML_ERROR_INSUFFICIENT_RESOURCES"),
+            std::string::npos)
+      << st.error().message;
+
+  auto aborted = std::async(std::launch::async, [&] {
+    return driver.CarveNodes({NodeId("a")}, 8, TwoPartitions(), abort);
+  });
+  EXPECT_EQ(aborted.wait_for(100ms), std::future_status::timeout);
+  abort = true;
+  ASSERT_EQ(aborted.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(aborted.get().error().code, ErrorCode::kUnavailable);
+}
+
+TEST_F(CarveThroughAgentTest, CarveNodesTimesOutNamingTheNodesStillCarving) {
+  ASSERT_TRUE(registry_.Register(P4d("slow")).has_value());
+  AgentNodeDriver driver(registry_, 300ms);
+  std::atomic<bool> abort{false};
+  Status st = driver.CarveNodes({NodeId("slow")}, 8, TwoPartitions(), abort);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(st.error().message.find("1 of 1 nodes (first: slow)"), std::string::npos)
+      << st.error().message;
+}
+
+TEST_F(NodeRegistryTest, AnAsyncWatchIsAnsweredByAChangeOrItsDeadlineWithoutAThread) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  const uint64_t v = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->version;
+  std::promise<Result<protocol::DesiredState>> changed;
+  registry_.WatchDesired("a", registry_.epoch(), v, 5s,
+                         [&](Result<protocol::DesiredState> r) { changed.set_value(std::move(r)); });
+  auto got = changed.get_future();
+  EXPECT_EQ(got.wait_for(50ms), std::future_status::timeout);
+  protocol::WorkloadDesired w;
+  w.id = "acct/ic/1";
+  registry_.SetWorkloads("sagemaker", NodeId("a"), {w});
+  ASSERT_EQ(got.wait_for(2s), std::future_status::ready);
+  auto d = got.get();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->version, v + 1);
+
+  // Nothing changes: the deadline answers with the current state.
+  std::promise<Result<protocol::DesiredState>> idle;
+  registry_.WatchDesired("a", registry_.epoch(), v + 1, 100ms,
+                         [&](Result<protocol::DesiredState> r) { idle.set_value(std::move(r)); });
+  auto quiet = idle.get_future();
+  ASSERT_EQ(quiet.wait_for(3s), std::future_status::ready);
+  auto q = quiet.get();
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->version, v + 1);
+}
+
+TEST_F(NodeRegistryTest, AHeartbeatKeepsANodeReadyAndAsksForAStatusItLacks) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  auto s = Report("a");
+  s.status_version = 7;
+  registry_.ReportStatus(s);
+  clock_.Advance(8s);
+  auto hb = registry_.Heartbeat({"a", registry_.epoch(), 7, 0});
+  EXPECT_FALSE(hb.send_status);
+  EXPECT_FALSE(hb.reregister);
+  clock_.Advance(8s);  // 16 s since the last full status, 8 s since the heartbeat.
+  registry_.Sweep();
+  EXPECT_TRUE(registry_.IsReady(NodeId("a")));
+  // A heartbeat for a status the server never got asks for it.
+  EXPECT_TRUE(registry_.Heartbeat({"a", registry_.epoch(), 9, 0}).send_status);
+  // Another epoch, or an unknown node: register again.
+  EXPECT_TRUE(registry_.Heartbeat({"a", "old", 7, 0}).reregister);
+  EXPECT_TRUE(registry_.Heartbeat({"zz", registry_.epoch(), 1, 0}).reregister);
+}
+
 }  // namespace
 }  // namespace carve::server::nodes

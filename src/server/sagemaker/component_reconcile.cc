@@ -21,8 +21,10 @@ std::string NewCopyId() {
 }
 
 // The lowest copy number not in use, so a replaced copy takes its predecessor's number.
-int FreeCopyIndex(const std::set<int>& used) {
-  int i = 0;
+// The lowest index not in `used`, searching from `from` (every index below it is taken; the
+// caller passes the last answer + 1, so filling N copies is O(N log N), not O(N^2)).
+int FreeCopyIndex(const std::set<int>& used, int from) {
+  int i = from;
   while (used.contains(i)) ++i;
   return i;
 }
@@ -158,6 +160,7 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
       std::set<int> used;
       for (size_t i : keep) used.insert(cc.copies[i].record.index);
       const core::Request request = c.CopyRequest();
+      int next_index = 0;
       while (static_cast<int>(keep.size() + placed.size()) < c.desired) {
         auto out = vp->pool.PlaceOne(request, c.strategy);
         if (!out.has_value() || !out->allocation) {
@@ -165,7 +168,8 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
                                out.has_value() ? out->reason : out.error().message);
           break;
         }
-        const int index = FreeCopyIndex(used);
+        const int index = FreeCopyIndex(used, next_index);
+        next_index = index + 1;
         used.insert(index);
         core::AllocationRecord where = *out->allocation;
         const core::AllocationId id = where.id;

@@ -100,9 +100,10 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
     // Lost capacity: instances whose agents stopped reporting count out of CurrentInstanceCount,
     // and the variant's status says which and what happens to their copies.
     std::vector<std::string> lost;
-    for (const auto& node : var.nodes) {
-      auto view = registry != nullptr ? registry->Node(NodeId(node)) : std::nullopt;
-      if (view && !view->ready) lost.push_back(node + " (" + view->not_ready_reason + ")");
+    if (registry != nullptr) {
+      for (auto& [node, why] : registry->NotReadyAmong(var.nodes)) {
+        lost.push_back(node + " (" + why + ")");
+      }
     }
     const int current = static_cast<int>(var.nodes.size() - lost.size());
     json vs = {{"VariantName", var.name},

@@ -61,7 +61,9 @@ Result<std::vector<ComponentEntry>> SageMakerService::LoadComponents() const {
 }
 
 void SageMakerService::SyncClaims() {
-  if (options_.registry != nullptr) nodes::SyncFromRegistry(*options_.registry, claims_);
+  if (options_.registry == nullptr) return;
+  if (registry_cursor_ < 0) registry_cursor_ = options_.registry->Subscribe();
+  nodes::SyncFromRegistry(*options_.registry, claims_, registry_cursor_);
 }
 
 Status SageMakerService::Recover() {

@@ -127,6 +127,7 @@ class SageMakerService {
   const Clock& clock_;
   // Serialises endpoint and component changes (handlers and passes) and guards the parts.
   mutable std::mutex mu_;
+  int registry_cursor_ = -1;  // NodeRegistry::Subscribe, taken by the first SyncClaims (mu_)
   RouteTable routes_;  // Rebuilt after every pass; has its own lock.
   OpContext ops_;
   EndpointLifecycle lifecycle_;
