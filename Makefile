@@ -3,7 +3,8 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test demo lint format bench clang clean mutate
+.PHONY: all setup configure build test demo lint format bench clang sanitize sanitize-asan \
+        sanitize-asan-unit sanitize-tsan sanitize-ubsan-interposer fuzz mutate clean
 
 all: build
 
@@ -41,6 +42,25 @@ clang: setup
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ $(CMAKE_FLAGS)
 	cmake --build build-clang
 
+# ASan + UBSan over every test, then TSan over the concurrent suites (docs/testing.md).
+sanitize: setup
+	bash scripts/sanitize.sh all
+sanitize-asan: setup
+	bash scripts/sanitize.sh asan
+sanitize-asan-unit: setup
+	bash scripts/sanitize.sh asan-unit
+sanitize-tsan: setup
+	bash scripts/sanitize.sh tsan
+sanitize-ubsan-interposer: setup
+	bash scripts/sanitize.sh ubsan-interposer
+
+# libFuzzer over every parser for FUZZ_SECONDS each (FUZZ_RUNS caps executions; FUZZ_TARGETS
+# picks some). `make test` replays the committed corpora without it.
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 0
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) bash scripts/fuzz.sh
+
 lint: configure
 	bash scripts/lint.sh $(BUILD_DIR)
 
@@ -48,4 +68,4 @@ format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) build-clang
+	rm -rf $(BUILD_DIR) build-clang build-asan build-ubsan build-tsan build-fuzz

@@ -10,6 +10,7 @@ function(carve_warnings target)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
     target_compile_options(${target} PRIVATE -Wno-maybe-uninitialized)
   endif()
+  carve_sanitize_target(${target})  # cmake/sanitizers.cmake; nothing in a normal build
 endfunction()
 
 function(carve_library name)

@@ -5,10 +5,13 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config g++ clang clang-tidy clang-format
+  libclang-rt-14-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libssl-dev
   libcpp-httplib-dev libboost-dev zlib1g-dev python3 curl procps
 )
+# libclang-rt-14-dev: Clang's sanitizer and libFuzzer runtimes (`make fuzz`); GCC's sanitizer
+# runtimes (`make sanitize`) come with g++.
 # nginx-light (the reverse proxy the router is measured against) is installed by
 # bench/router_overhead.sh itself: `make test` does not need a web server on the machine.
 

@@ -12,6 +12,7 @@
 
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
+#include "app/data_dir.h"
 #include "app/server_routes.h"
 #include "aws/credentials.h"
 #include "protocol/signed_client.h"
@@ -36,6 +37,7 @@ namespace fs = std::filesystem;
 
 struct ServerApp::Parts {
   ServerConfig config;
+  std::unique_ptr<DataDirLock> lock;  // Held first and released last: one server per data dir.
   aws::Credentials credentials;
   std::string credentials_file;
   bool credentials_created = false;
@@ -102,15 +104,19 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   if (ec) {
     return InvalidArgument("--data-dir " + c.data_dir + ": cannot create it: " + ec.message());
   }
+  CARVE_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(c.data_dir));
   if (!c.insecure_no_auth) {
     p->credentials_file = fs::absolute(fs::path(c.data_dir) / "credentials").string();
+    CARVE_RETURN_IF_ERROR(CheckCredentialsFile(p->credentials_file));
     auto loaded = aws::Credentials::LoadOrCreate(p->credentials_file);
     if (!loaded.has_value()) return loaded.error();
     p->credentials = loaded->credentials;
     p->credentials_created = loaded->created;
   }
-  CARVE_ASSIGN_OR_RETURN(p->store,
-                         store::SqliteStore::Open((fs::path(c.data_dir) / "carve.db").string()));
+  const std::string db_file = fs::absolute(fs::path(c.data_dir) / "carve.db").string();
+  auto opened = store::SqliteStore::Open(db_file);
+  if (!opened.has_value()) return BadDatabase(db_file, opened.error());
+  p->store = std::move(opened).value();
   CARVE_ASSIGN_OR_RETURN(std::string config_text, ReadConfig(c.config_path));
   if (c.config_path.empty()) {
     p->fleet = server::nodes::DefaultFleetConfig();

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "protocol/signed_client.h"
@@ -95,6 +96,50 @@ TEST_F(ServerAppTest, ABadFleetSectionNamesTheKey) {
   auto app = ServerApp::Create(config_);
   ASSERT_FALSE(app.has_value());
   EXPECT_THAT(app.error().message, HasSubstr("fleet.nodes[0].count"));
+}
+
+// A second server on a data dir that one holds is refused, naming the lock and the holder, and
+// the first keeps it; once the first is gone the directory is free again.
+TEST_F(ServerAppTest, ASecondServerOnTheSameDataDirIsRefusedNamingTheHolder) {
+  auto first = ServerApp::Create(config_);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  auto second = ServerApp::Create(config_);
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(second.error().message, HasSubstr((dir_ / "server.lock").string()));
+  EXPECT_THAT(second.error().message, HasSubstr("pid " + std::to_string(::getpid())));
+  first->reset();
+  EXPECT_TRUE(ServerApp::Create(config_).has_value());
+}
+
+// Others may read the secret keys: refused with the chmod that fixes it, and the file untouched.
+TEST_F(ServerAppTest, ACredentialsFileOthersCanReadIsRefusedAndLeftAlone) {
+  { ASSERT_TRUE(ServerApp::Create(config_).has_value()); }
+  const fs::path creds = dir_ / "credentials";
+  std::ifstream before_in(creds);
+  const std::string before((std::istreambuf_iterator<char>(before_in)), {});
+  ASSERT_EQ(::chmod(creds.c_str(), 0644), 0);
+  auto app = ServerApp::Create(config_);
+  ASSERT_FALSE(app.has_value());
+  EXPECT_EQ(app.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(app.error().message, HasSubstr("has mode 0644"));
+  EXPECT_THAT(app.error().message, HasSubstr("chmod 600 " + fs::absolute(creds).string()));
+  std::ifstream after_in(creds);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), {}), before);
+}
+
+// A damaged database is an error naming the file and what to do, never a silent reset.
+TEST_F(ServerAppTest, ACorruptDatabaseIsRefusedNamingTheFileAndKeptAsItIs) {
+  fs::create_directories(dir_);
+  const fs::path db = dir_ / "carve.db";
+  const std::string garbage(8192, 'x');
+  std::ofstream(db, std::ios::binary) << garbage;
+  auto app = ServerApp::Create(config_);
+  ASSERT_FALSE(app.has_value());
+  EXPECT_THAT(app.error().message, HasSubstr("cannot open the database " + db.string()));
+  EXPECT_THAT(app.error().message, HasSubstr("move it away"));
+  std::ifstream in(db, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), garbage);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "agent/launch/device_binding.h"
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
+#include "agent/node/fence.h"
 #include "cli/commands.h"
 #include "protocol/signed_client.h"
 
@@ -29,6 +30,9 @@ struct AgentFlags {
   std::string data_dir = "./carve-data";
   std::string interposer;
   std::string log_level = "info";
+  int64_t log_max_mib = 16;
+  int64_t sim_carve_ms = 0;
+  bool no_fence = false;
 };
 
 std::string Hostname() {
@@ -57,6 +61,9 @@ int RunAgent(const AgentFlags& f) {
   o.carve_binary = carve.string();
   o.interposer_path =
       f.interposer.empty() ? launch::FindInterposerLibrary(carve.string()) : f.interposer;
+  o.log_max_bytes = static_cast<uint64_t>(f.log_max_mib) << 20;
+  o.sim_carve_time = std::chrono::milliseconds(f.sim_carve_ms);
+  o.fence = !f.no_fence;
   if (o.interposer_path.empty()) {
     spdlog::warn(
         "libcarve-mgpu.so not found beside carve (--interposer PATH): mGPU shares of "
@@ -78,9 +85,9 @@ int RunAgent(const AgentFlags& f) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   agent::node::Agent& a = **created;
   a.Start();
-  std::cout << "carve agent: node " << o.node_id << " (" << a.registration().instance_type
-            << ", " << a.registration().gpus.size() << " GPUs, driver "
-            << a.registration().driver << ") serving " << f.server << std::endl;
+  std::cout << "carve agent: node " << o.node_id << " (" << a.registration().instance_type << ", "
+            << a.registration().gpus.size() << " GPUs, driver " << a.registration().driver
+            << ") serving " << f.server << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
   spdlog::info("signal {}: stopping the agent; workloads keep running", sig);
@@ -97,7 +104,9 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
       "Run the node agent: register this node's GPUs with a carve server, carve them as it "
       "decides and run the workloads it places here as processes. Runs until SIGTERM or "
       "SIGINT; stopping the agent leaves its workloads running, and an agent started again on "
-      "the same --data-dir adopts them (those no longer desired are stopped).");
+      "the same --data-dir adopts them (those no longer desired are stopped). An agent that "
+      "freezes or dies instead has its workloads stopped by its fence watchdog before the "
+      "server can place them elsewhere (--no-fence turns that off).");
   cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")->required();
   cmd->add_option("--credentials", flags->credentials,
                   "AWS shared-credentials file with the server's key (the server writes one)")
@@ -118,9 +127,27 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--interposer", flags->interposer,
                   "Path of libcarve-mgpu.so for mGPU shares; default: found beside carve (or in "
                   "the build tree). Without it, interposer-enforced shares fail to start");
+  cmd->add_option("--sim-carve-ms", flags->sim_carve_ms,
+                  "With --driver sim: how long carving one GPU takes (tests of in-flight carves)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--log-max-mib", flags->log_max_mib,
+                  "Cap of each workload's stdout and stderr log; past it the newest part moves "
+                  "to <log>.1 (0: no cap)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-fence", flags->no_fence,
+                "Do not start the fence watchdog: the workloads of a frozen or dead agent then "
+                "run on beside their replacements until an agent returns");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   cmd->callback([flags, &ctx] { ctx.exit_code = RunAgent(*flags); });
+
+  // The fence watchdog the agent starts (agent/node/fence.h); not meant to be run by hand.
+  auto fence = std::make_shared<agent::node::FenceWatchOptions>();
+  CLI::App* watch = app.add_subcommand("agent-fence", "The agent's fence watchdog (internal)");
+  watch->group("");
+  watch->add_option("--data-dir", fence->data_dir, "The agent's data directory")->required();
+  watch->add_option("--agent-pid", fence->agent_pid, "The agent's pid")->required();
+  watch->callback([fence, &ctx] { ctx.exit_code = agent::node::RunFenceWatchdog(*fence); });
 }
 
 }  // namespace carve::cli

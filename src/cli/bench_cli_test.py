@@ -13,6 +13,10 @@ import tempfile
 import unittest
 
 CARVE = os.environ.get("CARVE_BIN", "carve")
+# In a sanitizer build (CTest sets CARVE_SANITIZE) the client and the testmodel both run several
+# times slower; what they measure then says nothing about the pacing, so the 10% checks skip.
+TIMING = unittest.skipIf(os.environ.get("CARVE_SANITIZE"),
+                         "timing accuracy is not measurable in a sanitizer build")
 MODEL = "llama-3.1-8b"
 TARGET = "h100-80gb:3g.40gb"
 SPEED = 1
@@ -82,14 +86,17 @@ class BenchMeasuresTheTestmodelsPacing(unittest.TestCase):
         self.assertEqual(c["deadline_failures"], 0)
         self.assertEqual(c["output_tokens"], 8 * 50)
 
+    @TIMING
     def test_ttft_matches_the_modelled_prefill(self):
         want_ms = self.predicted["ttft_p50_s"] * 1e3 / SPEED
         self.assertWithin10Percent(self.cell()["ttft_p50_ms"], want_ms, "TTFT p50 ms")
 
+    @TIMING
     def test_itl_matches_the_modelled_decode_step(self):
         want_ms = self.predicted["itl_p50_s"] * 1e3 / SPEED
         self.assertWithin10Percent(self.cell()["itl_p50_ms"], want_ms, "ITL p50 ms")
 
+    @TIMING
     def test_output_tokens_per_second_match_the_model(self):
         want = self.predicted["output_tok_s"] * SPEED
         self.assertWithin10Percent(self.cell()["output_tok_s"], want, "output tok/s")

@@ -1,8 +1,8 @@
 #include "loadgen/bench_compare.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace carve::loadgen {
 namespace {
@@ -31,8 +31,8 @@ BenchComparison CompareRuns(const BenchRun& a, const BenchRun& b) {
     CellDiff d;
     d.scenario = ca.scenario;
     d.concurrency = ca.concurrency;
-    d.a = &ca;
-    d.b = &cb;
+    d.a = ca;
+    d.b = cb;
     d.tok_s_pct = Pct(ca.metrics.output_tok_s, cb.metrics.output_tok_s);
     d.ttft_p50_pct = Pct(ca.metrics.ttft_p50_s, cb.metrics.ttft_p50_s);
     d.itl_p50_pct = Pct(ca.metrics.itl_p50_s, cb.metrics.itl_p50_s);
@@ -43,7 +43,7 @@ BenchComparison CompareRuns(const BenchRun& a, const BenchRun& b) {
   for (const std::string& scenario : ScenariosOf({a})) {
     std::vector<const CellDiff*> priced;
     for (const CellDiff& d : cmp.cells) {
-      if (d.scenario == scenario && d.a->usd_per_million_tokens && d.b->usd_per_million_tokens) {
+      if (d.scenario == scenario && d.a.usd_per_million_tokens && d.b.usd_per_million_tokens) {
         priced.push_back(&d);
       }
     }
@@ -54,7 +54,7 @@ BenchComparison CompareRuns(const BenchRun& a, const BenchRun& b) {
     std::sort(priced.begin(), priced.end(),
               [](const CellDiff* l, const CellDiff* r) { return l->concurrency < r->concurrency; });
     for (auto it = priced.rbegin(); it != priced.rend(); ++it) {
-      if (*(*it)->b->usd_per_million_tokens >= *(*it)->a->usd_per_million_tokens) break;
+      if (*(*it)->b.usd_per_million_tokens >= *(*it)->a.usd_per_million_tokens) break;
       x.b_cheaper_from = (*it)->concurrency;
     }
     cmp.crossovers.push_back(x);
@@ -63,15 +63,16 @@ BenchComparison CompareRuns(const BenchRun& a, const BenchRun& b) {
 }
 
 std::string FormatComparison(const BenchComparison& cmp) {
-  std::string out = fmt::format("A = {}\nB = {}\ndifferences are (B - A) / A\n", cmp.a_name,
-                                cmp.b_name);
-  out += fmt::format("{:<22} {:>5} {:>10} {:>10} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} "
-                     "{:>8}\n",
-                     "scenario", "conc", "A tok/s", "B tok/s", "tok/s", "A ttft", "B ttft", "ttft",
-                     "itl", "e2e", "A $/Mtok", "B $/Mtok", "cost");
-  auto cost = [](const BenchCellResult* c) {
-    return c->usd_per_million_tokens ? fmt::format("{:.4f}", *c->usd_per_million_tokens)
-                                     : std::string("-");
+  std::string out =
+      fmt::format("A = {}\nB = {}\ndifferences are (B - A) / A\n", cmp.a_name, cmp.b_name);
+  out += fmt::format(
+      "{:<22} {:>5} {:>10} {:>10} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} "
+      "{:>8}\n",
+      "scenario", "conc", "A tok/s", "B tok/s", "tok/s", "A ttft", "B ttft", "ttft", "itl", "e2e",
+      "A $/Mtok", "B $/Mtok", "cost");
+  auto cost = [](const BenchCellResult& c) {
+    return c.usd_per_million_tokens ? fmt::format("{:.4f}", *c.usd_per_million_tokens)
+                                    : std::string("-");
   };
   auto ms = [](const std::optional<double>& s) {
     return s ? fmt::format("{:.1f}", *s * 1e3) : std::string("-");
@@ -79,8 +80,8 @@ std::string FormatComparison(const BenchComparison& cmp) {
   for (const CellDiff& d : cmp.cells) {
     out += fmt::format(
         "{:<22} {:>5} {:>10.1f} {:>10.1f} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}\n",
-        d.scenario, d.concurrency, d.a->metrics.output_tok_s, d.b->metrics.output_tok_s,
-        PctText(d.tok_s_pct), ms(d.a->metrics.ttft_p50_s), ms(d.b->metrics.ttft_p50_s),
+        d.scenario, d.concurrency, d.a.metrics.output_tok_s, d.b.metrics.output_tok_s,
+        PctText(d.tok_s_pct), ms(d.a.metrics.ttft_p50_s), ms(d.b.metrics.ttft_p50_s),
         PctText(d.ttft_p50_pct), PctText(d.itl_p50_pct), PctText(d.e2e_p50_pct), cost(d.a),
         cost(d.b), PctText(d.cost_pct));
   }

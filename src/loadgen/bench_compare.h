@@ -18,25 +18,24 @@ namespace carve::loadgen {
 struct CellDiff {
   std::string scenario;
   int concurrency = 0;
-  const BenchCellResult* a = nullptr;
-  const BenchCellResult* b = nullptr;
+  BenchCellResult a;  // copies: a comparison outlives the runs it was made from
+  BenchCellResult b;
   // (B - A) / A x 100; nullopt when either value is missing or A's is zero.
   std::optional<double> tok_s_pct, ttft_p50_pct, itl_p50_pct, e2e_p50_pct, cost_pct;
 };
 
 struct ScenarioCrossover {
   std::string scenario;
-  bool priced = false;            // both runs have costs for some shared concurrency
+  bool priced = false;  // both runs have costs for some shared concurrency
   std::optional<int> b_cheaper_from;
 };
 
 struct BenchComparison {
   std::string a_name, b_name;
-  std::vector<CellDiff> cells;    // cells both runs measured, in A's order
+  std::vector<CellDiff> cells;                // cells both runs measured, in A's order
   std::vector<ScenarioCrossover> crossovers;  // one per shared scenario
 };
 
-// The runs must outlive the result (cells point into them).
 BenchComparison CompareRuns(const BenchRun& a, const BenchRun& b);
 
 std::string FormatComparison(const BenchComparison& cmp);

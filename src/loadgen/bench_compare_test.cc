@@ -42,24 +42,36 @@ TEST(CompareRuns, NoCrossoverWhenBIsDearerAtTheTop) {
 }
 
 TEST(CompareRuns, CheaperEverywhereCrossesAtTheBottom) {
-  BenchComparison cmp = CompareRuns(RunWithCosts("A", {2, 2}, {1, 2}),
-                                    RunWithCosts("B", {1, 1}, {1, 2}));
+  BenchComparison cmp =
+      CompareRuns(RunWithCosts("A", {2, 2}, {1, 2}), RunWithCosts("B", {1, 1}, {1, 2}));
   EXPECT_EQ(cmp.crossovers[0].b_cheaper_from, 1);
 }
 
 TEST(CompareRuns, OnlySharedCellsAreCompared) {
-  BenchComparison cmp = CompareRuns(RunWithCosts("A", {1, 1, 1}, {1, 2, 4}),
-                                    RunWithCosts("B", {2, 0.5}, {2, 8}));
+  BenchComparison cmp =
+      CompareRuns(RunWithCosts("A", {1, 1, 1}, {1, 2, 4}), RunWithCosts("B", {2, 0.5}, {2, 8}));
   ASSERT_EQ(cmp.cells.size(), 1u);
   EXPECT_EQ(cmp.cells[0].concurrency, 2);
   EXPECT_FALSE(cmp.crossovers[0].b_cheaper_from.has_value());
 }
 
 TEST(CompareRuns, UnpricedRunsHaveNoCrossover) {
-  BenchComparison cmp = CompareRuns(RunWithCosts("A", {0, 0}, {1, 2}),
-                                    RunWithCosts("B", {1, 1}, {1, 2}));
+  BenchComparison cmp =
+      CompareRuns(RunWithCosts("A", {0, 0}, {1, 2}), RunWithCosts("B", {1, 1}, {1, 2}));
   EXPECT_FALSE(cmp.crossovers[0].priced);
   EXPECT_NE(FormatComparison(cmp).find("unknown"), std::string::npos);
+}
+
+// The comparison keeps what it shows: formatting it after the runs are gone is safe (it read
+// freed memory when it held pointers into the runs; ASan caught it).
+TEST(CompareRuns, AComparisonOutlivesItsRuns) {
+  BenchComparison cmp;
+  {
+    BenchRun a = RunWithCosts("A", {1.0, 0.8}, {2, 4});
+    BenchRun b = RunWithCosts("B", {1.2, 0.7}, {2, 4});
+    cmp = CompareRuns(a, b);
+  }
+  EXPECT_NE(FormatComparison(cmp).find("0.7000"), std::string::npos) << FormatComparison(cmp);
 }
 
 }  // namespace

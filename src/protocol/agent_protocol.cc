@@ -1,5 +1,9 @@
 #include "protocol/agent_protocol.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string>
+
 namespace carve::protocol {
 
 // Field-by-field mapping; a missing field takes the struct's default, a wrong type throws
@@ -53,9 +57,35 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HeartbeatReply, desired_epoch, d
 
 namespace {
 
+// The only fields that are not integers. An integer field reads a JSON float with a C++ cast,
+// which is undefined behaviour when the value is out of the field's range (1.8e19 into a
+// uint64_t, found by the agent_protocol fuzz target), so a float anywhere else is refused first.
+constexpr std::string_view kFloatFields[] = {"core_used_percent"};
+// Messages nest a few levels; a deeper value is refused before anything recurses into it.
+constexpr int kMaxDepth = 16;
+
+Status CheckNumbers(const nlohmann::json& j, std::string_view key, int depth) {
+  if (depth > kMaxDepth) {
+    return InvalidArgument("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  if (j.is_number_float() &&
+      std::find(std::begin(kFloatFields), std::end(kFloatFields), key) == std::end(kFloatFields)) {
+    return InvalidArgument("'" + std::string(key) + "' must be an integer, got " + j.dump());
+  }
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) CARVE_RETURN_IF_ERROR(CheckNumbers(v, k, depth + 1));
+  } else if (j.is_array()) {
+    for (const auto& v : j) CARVE_RETURN_IF_ERROR(CheckNumbers(v, key, depth + 1));
+  }
+  return OkStatus();
+}
+
 template <typename T>
 Result<T> Parse(const nlohmann::json& j, std::string_view what) {
   if (!j.is_object()) return InvalidArgument(std::string(what) + ": expected a JSON object");
+  if (auto checked = CheckNumbers(j, "", 0); !checked.ok()) {
+    return InvalidArgument(std::string(what) + ": " + checked.error().message);
+  }
   try {
     return j.get<T>();
   } catch (const nlohmann::json::exception& e) {

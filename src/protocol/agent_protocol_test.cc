@@ -86,5 +86,30 @@ TEST(AgentProtocol, StatusReportRoundTrips) {
   EXPECT_EQ(back->events, s.events);
 }
 
+// A float converts to an integer field with a cast that is undefined out of range (1.8e19 into
+// the uint64_t status_version); it is refused, naming the field, whatever its value.
+TEST(AgentProtocol, AFloatInAnIntegerFieldIsRefusedNamingTheField) {
+  auto huge = HeartbeatFromJson(nlohmann::json::parse(
+      R"({"node_id": "n", "epoch": "e", "status_version": 18466744073709551615})"));
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_EQ(huge.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(huge.error().message.find("'status_version' must be an integer"), std::string::npos)
+      << huge.error().message;
+  auto nested =
+      StatusReportFromJson(nlohmann::json::parse(R"({"node_id": "n", "gpus": [{"index": 1.5}]})"));
+  ASSERT_FALSE(nested.has_value());
+  EXPECT_NE(nested.error().message.find("'index'"), std::string::npos) << nested.error().message;
+}
+
+TEST(AgentProtocol, AValueNestedDeeperThanAnyMessageIsRefused) {
+  std::string deep = R"({"node_id": "n", "events": )";
+  for (int i = 0; i < 20; ++i) deep += "[";
+  for (int i = 0; i < 20; ++i) deep += "]";
+  auto r = StatusReportFromJson(nlohmann::json::parse(deep + "}"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("nested deeper than 16 levels"), std::string::npos)
+      << r.error().message;
+}
+
 }  // namespace
 }  // namespace carve::protocol

@@ -1,11 +1,12 @@
 #include "server/http_connection.h"
 
 #include <spdlog/spdlog.h>
-#include <strings.h>
 
 #include <array>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
+#include <iterator>
 
 namespace carve::server::http_internal {
 
@@ -89,10 +90,14 @@ void Connection::Parse() {
     if (ec) return Refuse(ParseFailure(ec, host_.options().max_body_bytes));
     if (parser_->is_header_done() && !header_seen_) {
       header_seen_ = true;
+      const auto& head = parser_->get();
+      const auto fields = static_cast<size_t>(std::distance(head.begin(), head.end()));
+      if (fields > kMaxHeaderFields) return Refuse(TooManyHeaderFields(fields));
       ArmTimer(host_.options().body_timeout);
       const auto expect = parser_->get()[http::field::expect];
-      if (!parser_->is_done() && strncasecmp(expect.data(), "100-continue", expect.size()) == 0 &&
-          expect.size() == 12) {
+      // No Expect header is an empty view with a null data(): compare views, never call
+      // strncasecmp on it (UBSan, found by the http_request fuzz target).
+      if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue")) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         error_code wec;
         asio::write(socket_, asio::buffer(kContinue.data(), kContinue.size()), wec);

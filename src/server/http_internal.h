@@ -21,6 +21,8 @@ namespace carve::server::http_internal {
 
 // Request line plus headers. botocore's signed requests carry well under 2 KiB.
 inline constexpr uint32_t kHeaderLimitBytes = 64 * 1024;
+// Header fields in one request; botocore sends about ten, a browser about twenty.
+inline constexpr size_t kMaxHeaderFields = 128;
 inline constexpr const char* kAmzJson = "application/x-amz-json-1.1";
 
 std::string NewRequestId();
@@ -39,6 +41,8 @@ struct Incoming {
 
 // The answer to a request Beast could not parse.
 NativeResponse ParseFailure(const boost::beast::error_code& ec, size_t max_body_bytes);
+// The answer to a request with more than kMaxHeaderFields header fields.
+NativeResponse TooManyHeaderFields(size_t fields);
 
 // The status line and headers of `response` (and Content-Length, or chunked encoding when it
 // streams), ending with the blank line.

@@ -19,8 +19,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int Connect(int port) {
+// Connects to 127.0.0.1:port from `source` (any address of 127/8 is this host's).
+int Connect(int port, const char* source = nullptr) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (source != nullptr) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    EXPECT_EQ(::inet_pton(AF_INET, source, &from.sin_addr), 1);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from), 0);
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -61,9 +68,15 @@ class HttpLimitsTest : public ::testing::Test {
   void TearDown() override {
     for (int fd : fds_) ::close(fd);
   }
-  int Open() {
-    fds_.push_back(Connect(port_));
+  int Open(const char* source = nullptr) {
+    fds_.push_back(Connect(port_, source));
     return fds_.back();
+  }
+  // Sends a /ping on `fd` and reads the start of its answer: the connection is open and counted.
+  static void Ping(int fd) {
+    ASSERT_EQ(::write(fd, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n", 31), 31);
+    char buf[256];
+    ASSERT_GT(::read(fd, buf, sizeof buf), 0);
   }
   aws::Credentials creds_;
   MetricsRegistry metrics_;
@@ -150,6 +163,60 @@ TEST_F(HttpLimitsTest, OverTheConnectionCapTheNextOneGetsA503SayingWhy) {
     std::this_thread::sleep_for(20ms);
   }
   ADD_FAILURE() << "no connection was served after one closed";
+}
+
+// One client address cannot take every connection: past its own cap it is refused, saying why,
+// while another client is still served, and closing one of its connections lets it in again.
+TEST_F(HttpLimitsTest, OverThePerClientCapThatClientGetsA503AndAnotherIsServed) {
+  HttpServerOptions o;
+  o.max_connections_per_client = 2;
+  Start(o);
+  Ping(Open("127.0.0.1"));
+  Ping(Open("127.0.0.1"));
+  auto [got, closed] = ReadToClose(Open("127.0.0.1"), 5s);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(got.rfind("HTTP/1.1 503 ", 0), 0u) << got;
+  EXPECT_NE(got.find("client 127.0.0.1 already holds 2 open connections"), std::string::npos)
+      << got;
+  EXPECT_NE(metrics_.Expose().find("carve_http_connections_refused_total{reason=\"max_connections_"
+                                   "per_client\"} 1"),
+            std::string::npos);
+  Ping(Open("127.0.0.2"));
+  ::close(fds_[0]);
+  fds_.erase(fds_.begin());
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+    const int fd = Open("127.0.0.1");
+    ASSERT_EQ(::write(fd, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n", 31), 31);
+    auto [answer, gone] = ReadToClose(fd, 1s);
+    if (answer.rfind("HTTP/1.1 200 ", 0) == 0) return;
+  }
+  ADD_FAILURE() << "127.0.0.1 was not served again after closing a connection";
+}
+
+// A request of many tiny header fields stays under the byte limit but is refused by count, with
+// a 431 that says so; one at the limit is served.
+TEST_F(HttpLimitsTest, MoreThan128HeaderFieldsGetA431NamingTheCount) {
+  Start(HttpServerOptions{});
+  auto request = [](int fields) {
+    std::string r = "GET /ping HTTP/1.1\r\nHost: x\r\n";
+    for (int i = 1; i < fields; ++i) r += "x-" + std::to_string(i) + ": y\r\n";
+    return r + "Connection: close\r\n\r\n";
+  };
+  // Host and Connection are two of the fields.
+  const std::string over = request(128);
+  int fd = Open();
+  ASSERT_EQ(::write(fd, over.data(), over.size()), static_cast<ssize_t>(over.size()));
+  auto [got, closed] = ReadToClose(fd, 5s);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(got.rfind("HTTP/1.1 431 ", 0), 0u) << got;
+  EXPECT_NE(got.find("the request has 129 header fields; the limit is 128"), std::string::npos)
+      << got;
+  const std::string at = request(127);
+  fd = Open();
+  ASSERT_EQ(::write(fd, at.data(), at.size()), static_cast<ssize_t>(at.size()));
+  auto [ok, ok_closed] = ReadToClose(fd, 5s);
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 ", 0), 0u) << ok;
 }
 
 // The client sends its whole oversized body and then reads the answer: the server must not reset

@@ -57,7 +57,9 @@ std::string NewRequestId() {
 }
 
 std::string ErrorBody(const std::string& type, const std::string& message) {
-  return nlohmann::json{{"__type", type}, {"message", message}}.dump();
+  // Messages quote the request (its path, its target): invalid UTF-8 must not throw.
+  return nlohmann::json{{"__type", type}, {"message", message}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string Incoming::Header(std::string_view name) const {
@@ -84,6 +86,15 @@ NativeResponse ParseFailure(const error_code& ec, size_t max_body_bytes) {
   }
   return NativeResponse{400, ErrorBody("BadRequest", "malformed HTTP request: " + ec.message()),
                         kAmzJson};
+}
+
+NativeResponse TooManyHeaderFields(size_t fields) {
+  return NativeResponse{
+      431,
+      ErrorBody("RequestHeaderFieldsTooLarge", "the request has " + std::to_string(fields) +
+                                                   " header fields; the limit is " +
+                                                   std::to_string(kMaxHeaderFields)),
+      kAmzJson};
 }
 
 void LoopGate::Post(std::function<void()> task) {
@@ -386,6 +397,10 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   }
   void Closed(const void* connection) override {
     connections_.erase(connection);
+    if (auto it = client_of_.find(connection); it != client_of_.end()) {
+      if (--per_client_[it->second] == 0) per_client_.erase(it->second);
+      client_of_.erase(it);
+    }
     open_.Set({}, static_cast<double>(connections_.size()));
     MaybeFinish();
   }
@@ -427,12 +442,24 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
         });
         return;
       }
+      error_code pec;
+      const std::string client = socket.remote_endpoint(pec).address().to_string();
       if (static_cast<int>(connections_.size()) >= max_connections_) {
-        RefuseConnection(std::move(socket));
+        RefuseConnection(std::move(socket), "max_connections",
+                         "the server holds its maximum of " + std::to_string(max_connections_) +
+                             " open connections; retry, or close idle ones");
+      } else if (auto held = per_client_.find(client);
+                 held != per_client_.end() && held->second >= options_.max_connections_per_client) {
+        RefuseConnection(std::move(socket), "max_connections_per_client",
+                         "client " + client + " already holds " +
+                             std::to_string(options_.max_connections_per_client) +
+                             " open connections, the most one client may; reuse or close them");
       } else {
         SetCloseOnExec(socket.native_handle());
         auto conn = std::make_shared<http_internal::Connection>(*this, std::move(socket));
         connections_.emplace(conn.get(), conn);
+        client_of_.emplace(conn.get(), client);
+        ++per_client_[client];
         open_.Set({}, static_cast<double>(connections_.size()));
         conn->Start();
       }
@@ -440,15 +467,10 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     });
   }
 
-  // Over the connection cap: a 503 that says why, written without waiting, then close.
-  void RefuseConnection(tcp::socket socket) {
-    refused_.Increment({"max_connections"});
-    const NativeResponse r{
-        503,
-        ErrorBody("ServiceUnavailable", "the server holds its maximum of " +
-                                            std::to_string(max_connections_) +
-                                            " open connections; retry, or close idle ones"),
-        kAmzJson};
+  // Over a connection cap: a 503 that says why, written without waiting, then close.
+  void RefuseConnection(tcp::socket socket, const std::string& reason, const std::string& message) {
+    refused_.Increment({reason});
+    const NativeResponse r{503, ErrorBody("ServiceUnavailable", message), kAmzJson};
     const std::string out =
         http_internal::SerializeHead(r, http_internal::NewRequestId(), false) + r.body;
     error_code ec;
@@ -593,6 +615,9 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   std::atomic<bool> stopping_{false};  // Set on the loop; read by workers too.
   // Every open connection, by address; loop thread only.
   std::unordered_map<const void*, std::shared_ptr<http_internal::Connection>> connections_;
+  // Each open connection's client address, and how many each address holds; loop thread only.
+  std::unordered_map<const void*, std::string> client_of_;
+  std::unordered_map<std::string, int> per_client_;
   std::mutex join_mu_;
   std::thread thread_;  // The loop. Guarded by join_mu_ after Start.
 };

@@ -13,12 +13,13 @@
 //   - a request's headers must arrive within header_timeout of its first byte (of the
 //     connection's start, for a new one), and its body within body_timeout of the headers: a
 //     slow sender is closed;
-//   - at most max_connections connections are open; the next one gets 503 with the reason and
-//     is closed, never left hanging;
+//   - at most max_connections connections are open, and at most max_connections_per_client
+//     from one client address; the next one gets 503 with the reason and is closed, never left
+//     hanging;
 //   - at most max_queued_requests requests wait for a worker; the next gets 503 ("busy");
-//   - headers over 64 KiB get 431 and a body over max_body_bytes 413, after which the rest of
-//     the request is read and discarded (a lingering close, up to 64 MiB or 5 s), so the client
-//     finishes sending and reads the answer instead of a reset connection;
+//   - headers over 64 KiB or over 128 fields get 431, and a body over max_body_bytes 413, after
+//     which the rest of the request is read and discarded (a lingering close, up to 64 MiB or
+//     5 s), so the client finishes sending and reads the answer instead of a reset connection;
 //   - a malformed request gets 400 and the connection is closed.
 // Malformed requests get 400, `Expect: 100-continue` gets its interim 100, pipelined requests
 // are answered in order, and every response carries an `x-amzn-RequestId` (a fresh UUID).
@@ -82,6 +83,9 @@ struct HttpServerOptions {
   size_t max_body_bytes = size_t{16} * 1024 * 1024;
   // Open connections at most; Start raises the process's descriptor limit to fit when it can.
   int max_connections = 16384;
+  // Open connections from one client address at most, so one client cannot take them all. Three
+  // quarters of max_connections: carve fleet-sim's 5,000 agents hold 10,000 from loopback.
+  int max_connections_per_client = 12288;
   // Requests waiting for a worker at most.
   int max_queued_requests = 16384;
   const Clock* clock = nullptr;  // nullptr: SystemClock.

@@ -25,7 +25,8 @@ int HttpStatusFor(ErrorCode code) {
 NativeResponse JsonReply(int status, const nlohmann::json& body, int indent) {
   NativeResponse r;
   r.http_status = status;
-  r.body = body.dump(indent) + "\n";
+  // Messages may quote a caller's bytes (a path segment): invalid UTF-8 must not throw.
+  r.body = body.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return r;
 }
 

@@ -77,6 +77,10 @@ class SqliteStore::Impl {
 
   Status PrepareWriter() {
     sqlite3* db = writer_.get();
+    if (options_.max_page_count > 0) {
+      CARVE_RETURN_IF_ERROR(
+          Exec(db, "PRAGMA max_page_count=" + std::to_string(options_.max_page_count)));
+    }
     CARVE_ASSIGN_OR_RETURN(
         select_,
         Statement::Prepare(db, "SELECT " + std::string(kColumns) +
@@ -176,7 +180,7 @@ class SqliteStore::Impl {
     std::vector<std::optional<Result<std::vector<Record>>>> results(batch.size());
     Status begun = Exec(writer(), "BEGIN IMMEDIATE");
     if (!begun.ok()) {
-      for (Pending* p : batch) p->done.set_value(begun.error());
+      for (Pending* p : batch) p->done.set_value(NothingWritten(begun.error()));
       return;
     }
     Status healthy = OkStatus();  // Turns into an error if the transaction can't be trusted.
@@ -186,25 +190,40 @@ class SqliteStore::Impl {
       Result<std::vector<Record>> r = Apply(batch[i]->mutations);
       if (r.has_value()) {
         healthy = Exec(writer(), "RELEASE caller");
+      } else if (sqlite3_get_autocommit(writer()) != 0) {
+        // SQLite rolled the whole transaction back itself, as it does on SQLITE_FULL and some
+        // I/O errors: the callers before this one lost their writes too. The batch fails with
+        // this caller's error, which names the cause.
+        healthy = r.error();
       } else {
         // Undo just this caller. If even that fails, its half-applied writes could reach the
         // COMMIT, so the whole batch is abandoned below.
         healthy = Exec(writer(), "ROLLBACK TO caller");
         if (healthy.ok()) healthy = Exec(writer(), "RELEASE caller");
+        r = NothingWritten(r.error());
       }
       results[i] = std::move(r);
     }
     Status committed = healthy.ok() ? Exec(writer(), "COMMIT") : healthy;
     if (!committed.ok()) {
-      (void)Exec(writer(), "ROLLBACK");
+      if (sqlite3_get_autocommit(writer()) == 0) (void)Exec(writer(), "ROLLBACK");
       Error e = committed.error();
+      if (healthy.ok()) e.message = "commit failed: " + e.message;
       e.code = ErrorCode::kUnavailable;
-      e.message = "commit failed, nothing written: " + e.message;
+      e = NothingWritten(std::move(e));
       // Every caller, failed ones too: their errors were judged against writes that are now
       // rolled back, so only "retry" is a true answer.
       for (auto& r : results) r = e;
     }
     for (size_t i = 0; i < batch.size(); ++i) batch[i]->done.set_value(std::move(*results[i]));
+  }
+
+  // An Unavailable error as callers see it: which store, and that the call may be retried.
+  // Other errors are returned as they are.
+  Error NothingWritten(Error e) const {
+    if (e.code != ErrorCode::kUnavailable) return e;
+    e.message = "store " + path_ + ": " + e.message + "; nothing was written, retry the call";
+    return e;
   }
 
   Result<std::optional<Record>> Current(const Key& key) {

@@ -9,6 +9,10 @@
 // its error; the others in the batch are unaffected. If the final COMMIT fails, every caller in
 // the batch gets Unavailable and nothing was written.
 //
+// A full disk (SQLITE_FULL) is Unavailable too, with a message that says so and that nothing
+// was written; the store needs nothing to recover: the first commit after space is freed
+// succeeds.
+//
 // Reads (Get/List) use a pool of separate read connections (WAL readers do not block the writer)
 // and see only committed data. SQLITE_BUSY/LOCKED/IOERR/FULL map to Unavailable.
 // Thread-safe. One SqliteStore per database file per process.
@@ -33,6 +37,9 @@ struct SqliteStoreOptions {
   // of the batch gets Unavailable. It may block: a test holds the writer there to see that no
   // caller has been answered while COMMIT has not returned. It must not use the store.
   std::function<bool()> commit_hook = nullptr;
+  // Caps the database at this many pages (PRAGMA max_page_count); 0: no cap. A write that would
+  // grow it further fails exactly as on a full disk, which is how tests fill "the disk".
+  int64_t max_page_count = 0;
 };
 
 class SqliteStore final : public Store {

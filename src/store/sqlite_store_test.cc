@@ -244,6 +244,41 @@ TEST(SqliteStore, AFailedCommitAnswersEveryCallerUnavailableAndWritesNothing) {
   ASSERT_EQ(names->size(), 2u);
   EXPECT_EQ((*names)[0].key.name, "after");
   EXPECT_EQ((*names)[1].key.name, "taken");
+
+// A full disk (here: the database capped at a page count it has reached) refuses writes as
+// Unavailable, saying the disk is full and that nothing was written; a batch that failed leaves
+// no record behind, reads go on, and once space frees (records deleted) writes succeed again
+// with nothing to reopen.
+TEST(SqliteStore, AFullDiskIsUnavailableWritesNothingAndRecoversWhenSpaceFrees) {
+  TempDir dir;
+  auto opened = SqliteStore::Open(DbPath(dir), {.max_page_count = 24});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  Store& store = **opened;
+  const std::string body(1500, 'x');
+  int acknowledged = 0;
+  Result<Record> refused = store.Create(K("Model", "m0"), body);
+  for (int i = 1; refused.has_value() && i < 1000; ++i) {
+    ++acknowledged;
+    refused = store.Create(K("Model", "m" + std::to_string(i)), body);
+  }
+  ASSERT_FALSE(refused.has_value()) << "the cap was never reached";
+  ASSERT_GT(acknowledged, 0);
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(refused.error().message.find("the disk holding the database is full"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("nothing was written"), std::string::npos);
+  EXPECT_NE(refused.error().message.find(DbPath(dir)), std::string::npos);
+
+  const std::string refused_name = "m" + std::to_string(acknowledged);
+  EXPECT_EQ(store.Get(K("Model", refused_name)).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store.List("111111111111", "Model", {})->size(), static_cast<size_t>(acknowledged));
+
+  for (int i = 0; i < acknowledged / 2; ++i) {
+    ASSERT_TRUE(store.Delete(K("Model", "m" + std::to_string(i))).ok());
+  }
+  auto again = store.Create(K("Model", refused_name), body);
+  EXPECT_TRUE(again.has_value()) << again.error().message;
 }
 
 }  // namespace

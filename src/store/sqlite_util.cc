@@ -13,6 +13,7 @@ Error SqliteError(sqlite3* db, int rc, std::string_view what) {
       msg += ": " + std::string(detail);
     }
   }
+  if ((rc & 0xff) == SQLITE_FULL) msg += ": the disk holding the database is full";
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

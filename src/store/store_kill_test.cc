@@ -81,8 +81,12 @@ void KillAndCheck(int threads, size_t acks_before_kill) {
 
   auto store = SqliteStore::Open(db);
   ASSERT_TRUE(store.has_value()) << store.error().message;
+  // The Result must live as long as the loop: `*List(...)` alone would iterate a vector owned by
+  // a temporary destroyed before the loop body runs (ASan: stack-use-after-scope).
+  auto listed = (*store)->List("111111111111", "Model", {});
+  ASSERT_TRUE(listed.has_value()) << listed.error().message;
   std::set<std::string> present;
-  for (const Record& r : *(*store)->List("111111111111", "Model", {})) present.insert(r.key.name);
+  for (const Record& r : *listed) present.insert(r.key.name);
   size_t missing = 0;
   for (size_t i = 1; i < lines.size(); ++i) {
     if (!present.count(lines[i])) {

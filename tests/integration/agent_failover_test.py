@@ -11,8 +11,7 @@ import signal
 import unittest
 import urllib.request
 
-from carve_harness import (SEED_LAYOUT, CarveAgent, CarveServer, component_spec, free_port,
-                           pid_alive, poll, seed_variant)
+from carve_harness import pid_alive, poll, spread_copies, two_node_fleet
 
 NODE_TIMEOUT_MS = 3000
 
@@ -28,24 +27,9 @@ def ping(address):
 class AgentFailoverTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = CarveServer(port=free_port(), extra_args=[
-            "--no-local-agent", "--node-timeout-ms", str(NODE_TIMEOUT_MS),
-            "--heartbeat-ms", "300"]).start()
-        cls.agents = {n: CarveAgent(cls.server, n).start() for n in ("node-a", "node-b")}
-        poll(lambda: all(n in cls.server.nodes() and cls.server.nodes()[n]["Status"] == "Ready"
-                         for n in cls.agents), what="both agents registered")
+        cls.server, cls.agents = two_node_fleet(NODE_TIMEOUT_MS)
         cls.sm = cls.server.client()
-        cls.sm.create_model(ModelName="m", PrimaryContainer={
-            "Image": "carve/testmodel", "Environment": {"CARVE_TESTMODEL_SPEED": "50"}})
-        cls.sm.create_endpoint_config(EndpointConfigName="ep",
-                                      ProductionVariants=[seed_variant(SEED_LAYOUT, count=2)])
-        cls.sm.create_endpoint(EndpointName="ep", EndpointConfigName="ep")
-        cls.sm.get_waiter("endpoint_in_service").wait(
-            EndpointName="ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-        cls.sm.create_inference_component(
-            InferenceComponentName="ic", EndpointName="ep", VariantName="AllTraffic",
-            Specification=component_spec("m", "mig-1g.5gb", strategy="SPREAD"),
-            RuntimeConfig={"CopyCount": 2})
+        spread_copies(cls.sm, 2)
         cls.wait_copies(2)
 
     @classmethod

@@ -128,9 +128,13 @@ def poll(predicate, timeout_s=30.0, interval_s=0.05, what="condition"):
 class CarveServer:
     """One `carve server` process. Reusable across restarts on the same data dir."""
 
-    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0):
+    def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0,
+                 log_dir=None):
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="carve-it-")
+        # The server's output goes to <log_dir>/server.log: a test that fills the data dir's
+        # disk keeps its log elsewhere, where writing it cannot fail.
+        self.log_path = os.path.join(log_dir or self.data_dir, "server.log")
         self.config = os.path.join(self.data_dir, "carve.yaml")
         with open(self.config, "w") as f:
             f.write(FAST_FLEET.format(carve_ms=carve_ms, p4d=p4d, p5=p5))
@@ -166,7 +170,7 @@ class CarveServer:
         raise AssertionError("carve server did not start; output:\n" + "".join(seen))
 
     def _pump(self, proc, q):
-        with open(os.path.join(self.data_dir, "server.log"), "a") as log:
+        with open(self.log_path, "a") as log:
             for line in proc.stdout:
                 q.put(line)
                 log.write(line)
@@ -266,10 +270,11 @@ class CarveServer:
 class CarveAgent:
     """One `carve agent` process with simulated GPUs, talking to `server`."""
 
-    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge"):
+    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge", extra_args=()):
         self.server = server
         self.node_id = node_id
         self.instance_type = instance_type
+        self.extra_args = list(extra_args)
         self.data_dir = tempfile.mkdtemp(prefix=f"carve-agent-{node_id}-")
         self.proc = None
         self.log = open(os.path.join(self.data_dir, "agent.log"), "a")
@@ -278,7 +283,8 @@ class CarveAgent:
         self.proc = subprocess.Popen(
             [carve_bin(), "agent", "--server", self.server.url, "--credentials",
              self.server.credentials_file, "--driver", "sim", "--instance-type",
-             self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir],
+             self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir,
+             *self.extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
         return self
 
@@ -311,6 +317,35 @@ def add_account(credentials_file, profile, account_id):
     with open(credentials_file, "a") as f:
         f.write(f"\n[{profile}]\naws_access_key_id = {ak}\naws_secret_access_key = {sk}\n"
                 f"carve_account_id = {account_id}\n")
+
+
+def two_node_fleet(node_timeout_ms, heartbeat_ms=300, agent_args=()):
+    """A server without an embedded agent and two `carve agent`s (node-a, node-b, simulated
+    ml.p4d.24xlarge), both Ready. Returns (server, {node: agent})."""
+    server = CarveServer(port=free_port(), extra_args=[
+        "--no-local-agent", "--node-timeout-ms", str(node_timeout_ms),
+        "--heartbeat-ms", str(heartbeat_ms)]).start()
+    agents = {n: CarveAgent(server, n, extra_args=agent_args).start()
+              for n in ("node-a", "node-b")}
+    poll(lambda: all(server.nodes().get(n, {}).get("Status") == "Ready" for n in agents),
+         timeout_s=60, what="both agents registered")
+    return server, agents
+
+
+def spread_copies(sm, copies=2):
+    """Endpoint "ep" on two instances carved with the seed layout, and component "ic" of model
+    "m" (the simulator, fast) spreading `copies` copies over them."""
+    sm.create_model(ModelName="m", PrimaryContainer={
+        "Image": "carve/testmodel", "Environment": {"CARVE_TESTMODEL_SPEED": "50"}})
+    sm.create_endpoint_config(EndpointConfigName="ep",
+                              ProductionVariants=[seed_variant(SEED_LAYOUT, count=2)])
+    sm.create_endpoint(EndpointName="ep", EndpointConfigName="ep")
+    sm.get_waiter("endpoint_in_service").wait(
+        EndpointName="ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+    sm.create_inference_component(
+        InferenceComponentName="ic", EndpointName="ep", VariantName="AllTraffic",
+        Specification=component_spec("m", "mig-1g.5gb", strategy="SPREAD"),
+        RuntimeConfig={"CopyCount": copies})
 
 
 # The seed's objects.

@@ -18,6 +18,14 @@ import carve_harness as h
 
 NODES = 300
 NODE_TIMEOUT_MS = 4000
+# In a sanitizer build (CTest sets CARVE_SANITIZE) server and fleet-sim run several times slower
+# at -O0; the latency targets then measure the instrumentation, so only they are not checked.
+SANITIZED = bool(os.environ.get("CARVE_SANITIZE"))
+
+
+def assert_fast(test, value, bound, msg=None):
+    if not SANITIZED:
+        test.assertLess(value, bound, msg)
 
 
 class FleetSim:
@@ -103,7 +111,7 @@ class FleetSimTest(unittest.TestCase):
             worker.join()
         took = time.monotonic() - t0
         self.assertEqual(d["EndpointStatus"], "InService", d.get("FailureReason"))
-        self.assertLess(took, 10.0, f"InService after {took:.1f} s")
+        assert_fast(self, took, 10.0, f"InService after {took:.1f} s")
         # Every node carries the seed's layout on all 8 GPUs, as its agent reported it.
         nodes = self.server.nodes()
         carved = [n for n in nodes.values()
@@ -113,8 +121,8 @@ class FleetSimTest(unittest.TestCase):
                       for g in n["Gpus"])]
         self.assertEqual(len(carved), NODES)
         self.assertGreater(len(latencies), 5)
-        self.assertLess(statistics.median(latencies), 0.25, latencies)
-        self.assertLess(max(latencies), 2.0, latencies)
+        assert_fast(self, statistics.median(latencies), 0.25, latencies)
+        assert_fast(self, max(latencies), 2.0, latencies)
 
     def test_2_lost_agents_go_not_ready_and_come_back(self):
         h.poll(lambda: self.sim.last.get("registered") == NODES, timeout_s=60, what="registered")
@@ -173,7 +181,7 @@ class FrontEndLimitsTest(unittest.TestCase):
             t = time.perf_counter()
             sm.list_models()
             took = time.perf_counter() - t
-            self.assertLess(took, 2.0)
+            assert_fast(self, took, 2.0)
             # The half-open ones are still held (the header deadline is 10 s): they did not
             # stop the API by being closed early.
             alive = 0

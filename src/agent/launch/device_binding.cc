@@ -21,6 +21,14 @@ Status Absolute(const std::string& value, const char* field) {
 
 }  // namespace
 
+std::string InterposerPreload(const std::string& interposer_path) {
+#ifdef CARVE_ASAN_RUNTIME
+  return std::string(CARVE_ASAN_RUNTIME) + ":" + interposer_path;
+#else
+  return interposer_path;
+#endif
+}
+
 Result<EnvVars> BindingEnv(const DeviceBinding& binding) {
   if (std::holds_alternative<std::monostate>(binding)) {
     return EnvVars{{"CUDA_VISIBLE_DEVICES", ""}};
@@ -35,7 +43,7 @@ Result<EnvVars> BindingEnv(const DeviceBinding& binding) {
     CARVE_RETURN_IF_ERROR(Absolute(mgpu->interposer_path, "interposer library path"));
     CARVE_RETURN_IF_ERROR(Absolute(mgpu->ledger_path, "ledger path"));
     return EnvVars{{"CUDA_VISIBLE_DEVICES", mgpu->gpu_uuid},
-                   {"LD_PRELOAD", mgpu->interposer_path},
+                   {"LD_PRELOAD", InterposerPreload(mgpu->interposer_path)},
                    {"CARVE_MGPU_LEDGER", mgpu->ledger_path}};
   }
   if (const auto* gpus = std::get_if<GpuBinding>(&binding)) {

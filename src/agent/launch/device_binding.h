@@ -37,9 +37,13 @@ struct GpuBinding {
   std::vector<std::string> gpu_uuids;  // at least one
   EnvVars extra;                       // added after CUDA_VISIBLE_DEVICES
 };
+// The LD_PRELOAD value that loads the interposer at `interposer_path`: the path itself, except
+// in an ASan build of carve (cmake/sanitizers.cmake), where the instrumented library needs the
+// ASan runtime loaded first in a program that was not linked with it, so the runtime leads.
+std::string InterposerPreload(const std::string& interposer_path);
+
 // monostate: no GPU (CUDA_VISIBLE_DEVICES is set empty, so a CPU workload sees no device).
-using DeviceBinding =
-    std::variant<std::monostate, MigBinding, MgpuBinding, MpsBinding, GpuBinding>;
+using DeviceBinding = std::variant<std::monostate, MigBinding, MgpuBinding, MpsBinding, GpuBinding>;
 
 // InvalidArgument naming the field when a UUID is empty or a path is not absolute; the MPS
 // share's errors are mps_env's.

@@ -27,8 +27,17 @@ TEST(DeviceBinding, MgpuShareInjectsTheInterposerAndItsLedger) {
   auto env = BindingEnv(MgpuBinding{"GPU-1", "/opt/carve/libcarve-mgpu.so", "/run/w1.ledger"});
   ASSERT_TRUE(env.has_value());
   EXPECT_EQ(Get(*env, "CUDA_VISIBLE_DEVICES"), "GPU-1");
-  EXPECT_EQ(Get(*env, "LD_PRELOAD"), "/opt/carve/libcarve-mgpu.so");
+  EXPECT_EQ(Get(*env, "LD_PRELOAD"), InterposerPreload("/opt/carve/libcarve-mgpu.so"));
   EXPECT_EQ(Get(*env, "CARVE_MGPU_LEDGER"), "/run/w1.ledger");
+}
+
+TEST(DeviceBinding, ThePreloadIsTheInterposerAloneOutsideAsanBuilds) {
+  const std::string lib = "/opt/carve/libcarve-mgpu.so";
+#ifdef CARVE_ASAN_RUNTIME
+  EXPECT_EQ(InterposerPreload(lib), std::string(CARVE_ASAN_RUNTIME) + ":" + lib);
+#else
+  EXPECT_EQ(InterposerPreload(lib), lib);
+#endif
 }
 
 TEST(DeviceBinding, MgpuShareRejectsARelativeLedgerPath) {

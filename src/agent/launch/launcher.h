@@ -36,7 +36,8 @@ class Launcher {
  public:
   virtual ~Launcher() = default;
   // Starts the process as the leader of a new session and process group (pgid == pid), so
-  // Stop reaches everything it forks. InvalidArgument for an empty argv; NotFound when the
+  // Stop reaches everything it forks. InvalidArgument for an empty argv, an argument with a
+  // NUL byte, or a variable whose name is empty or holds '=' or NUL; NotFound when the
   // program cannot be executed (the message has errno's text); Internal for fork/log failures.
   virtual Result<ProcessId> Start(const LaunchRequest& request) = 0;
   // The exit status once the process ended (0..255, or 128 + signal), else nullopt. Reaps it.

@@ -44,6 +44,27 @@ std::optional<ProcStat> ReadStat(int pid) {
   return s;
 }
 
+// The variable that names a workload's leader in the environment of every process it starts.
+constexpr std::string_view kLaunchIdVar = "CARVE_LAUNCH_ID=";
+// Room for "<pid>-<start time>": two 20-digit numbers and the dash.
+constexpr size_t kLaunchIdChars = 42;
+
+std::string LaunchIdOf(const ProcessId& p) {
+  return std::to_string(p.pid) + "-" + std::to_string(p.start_time);
+}
+
+// True when /proc/<pid>/environ holds CARVE_LAUNCH_ID=<id>. Processes of other users cannot be
+// read, and are never ours.
+bool CarriesLaunchId(int pid, const std::string& id) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  if (!in) return false;
+  const std::string want = std::string(kLaunchIdVar) + id;
+  for (std::string var; std::getline(in, var, '\0');) {
+    if (var == want) return true;
+  }
+  return false;
+}
+
 int DecodeStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -78,13 +99,24 @@ void CloseInheritedOnExec() {
 }
 
 // Runs in the forked child: only async-signal-safe calls until exec. Reports errno on `err_fd`.
+// The parent sends the launch id ("<pid>-<start time>", which only it can read from /proc once
+// the child exists) on `id_fd`; it goes into `id_value`, the value part of the envp entry
+// reserved for CARVE_LAUNCH_ID, which has room for kLaunchIdChars and a NUL.
 [[noreturn]] void ExecChild(const LaunchRequest& r, char* const* argv, char* const* envp,
-                            int err_fd) {
+                            int err_fd, int id_fd, char* id_value) {
   auto fail = [err_fd] {
     const int e = errno;
     (void)!::write(err_fd, &e, sizeof e);
     ::_exit(127);
   };
+  size_t got = 0;
+  for (ssize_t n;
+       got < kLaunchIdChars && (n = ::read(id_fd, id_value + got, kLaunchIdChars - got)) != 0;) {
+    if (n < 0 && errno != EINTR) fail();
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  id_value[got] = '\0';
+  ::close(id_fd);
   if (::setsid() < 0) fail();
   const int out = ::open(r.stdout_path.c_str(), O_WRONLY | O_APPEND);
   const int err = ::open(r.stderr_path.c_str(), O_WRONLY | O_APPEND);
@@ -108,7 +140,11 @@ uint64_t ProcessStartTime(int pid) {
   return s ? s->start_time : 0;
 }
 
-std::vector<int> LiveGroupMembers(int pgid) {
+namespace {
+
+// Pids of the live (non-zombie) processes in /proc for which keep(pid, stat) is true.
+template <typename Keep>
+std::vector<int> LiveProcesses(Keep keep) {
   std::vector<int> pids;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return pids;
@@ -117,7 +153,7 @@ std::vector<int> LiveGroupMembers(int pgid) {
     const long pid = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0') continue;
     auto s = ReadStat(static_cast<int>(pid));
-    if (s && s->pgrp == pgid && s->state != 'Z' && s->state != 'X') {
+    if (s && s->state != 'Z' && s->state != 'X' && keep(static_cast<int>(pid), *s)) {
       pids.push_back(static_cast<int>(pid));
     }
   }
@@ -125,38 +161,94 @@ std::vector<int> LiveGroupMembers(int pgid) {
   return pids;
 }
 
+}  // namespace
+
+std::vector<int> LiveGroupMembers(int pgid) {
+  return LiveProcesses([&](int, const ProcStat& s) { return s.pgrp == pgid; });
+}
+
+std::vector<int> LiveMembers(const ProcessId& leader) {
+  const std::string id = LaunchIdOf(leader);
+  // While the leader's pid still names it (alive or a zombie not yet reaped) the pid cannot have
+  // been reused, so its process group is the workload's. Without it, only the launch id says a
+  // process is ours.
+  const auto leader_stat = ReadStat(leader.pid);
+  const bool group_is_ours = leader_stat && leader_stat->start_time == leader.start_time;
+  return LiveProcesses([&](int pid, const ProcStat& s) {
+    // A process started before the leader cannot descend from it, whatever its environment.
+    if (s.start_time < leader.start_time) return false;
+    return (group_is_ours && s.pgrp == leader.pid) || CarriesLaunchId(pid, id);
+  });
+}
+
 Result<ProcessId> ProcessLauncher::Start(const LaunchRequest& r) {
   if (r.argv.empty() || r.argv[0].empty()) return InvalidArgument("launch request has no argv");
+  // exec takes "NAME=value" C strings: a name with '=' would set another variable (say
+  // LD_PRELOAD=... past the one the binding sets), and a NUL would cut the entry short.
+  for (const auto& [k, v] : r.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+        v.find('\0') != std::string::npos) {
+      return InvalidArgument("environment variable \"" + k.substr(0, k.find('\0')) +
+                             "\": a name must be non-empty without '=' or NUL, a value "
+                             "without NUL");
+    }
+  }
+  for (const auto& a : r.argv) {
+    if (a.find('\0') != std::string::npos) {
+      return InvalidArgument("argument \"" + a.substr(0, a.find('\0')) + "\" holds a NUL byte");
+    }
+  }
   CARVE_RETURN_IF_ERROR(OpenLog(r.stdout_path));
   CARVE_RETURN_IF_ERROR(OpenLog(r.stderr_path));
   // Built before fork: the child may not allocate.
   std::vector<std::string> env_strings;
-  for (const auto& [k, v] : r.env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : r.env) {
+    if (k + "=" != kLaunchIdVar) env_strings.push_back(k + "=" + v);
+  }
+  env_strings.push_back(std::string(kLaunchIdVar) + std::string(kLaunchIdChars, '0'));
   std::vector<char*> argv, envp;
   for (const auto& a : r.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
+  char* const id_value = env_strings.back().data() + kLaunchIdVar.size();
 
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) < 0) return Internal(std::string("pipe2: ") + strerror(errno));
+  int err_pipe[2];
+  int id_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) < 0) return Internal(std::string("pipe2: ") + strerror(errno));
+  if (::pipe2(id_pipe, O_CLOEXEC) < 0) {
+    const int e = errno;
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    return Internal(std::string("pipe2: ") + strerror(e));
+  }
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    return Internal(std::string("fork: ") + std::strerror(errno));
+    const int e = errno;
+    for (int fd : {err_pipe[0], err_pipe[1], id_pipe[0], id_pipe[1]}) ::close(fd);
+    return Internal(std::string("fork: ") + std::strerror(e));
   }
-  if (pid == 0) ExecChild(r, argv.data(), envp.data(), pipe_fds[1]);
-  ::close(pipe_fds[1]);
+  if (pid == 0) {
+    ::close(id_pipe[1]);
+    ExecChild(r, argv.data(), envp.data(), err_pipe[1], id_pipe[0], id_value);
+  }
+  ::close(err_pipe[1]);
+  ::close(id_pipe[0]);
+  // The child waits for its launch id before it does anything else, so its start time is that
+  // of the process that will exec.
+  const ProcessId started{pid, ProcessStartTime(pid)};
+  const std::string id = LaunchIdOf(started);
+  (void)!::write(id_pipe[1], id.data(), id.size());
+  ::close(id_pipe[1]);
   int child_errno = 0;
-  const ssize_t n = ::read(pipe_fds[0], &child_errno, sizeof child_errno);
-  ::close(pipe_fds[0]);
+  const ssize_t n = ::read(err_pipe[0], &child_errno, sizeof child_errno);
+  ::close(err_pipe[0]);
   if (n == sizeof child_errno) {  // exec failed; the pipe closed on success (CLOEXEC)
     int status = 0;
     ::waitpid(pid, &status, 0);
     return NotFound("cannot start \"" + r.argv[0] + "\": " + std::strerror(child_errno));
   }
-  return ProcessId{pid, ProcessStartTime(pid)};
+  return started;
 }
 
 std::optional<int> ProcessLauncher::TryWait(const ProcessId& p) {
@@ -177,29 +269,36 @@ Result<std::optional<int>> ProcessLauncher::Stop(const ProcessId& p,
   auto reap = [&] {
     if (!exit_status) exit_status = TryWait(p);
   };
+  // Every member by pid (LiveMembers vouched for each), so a reused pid is never signalled.
+  auto signal_all = [&](int sig, const std::vector<int>& members) {
+    for (int pid : members) ::kill(pid, sig);
+  };
   // Verify identity before signalling: a stale pid may name someone else's process now.
-  if (!Alive(p) && LiveGroupMembers(p.pid).empty()) {
+  std::vector<int> members = LiveMembers(p);
+  if (!Alive(p) && members.empty()) {
     reap();
     return exit_status;
   }
-  ::kill(-p.pid, SIGTERM);
+  signal_all(SIGTERM, members);
   const auto deadline = std::chrono::steady_clock::now() + grace;
   while (std::chrono::steady_clock::now() < deadline) {
     reap();
-    if (LiveGroupMembers(p.pid).empty()) {
+    if (LiveMembers(p).empty()) {
       reap();  // the leader may have become a zombie since the first reap
       return exit_status;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ::kill(-p.pid, SIGKILL);
   const auto kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < kill_deadline) {
     reap();
-    if (LiveGroupMembers(p.pid).empty()) {
+    members = LiveMembers(p);
+    if (members.empty()) {
       reap();  // the leader may have become a zombie since the first reap
       return exit_status;
     }
+    // Again on every pass: a member may have forked since the last one.
+    signal_all(SIGKILL, members);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return Internal("process group " + std::to_string(p.pid) + " survived SIGKILL for 10 s");

@@ -1,6 +1,12 @@
 #include "agent/launch/process_launcher.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "agent/launch/test_util.h"
 #include "agent/launch/workload_logs.h"
@@ -48,6 +54,29 @@ TEST(ProcessLauncher, AMissingProgramIsNotFound) {
   EXPECT_NE(p.error().message.find("carve-no-such-program"), std::string::npos);
 }
 
+// A name holding '=' ("LD_PRELOAD=/tmp/x.so:") would set another variable than the one named,
+// ahead of the one the binding sets; a NUL would cut the entry short. Both are refused before
+// anything starts.
+TEST(ProcessLauncher, RefusesVariablesExecCannotCarryFaithfully) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  for (const EnvVars& bad : {EnvVars{{"LD_PRELOAD=/tmp/x.so:", "1"}}, EnvVars{{"", "1"}},
+                             EnvVars{{std::string("A\0B", 3), "1"}},
+                             EnvVars{{"A", std::string("1\0"
+                                                       "2",
+                                                       3)}}}) {
+    LaunchRequest r = Shell(dir, "touch " + dir + "/ran");
+    r.env.insert(r.env.end(), bad.begin(), bad.end());
+    auto p = launcher.Start(r);
+    ASSERT_FALSE(p.has_value()) << bad[0].first;
+    EXPECT_EQ(p.error().code, ErrorCode::kInvalidArgument);
+  }
+  LaunchRequest r = Shell(dir, "touch " + dir + "/ran");
+  r.argv.push_back(std::string("x\0y", 3));
+  EXPECT_EQ(launcher.Start(r).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ran"));
+}
+
 TEST(ProcessLauncher, StartsEachProcessAsItsOwnGroupLeader) {
   const std::string dir = TempDir();
   ProcessLauncher launcher;
@@ -83,6 +112,60 @@ TEST(ProcessLauncher, StopEscalatesToSigkillAfterTheGracePeriod) {
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 200ms);
   EXPECT_TRUE(LiveGroupMembers(p.pid).empty());
   EXPECT_EQ(stopped->value_or(-1), 128 + SIGKILL);
+}
+
+int ReadPid(const std::string& path) {
+  std::ifstream in(path);
+  int pid = 0;
+  in >> pid;
+  return pid;
+}
+
+TEST(ProcessLauncher, EveryProcessCarriesItsLeadersLaunchId) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  LaunchRequest r = Shell(dir, "echo $CARVE_LAUNCH_ID; sh -c 'echo $CARVE_LAUNCH_ID'");
+  r.env.push_back({"CARVE_LAUNCH_ID", "forged"});  // a request cannot set it
+  auto p = launcher.Start(r).value();
+  ASSERT_TRUE(Eventually([&] { return launcher.TryWait(p).has_value(); }));
+  const std::string id = std::to_string(p.pid) + "-" + std::to_string(p.start_time);
+  EXPECT_EQ(TailFile(dir + "/out.log", 10).value(), id + "\n" + id + "\n");
+}
+
+// A child that calls setsid() leaves the process group; it still carries the launch id, and
+// Stop reaches it (and, since it ignores SIGTERM, kills it after the grace period).
+TEST(ProcessLauncher, StopReachesADescendantThatLeftTheGroupWithSetsid) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  auto p = launcher
+               .Start(Shell(dir, "setsid sh -c 'trap \"\" TERM; echo $$ > " + dir +
+                                     "/escaped; while :; do sleep 1; done' & wait"))
+               .value();
+  int escaped = 0;
+  ASSERT_TRUE(Eventually([&] { return (escaped = ReadPid(dir + "/escaped")) > 0; }));
+  ASSERT_NE(::getpgid(escaped), p.pid) << "the child did not leave the group";
+  auto stopped = launcher.Stop(p, 300ms);
+  ASSERT_TRUE(stopped.has_value()) << stopped.error().message;
+  EXPECT_TRUE(LiveMembers(p).empty());
+  EXPECT_FALSE(launcher.Alive({escaped, ProcessStartTime(escaped)}))
+      << "pid " << escaped << " outlived Stop";
+}
+
+// Only the launch id of this leader counts: a process carrying another one is left alone.
+TEST(ProcessLauncher, LiveMembersIgnoresAnotherWorkloadsProcesses) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  auto a = launcher.Start(Shell(dir, "sleep 30")).value();
+  auto b = launcher.Start(Shell(dir, "setsid sleep 30 & wait")).value();
+  ASSERT_TRUE(Eventually([&] { return LiveMembers(b).size() == 2; }));
+  const std::vector<int> of_a = LiveMembers(a);
+  ASSERT_FALSE(of_a.empty());
+  for (int pid : LiveMembers(b)) {
+    EXPECT_EQ(std::count(of_a.begin(), of_a.end(), pid), 0) << pid << " counted in both";
+  }
+  ASSERT_TRUE(launcher.Stop(b, 2s).has_value());
+  EXPECT_TRUE(launcher.Alive(a));
+  ASSERT_TRUE(launcher.Stop(a, 2s).has_value());
 }
 
 TEST(ProcessLauncher, AliveRejectsAPidWithAnotherStartTime) {

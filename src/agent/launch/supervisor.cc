@@ -41,6 +41,12 @@ std::chrono::milliseconds Supervisor::BackoffFor(int consecutive) const {
 
 void Supervisor::OnExit(int status) {
   exit_codes_.push_back(status);
+  if (process_) {
+    if (auto left = launcher_.Stop(*process_, rules_.leftover_grace); !left) {
+      sink_({copy_, status, std::nullopt,
+             "copy " + copy_ + ": stopping what its leader left behind: " + left.error().message});
+    }
+  }
   process_.reset();
   const bool failed = status != 0;
   bool restart = false;
@@ -58,10 +64,10 @@ void Supervisor::OnExit(int status) {
                                       : "exited with status " + std::to_string(status);
   if (!restart) {
     state_ = failed ? CopyState::kFailed : CopyState::kSucceeded;
-    std::string why = rules_.policy == RestartPolicy::kOnFailure && failed
-                          ? ", not restarting: " + std::to_string(rules_.max_retries) +
-                                " retries used"
-                          : ", not restarting";
+    std::string why =
+        rules_.policy == RestartPolicy::kOnFailure && failed
+            ? ", not restarting: " + std::to_string(rules_.max_retries) + " retries used"
+            : ", not restarting";
     sink_({copy_, status, std::nullopt, "copy " + copy_ + " " + what + why});
     return;
   }
@@ -71,8 +77,7 @@ void Supervisor::OnExit(int status) {
   restart_at_ = clock_.Now() + wait;
   state_ = CopyState::kBackoff;
   sink_({copy_, status, wait,
-         "copy " + copy_ + " " + what + ", restarting in " + std::to_string(wait.count()) +
-             " ms"});
+         "copy " + copy_ + " " + what + ", restarting in " + std::to_string(wait.count()) + " ms"});
 }
 
 Status Supervisor::Poll() {

@@ -30,6 +30,9 @@ struct RestartRules {
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{60'000};
   std::chrono::milliseconds stable_after{60'000};
+  // When the leader exits, whatever it left behind (children, a setsid'd daemon) is stopped
+  // with this grace before the copy restarts or ends, so no run outlives its leader.
+  std::chrono::milliseconds leftover_grace{2000};
 };
 
 struct SupervisorEvent {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "agent/launch/process_launcher.h"
 #include "agent/launch/test_util.h"
 #include "common/fake_clock.h"
@@ -125,6 +127,24 @@ TEST(Supervisor, NoticesTheDeathOfAnAdoptedProcess) {
   EXPECT_EQ(f.events.back().exit_status, -1);
   EXPECT_EQ(s.state(), CopyState::kBackoff);
   ASSERT_TRUE(s.Stop(2s).ok());
+}
+
+// The leader exits but leaves a child in its group: the child is stopped before the restart,
+// so two runs of the copy never overlap.
+TEST(Supervisor, WhatAnExitedLeaderLeftBehindIsStoppedBeforeTheRestart) {
+  Fixture f;
+  RestartRules rules;
+  rules.leftover_grace = 200ms;
+  Supervisor s = f.Make("trap '' TERM; sleep 60 & echo $! > " + f.dir + "/child; exit 3", rules);
+  ASSERT_TRUE(s.Start().ok());
+  const ProcessId leader = *s.process();
+  ASSERT_TRUE(f.PollUntilExit(s));
+  EXPECT_EQ(s.state(), CopyState::kBackoff);
+  int child = 0;
+  std::ifstream(f.dir + "/child") >> child;
+  ASSERT_GT(child, 0);
+  EXPECT_FALSE(f.launcher.Alive({child, ProcessStartTime(child)})) << "child " << child;
+  EXPECT_TRUE(LiveMembers(leader).empty());
 }
 
 }  // namespace

@@ -53,10 +53,10 @@ Status Agent::ChooseDriver() {
       driver_ = "nvml";
       return OkStatus();
     }
-    const Error why = count.has_value()
-                          ? Unavailable(fmt::format("{} loaded but sees no GPU",
-                                                    options_.nvml_library))
-                          : count.error();
+    const Error why =
+        count.has_value()
+            ? Unavailable(fmt::format("{} loaded but sees no GPU", options_.nvml_library))
+            : count.error();
     if (want == "nvml") return why;
     spdlog::info("NVML not usable ({}); using simulated GPUs", why.message);
   }
@@ -122,6 +122,7 @@ Status Agent::Init() {
   w.initial_backoff = options_.restart_initial_backoff;
   w.max_backoff = options_.restart_max_backoff;
   w.probe_interval = options_.probe_interval;
+  w.log_max_bytes = options_.log_max_bytes;
   workloads_ = std::make_unique<WorkloadManager>(std::move(w), *launcher, clock_, *gpus_);
   spdlog::info("node {}: {} x GPU, instance type {}, driver {}", options_.node_id,
                registration_.gpus.size(), instance_type, driver_);
@@ -131,12 +132,20 @@ Status Agent::Init() {
 void Agent::Start() {
   if (started_) return;
   started_ = true;
+  if (options_.fence) {
+    if (Status s = StartFence(); !s) {
+      spdlog::error("node {}: {}; workloads of a frozen agent will not be fenced", options_.node_id,
+                    s.error().message);
+    }
+  }
   threads_.emplace_back([this] { WatchLoop(); });
   threads_.emplace_back([this] { ApplyLoop(); });
   threads_.emplace_back([this] { ReportLoop(); });
+  if (fence_) threads_.emplace_back([this] { BeatLoop(); });
 }
 
 void Agent::Stop() {
+  StopFence();  // first: an agent on its way out must not look frozen
   stopping_ = true;
   {
     std::lock_guard lock(mu_);
@@ -146,6 +155,40 @@ void Agent::Stop() {
     if (t.joinable()) t.join();
   }
   threads_.clear();
+}
+
+Status Agent::StartFence() {
+  CARVE_ASSIGN_OR_RETURN(fence_, FenceBeat::Create(options_.data_dir + "/fence"));
+  launch::LaunchRequest r;
+  r.argv = {options_.carve_binary, "agent-fence", "--data-dir",
+            options_.data_dir,     "--agent-pid", std::to_string(::getpid())};
+  const char* path = std::getenv("PATH");
+  r.env = {{"PATH", path != nullptr ? path : "/usr/bin:/bin"}};
+  r.stdout_path = options_.data_dir + "/fence.log";
+  r.stderr_path = r.stdout_path;
+  auto started = watchdog_launcher_.Start(r);
+  if (!started) {
+    fence_.reset();
+    return Error{started.error().code,
+                 "cannot start the fence watchdog: " + started.error().message};
+  }
+  watchdog_ = *started;
+  return OkStatus();
+}
+
+void Agent::StopFence() {
+  if (!fence_ || !watchdog_) return;
+  fence_->StandDown();
+  (void)watchdog_launcher_.Stop(*watchdog_, std::chrono::seconds(1));
+  watchdog_.reset();
+}
+
+void Agent::BeatLoop() {
+  while (!stopping_) {
+    fence_->Beat();
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, options_.fence_beat, [&] { return stopping_.load(); });
+  }
 }
 
 void Agent::StopWorkloads() {
@@ -187,6 +230,9 @@ bool Agent::RegisterOnce() {
     epoch_ = reply->epoch;
     if (reply->heartbeat_interval_ms > 0) {
       server_heartbeat_ = std::chrono::milliseconds(reply->heartbeat_interval_ms);
+    }
+    if (fence_ && reply->node_timeout_ms > 0) {
+      fence_->Arm(FenceAfter(std::chrono::milliseconds(reply->node_timeout_ms), server_heartbeat_));
     }
     server_wants_status_ = true;  // A new registration knows no status of this agent yet.
     report_now_ = true;

@@ -3,7 +3,8 @@
 // Create() picks the GPU driver (NVML when libnvidia-ml.so.1 loads and sees a GPU, else the
 // simulated FakeNvml), discovers the node, derives the instance type when none is given and
 // builds the Registration. Start() runs three threads:
-//   watcher   registers (the only thread that does), then long-polls the desired state (ControlPlane::WatchDesired);
+//   watcher   registers (the only thread that does), then long-polls the desired state
+//             (ControlPlane::WatchDesired);
 //   loop      every loop_interval applies the latest desired state (stop what is no longer
 //             desired, carve GPUs, start what is missing), supervises and probes workloads,
 //             and snapshots the status;
@@ -28,7 +29,9 @@
 #include <vector>
 
 #include "agent/launch/launcher.h"
+#include "agent/launch/process_launcher.h"
 #include "agent/node/control_plane.h"
+#include "agent/node/fence.h"
 #include "agent/node/gpu_applier.h"
 #include "agent/node/workload_manager.h"
 #include "agent/nvml/nvml.h"
@@ -44,8 +47,8 @@ struct AgentOptions {
   // FakeNodeConfig text for the sim driver; "" with an instance type: "gpus: N x <model>".
   std::string sim_config;
   std::string nvml_library = "libnvidia-ml.so.1";
-  Nvml* nvml = nullptr;  // injected (tests): used instead of any driver; not owned
-  std::string data_dir;  // required; made absolute
+  Nvml* nvml = nullptr;         // injected (tests): used instead of any driver; not owned
+  std::string data_dir;         // required; made absolute
   std::string carve_binary;     // {carve} in command templates
   std::string interposer_path;  // libcarve-mgpu.so; "" or unreadable: interposer shares fail
   std::string mps_control_path = "/usr/bin/nvidia-cuda-mps-control";
@@ -66,6 +69,10 @@ struct AgentOptions {
   std::chrono::milliseconds probe_interval{2000};
   std::chrono::milliseconds gpu_retry_after{std::chrono::minutes(5)};
   std::chrono::milliseconds sim_carve_time{0};  // sim driver: time each GPU's carve takes
+  uint64_t log_max_bytes = uint64_t{16} << 20;  // per stream and copy (launch::CapLog)
+  // Start the fence watchdog (fence.h; needs carve_binary) and beat its heartbeat this often.
+  bool fence = false;
+  std::chrono::milliseconds fence_beat{100};
   const Clock* clock = nullptr;          // nullptr: SystemClock
   launch::Launcher* launcher = nullptr;  // nullptr: ProcessLauncher
 };
@@ -101,7 +108,10 @@ class Agent {
   void WatchLoop();
   void ApplyLoop();
   void ReportLoop();
+  void BeatLoop();
   void ApplyOnce();
+  Status StartFence();
+  void StopFence();
   // Waits `d` or until Stop(); false when stopping.
   bool SleepFor(std::chrono::milliseconds d);
   std::chrono::milliseconds Heartbeat() const;
@@ -113,17 +123,17 @@ class Agent {
   Nvml* nvml_ = nullptr;
   std::string driver_;
   std::unique_ptr<launch::Launcher> owned_launcher_;
-  std::unique_ptr<GpuApplier> gpus_;         // loop thread only (after Init)
+  std::unique_ptr<GpuApplier> gpus_;            // loop thread only (after Init)
   std::unique_ptr<WorkloadManager> workloads_;  // loop thread only (after Init)
-  protocol::Registration registration_;      // immutable after Init
+  protocol::Registration registration_;         // immutable after Init
 
   std::atomic<bool> need_register_{true};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> apply_passes_{0};
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;                    // wakes sleepers on stop / change
-  std::string epoch_;                             // guarded by mu_
+  std::condition_variable cv_;                        // wakes sleepers on stop / change
+  std::string epoch_;                                 // guarded by mu_
   std::chrono::milliseconds server_heartbeat_{2000};  // guarded by mu_
   std::optional<protocol::DesiredState> desired_;  // guarded by mu_
   bool desired_new_ = false;                       // guarded by mu_: loop should apply now
@@ -136,6 +146,11 @@ class Agent {
   std::chrono::steady_clock::time_point last_full_status_{};  // guarded by mu_
   std::vector<std::string> pending_events_;        // guarded by mu_
   bool report_now_ = false;                        // guarded by mu_
+
+  std::unique_ptr<FenceBeat> fence_;           // set by Start() when options_.fence
+  std::optional<launch::ProcessId> watchdog_;  // the `carve agent-fence` process
+  launch::ProcessLauncher watchdog_launcher_;
+  int64_t fenced_seen_ = 0;  // loop thread only
 
   std::chrono::steady_clock::time_point last_metrics_{};  // loop thread only
   std::vector<std::thread> threads_;

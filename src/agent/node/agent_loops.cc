@@ -38,8 +38,7 @@ void Agent::WatchLoop() {
         control_.WatchDesired(options_.node_id, epoch, after, options_.watch_wait);
     if (!d) {
       if (d.error().code == ErrorCode::kNotFound) need_register_ = true;
-      spdlog::warn("node {}: desired-state watch failed: {}", options_.node_id,
-                   d.error().message);
+      spdlog::warn("node {}: desired-state watch failed: {}", options_.node_id, d.error().message);
       if (!SleepFor(backoff.Next())) return;
       continue;
     }
@@ -47,8 +46,8 @@ void Agent::WatchLoop() {
     if (d->epoch != epoch) {
       // The server restarted: its versions start over, so the state counts as new, and it
       // does not know this agent's registration yet.
-      spdlog::info("node {}: server epoch changed ({} -> {}); registering again",
-                   options_.node_id, epoch, d->epoch);
+      spdlog::info("node {}: server epoch changed ({} -> {}); registering again", options_.node_id,
+                   epoch, d->epoch);
       need_register_ = true;
     }
     {
@@ -88,6 +87,13 @@ void Agent::ApplyOnce() {
   }
   workloads_->Poll();
   for (std::string& e : workloads_->TakeEvents()) events.push_back(std::move(e));
+  if (fence_ && fence_->fenced() != fenced_seen_) {
+    events.push_back(
+        fmt::format("the fence stopped {} workload(s) of node {} while its agent was not answering",
+                    fence_->fenced() - fenced_seen_, options_.node_id));
+    spdlog::warn("{}", events.back());
+    fenced_seen_ = fence_->fenced();
+  }
   bool changed = workloads_->TakeChanged() || !events.empty();
 
   const bool metrics_due = clock_.Now() - last_metrics_ >= Heartbeat();
@@ -192,8 +198,7 @@ void Agent::ReportLoop() {
     if (!reply) {
       {
         std::lock_guard lock(mu_);  // Keep the events for the next report.
-        pending_events_.insert(pending_events_.begin(), report.events.begin(),
-                               report.events.end());
+        pending_events_.insert(pending_events_.begin(), report.events.begin(), report.events.end());
       }
       if (reply.error().code == ErrorCode::kNotFound) need_register_ = true;
       spdlog::warn("node {}: status report failed: {}", options_.node_id, reply.error().message);

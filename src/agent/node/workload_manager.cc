@@ -13,6 +13,7 @@
 #include "agent/launch/health.h"
 #include "agent/launch/pid_file.h"
 #include "agent/mps/enforcement.h"
+#include "agent/launch/workload_logs.h"
 #include "interposer/process_probe.h"
 
 namespace carve::agent::node {
@@ -295,6 +296,12 @@ void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt)
 void WorkloadManager::PollOne(Workload& w) {
   if (!w.supervisor) return;
   if (Status s = w.supervisor->Poll(); !s) w.message = s.error().message;
+  if (options_.log_max_bytes > 0 && !w.log_dir.empty()) {
+    for (const char* name : {"/stdout.log", "/stderr.log"}) {
+      auto capped = launch::CapLog(w.log_dir + name, options_.log_max_bytes);
+      if (!capped) spdlog::warn("{}: {}", w.desired.id, capped.error().message);
+    }
+  }
   const std::optional<launch::ProcessId> p = w.supervisor->process();
   if (p != w.process) {
     w.process = p;

@@ -9,9 +9,9 @@
 // on pid files before that first desired state.
 //
 // Poll() drives the supervisors (restart with backoff, exit codes), re-tries starts that wait
-// for their partition to be carved, and probes health: a health-checked workload is "starting"
-// until GET /ping answers 200, then "running"; it is probed every probe_interval and goes back
-// to "starting" after `unhealthy_after` failed probes in a row.
+// for their partition to be carved, keeps each log within log_max_bytes, and probes health: a
+// health-checked workload is "starting" until GET /ping answers 200, then "running"; it is probed
+// every probe_interval and goes back to "starting" after `unhealthy_after` failed probes in a row.
 //
 // Processes run in their own session: destroying the manager (or the agent crashing) leaves
 // them running. StopAll() stops them. Not thread-safe: the agent's apply loop owns it.
@@ -52,6 +52,8 @@ struct WorkloadOptions {
   // Shortest interval over which an interposer share's achieved core percent is computed.
   std::chrono::milliseconds core_sample_interval{1000};
   int unhealthy_after = 3;
+  // Each stdout/stderr log is capped at this (launch::CapLog), checked on every Poll(); 0: no cap.
+  uint64_t log_max_bytes = uint64_t{16} << 20;
 };
 
 class WorkloadManager {

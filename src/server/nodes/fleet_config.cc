@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/utf8.h"
+
 namespace carve::server::nodes {
 namespace {
 
@@ -83,6 +85,11 @@ FleetConfig DefaultFleetConfig() {
 }
 
 Result<FleetConfig> ParseFleetConfig(std::string_view yaml_text) {
+  // Node names go into JSON records, whose serializer throws on invalid UTF-8; YAML allows no
+  // control characters (yaml-cpp reads a NUL as the end of the text).
+  if (auto bad = FirstNonTextByte(yaml_text)) {
+    return InvalidArgument(fmt::format("fleet config: byte {} is not UTF-8 text", *bad));
+  }
   try {
     YAML::Node root = YAML::Load(std::string(yaml_text));
     if (!root || root.IsNull() || !root["fleet"]) return DefaultFleetConfig();

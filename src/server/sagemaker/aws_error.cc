@@ -35,7 +35,9 @@ ApiResponse ToAwsError(const Error& error) {
   ApiResponse r;
   r.http_status = c.http_status;
   r.error_type = std::string(c.type);
-  r.body = nlohmann::json{{"__type", c.type}, {"message", error.message}}.dump();
+  // A message may quote the caller's raw bytes (a body that is not JSON): never let them throw.
+  r.body = nlohmann::json{{"__type", c.type}, {"message", error.message}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 

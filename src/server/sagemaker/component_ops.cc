@@ -221,6 +221,7 @@ Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   c.desired = static_cast<int>(*copies);
   c.status = ComponentStatus::kCreating;
   c.tags = tags.value_or(json::array());
+  CARVE_RETURN_IF_ERROR(ctx.CheckRoomFor(req.account_id, kInferenceComponent));
   auto rec = ctx.store().Create({req.account_id, std::string(kInferenceComponent), *name},
                                 c.ToJson().dump());
   if (!rec.has_value()) {

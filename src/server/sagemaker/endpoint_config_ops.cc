@@ -56,6 +56,7 @@ Result<json> CreateEndpointConfig(const OpContext& ctx, const ApiRequest& req, c
   json body = in;
   body["Tags"] = tags.value_or(json::array());
   body[std::string(kCarveLayouts)] = layouts;
+  CARVE_RETURN_IF_ERROR(ctx.CheckRoomFor(req.account_id, kEndpointConfig));
   auto rec = ctx.store().Create({req.account_id, std::string(kEndpointConfig), *name}, body.dump());
   if (!rec.has_value()) {
     if (rec.error().code == ErrorCode::kAlreadyExists) {

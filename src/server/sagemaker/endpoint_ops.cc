@@ -67,6 +67,7 @@ Result<json> CreateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
   ep.variants = std::move(variants);
   ep.tags = tags.value_or(json::array());
   ep.status_since_ms = ctx.clock().UnixMillis();
+  CARVE_RETURN_IF_ERROR(ctx.CheckRoomFor(req.account_id, kEndpoint));
   auto rec =
       ctx.store().Create({req.account_id, std::string(kEndpoint), *name}, ep.ToJson().dump());
   if (!rec.has_value()) {

@@ -54,6 +54,7 @@ Result<json> CreateModel(const OpContext& ctx, const ApiRequest& req, const json
 
   json body = in;
   body["Tags"] = tags.value_or(json::array());
+  CARVE_RETURN_IF_ERROR(ctx.CheckRoomFor(req.account_id, kModel));
   auto rec = ctx.store().Create({req.account_id, std::string(kModel), *name}, body.dump());
   if (!rec.has_value()) {
     if (rec.error().code == ErrorCode::kAlreadyExists) {

@@ -28,6 +28,16 @@ Error OpContext::AlreadyExists(std::string_view account, std::string_view kind,
                               " \"" + Arn(account, kind, name) + "\".");
 }
 
+Status OpContext::CheckRoomFor(const std::string& account, std::string_view kind) const {
+  store::ListOptions options;
+  options.limit = max_records_per_kind_;
+  CARVE_ASSIGN_OR_RETURN(auto held, store_.List(account, std::string(kind), options));
+  if (static_cast<int>(held.size()) < max_records_per_kind_) return OkStatus();
+  return ResourceExhausted(
+      "account " + account + " already holds " + std::to_string(max_records_per_kind_) + " " +
+      std::string(HumanName(kind)) + " records, the most one account may hold; delete some first");
+}
+
 Result<json> Body(const store::Record& record) {
   try {
     return json::parse(record.body);

@@ -17,16 +17,22 @@
 
 namespace carve::server::sagemaker {
 
+// Records of each kind (models, endpoint configurations, endpoints, inference components) one
+// account may hold unless configured otherwise (docs/api.md, Limits).
+inline constexpr int kDefaultMaxRecordsPerKind = 1000;
+
 class OpContext {
  public:
   OpContext(store::Store& store, const Clock& clock, std::string region, std::mutex& state_mu,
-            std::function<void()> notify, nodes::NodeRegistry* registry)
+            std::function<void()> notify, nodes::NodeRegistry* registry,
+            int max_records_per_kind = kDefaultMaxRecordsPerKind)
       : store_(store),
         clock_(clock),
         region_(std::move(region)),
         state_mu_(state_mu),
         notify_(std::move(notify)),
-        registry_(registry) {}
+        registry_(registry),
+        max_records_per_kind_(max_records_per_kind) {}
 
   store::Store& store() const { return store_; }
   const Clock& clock() const { return clock_; }
@@ -43,6 +49,10 @@ class OpContext {
                             const std::string& name) const;
   // Cannot create already existing endpoint "arn:...".
   Error AlreadyExists(std::string_view account, std::string_view kind, std::string_view name) const;
+  // Before a Create: ResourceExhausted (400 ResourceLimitExceeded) when `account` already holds
+  // max_records_per_kind records of `kind`, so one account cannot grow the store without bound.
+  // Creates racing past the check may each land, exceeding the cap by at most their number.
+  Status CheckRoomFor(const std::string& account, std::string_view kind) const;
 
  private:
   store::Store& store_;
@@ -51,6 +61,7 @@ class OpContext {
   std::mutex& state_mu_;
   const std::function<void()> notify_;
   nodes::NodeRegistry* const registry_;
+  const int max_records_per_kind_;
 };
 
 }  // namespace carve::server::sagemaker

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/utf8.h"
+
 namespace carve::server::sagemaker {
 
 namespace {
@@ -34,6 +36,11 @@ RuntimeCatalog BuiltinRuntimes(bool simulate_all) {
 
 Result<RuntimeCatalog> ParseRuntimeConfig(std::string_view yaml_text) {
   RuntimeCatalog out = BuiltinRuntimes(false);
+  // Commands and variables go out as JSON (the agents' desired state), which must be UTF-8;
+  // YAML allows no control characters (yaml-cpp reads a NUL as the end of the text).
+  if (auto bad = FirstNonTextByte(yaml_text)) {
+    return InvalidArgument("config: byte " + std::to_string(*bad) + " is not UTF-8 text");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));

@@ -15,7 +15,8 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : SystemClock::Get()),
       ops_(
-          store, clock_, options_.region, mu_, [this] { loop_.Wake(); }, options_.registry),
+          store, clock_, options_.region, mu_, [this] { loop_.Wake(); }, options_.registry,
+          options_.max_records_per_kind),
       lifecycle_(store, claims, driver, clock_, mu_, [this] { loop_.Wake(); }),
       placement_(store, options_.registry),
       loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }) {

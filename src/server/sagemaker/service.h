@@ -60,6 +60,9 @@ struct ServiceOptions {
   // running.
   nodes::NodeRegistry* registry = nullptr;
   RuntimeCatalog runtimes = BuiltinRuntimes(false);
+  // Models, endpoint configurations, endpoints and inference components one account may hold,
+  // each (docs/api.md, Limits).
+  int max_records_per_kind = kDefaultMaxRecordsPerKind;
 };
 
 class SageMakerService {

@@ -30,6 +30,7 @@ class ServiceTest : public ::testing::Test {
     }
     ServiceOptions options;
     options.clock = &clock_;
+    options.max_records_per_kind = max_records_per_kind_;
     service_ = std::make_unique<SageMakerService>(store_, *claims_, driver_, options);
     EXPECT_TRUE(service_->Recover().ok());
   }
@@ -83,6 +84,7 @@ class ServiceTest : public ::testing::Test {
     return Ok("DescribeEndpoint", {{"EndpointName", ep}})["EndpointStatus"];
   }
 
+  int max_records_per_kind_ = 1000;
   FakeClock clock_;
   store::FakeStore store_;
   nodes::SimulatedNodeDriver driver_;
@@ -219,6 +221,26 @@ TEST_F(ServiceTest, AccountsDoNotSeeEachOther) {
   ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}}, "222222222222");
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("222222222222:endpoint/ep"), std::string::npos);
+}
+
+// Past the per-account cap a create is refused saying why, nothing is stored, another account is
+// unaffected, and a delete makes room again.
+TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
+  max_records_per_kind_ = 2;
+  Reset();
+  auto model = [](const std::string& name) {
+    return json{{"ModelName", name}, {"PrimaryContainer", {{"Image", "img"}}}};
+  };
+  Ok("CreateModel", model("a"));
+  Ok("CreateModel", model("b"));
+  ApiResponse r = Call("CreateModel", model("c"));
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_EQ(r.error_type, "ResourceLimitExceeded");
+  EXPECT_NE(r.body.find("account 111111111111 already holds 2 model"), std::string::npos) << r.body;
+  EXPECT_EQ(Call("DescribeModel", {{"ModelName", "c"}}).error_type, "ValidationException");
+  EXPECT_EQ(Call("CreateModel", model("c"), "222222222222").http_status, 200);
+  Ok("DeleteModel", {{"ModelName", "a"}});
+  Ok("CreateModel", model("c"));
 }
 
 TEST_F(ServiceTest, UnknownOperationsAre400) {
