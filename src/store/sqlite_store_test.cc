@@ -229,7 +229,7 @@ TEST(SqliteStore, AFailedCommitAnswersEveryCallerUnavailableAndWritesNothing) {
     for (int i = 0; i < kThreads; ++i) {
       ASSERT_FALSE(results[i].has_value()) << "caller " << i << " saw success; COMMIT failed";
       EXPECT_EQ(results[i].error().code, ErrorCode::kUnavailable) << results[i].error().message;
-      EXPECT_NE(results[i].error().message.find("nothing written"), std::string::npos)
+      EXPECT_NE(results[i].error().message.find("nothing was written"), std::string::npos)
           << results[i].error().message;
     }
     EXPECT_EQ(store.List("111111111111", "Model", {})->size(), 1u);
@@ -244,6 +244,7 @@ TEST(SqliteStore, AFailedCommitAnswersEveryCallerUnavailableAndWritesNothing) {
   ASSERT_EQ(names->size(), 2u);
   EXPECT_EQ((*names)[0].key.name, "after");
   EXPECT_EQ((*names)[1].key.name, "taken");
+}
 
 // A full disk (here: the database capped at a page count it has reached) refuses writes as
 // Unavailable, saying the disk is full and that nothing was written; a batch that failed leaves

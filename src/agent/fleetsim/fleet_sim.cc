@@ -182,6 +182,9 @@ class FleetSim::Node {
                                                                      100));
                    registered_ = true;
                    after_ = 0;
+                   // Versions start over with a registration: nothing is acted on yet.
+                   applied_version_ = 0;
+                   desired_.reset();
                    server_wants_status_ = true;  // A new registration knows no status yet.
                    Watch();
                    Beat();

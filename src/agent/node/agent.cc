@@ -227,6 +227,7 @@ bool Agent::RegisterOnce() {
   }
   {
     std::lock_guard lock(mu_);
+    if (epoch_ != reply->epoch) status_.applied_version = 0;  // Versions start over.
     epoch_ = reply->epoch;
     if (reply->heartbeat_interval_ms > 0) {
       server_heartbeat_ = std::chrono::milliseconds(reply->heartbeat_interval_ms);

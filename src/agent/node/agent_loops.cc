@@ -118,7 +118,9 @@ void Agent::ApplyOnce() {
     }
   }
   uint64_t applied = status_.applied_version;
-  if (d && gpus_->AllApplied() && all_placed) applied = d->version;
+  // Only a desired state of the server the agent is registered with counts: after a server
+  // restart, versions start over, and an old state's version would read as acted on.
+  if (d && d->epoch == epoch_ && gpus_->AllApplied() && all_placed) applied = d->version;
   changed = changed || applied != status_.applied_version;
   status_.applied_version = applied;
   status_.gpus = std::move(gpus);
