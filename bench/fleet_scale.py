@@ -64,38 +64,6 @@ def timed(fn, n):
     return out
 
 
-class FleetSim:
-    def __init__(self, server, nodes, extra=()):
-        self.proc = subprocess.Popen(
-            [h.carve_bin(), "fleet-sim", "--server", server.url, "--credentials",
-             server.credentials_file, "--nodes", str(nodes), "--stats-interval-ms", "1000",
-             "--json", *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.last = {}
-        self.lines = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if line.startswith("{"):
-                try:
-                    self.last = json.loads(line)
-                except ValueError:
-                    pass
-
-    def command(self, text):
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1250)
@@ -136,7 +104,7 @@ def main():
         pid = server.proc.pid
         sm = server.client()
         t0 = time.monotonic()
-        sim = FleetSim(server, args.nodes)
+        sim = h.FleetSim(server, args.nodes, stats_ms=1000)
         h.poll(lambda: sim.last.get("registered") == args.nodes, timeout_s=300, interval_s=0.2,
                what="agents registered")
         h.poll(lambda: sum(1 for n in server.nodes().values() if n["Status"] == "Ready")

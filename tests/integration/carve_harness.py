@@ -370,3 +370,36 @@ def component_spec(model, partition_type=None, devices=1, cpus=1, memory_mb=2048
     if strategy:
         spec["SchedulingConfig"] = {"PlacementStrategy": strategy}
     return spec
+
+
+class FleetSim:
+    """One `carve fleet-sim` process; its latest JSON progress line in `last`."""
+
+    def __init__(self, server, nodes, *extra, stats_ms=200):
+        self.proc = subprocess.Popen(
+            [carve_bin(), "fleet-sim", "--server", server.url, "--credentials",
+             server.credentials_file, "--nodes", str(nodes), "--stats-interval-ms", str(stats_ms),
+             "--json", *extra],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.last = {}
+        self.banner = None
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.last = json.loads(line)
+            elif self.banner is None:
+                self.banner = line
+
+    def command(self, text):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

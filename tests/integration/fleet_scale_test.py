@@ -15,6 +15,7 @@ import botocore.config
 import botocore.exceptions
 
 import carve_harness as h
+from carve_harness import FleetSim
 
 NODES = 300
 NODE_TIMEOUT_MS = 4000
@@ -26,39 +27,6 @@ SANITIZED = bool(os.environ.get("CARVE_SANITIZE"))
 def assert_fast(test, value, bound, msg=None):
     if not SANITIZED:
         test.assertLess(value, bound, msg)
-
-
-class FleetSim:
-    """One `carve fleet-sim` process; its latest JSON progress line in `last`."""
-
-    def __init__(self, server, nodes, *extra):
-        self.proc = subprocess.Popen(
-            [h.carve_bin(), "fleet-sim", "--server", server.url, "--credentials",
-             server.credentials_file, "--nodes", str(nodes), "--stats-interval-ms", "200",
-             "--json", *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.last = {}
-        self.banner = None
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            if line.startswith("{"):
-                self.last = json.loads(line)
-            elif self.banner is None:
-                self.banner = line
-
-    def command(self, text):
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def ready_count(server):
