@@ -4,7 +4,7 @@
 # placement engine), shared by SageMaker copies and queue tasks.
 set(nd ${CMAKE_CURRENT_SOURCE_DIR}/nodes)
 carve_library(carve_nodes
-  SRCS ${nd}/node_registry.cc ${nd}/agent_node_driver.cc ${nd}/agent_routes.cc
+  SRCS ${nd}/node_registry.cc ${nd}/node_registry_carve.cc ${nd}/node_registry_views.cc ${nd}/agent_node_driver.cc ${nd}/agent_routes.cc
        ${nd}/node_claims.cc ${nd}/node_pool.cc ${nd}/allocation_json.cc
        ${nd}/node_driver.cc ${nd}/simulated_node_driver.cc ${nd}/fleet_config.cc
   DEPS carve_protocol carve_server_infra carve_catalog carve_layout carve_placement carve_store
