@@ -304,7 +304,8 @@ class CarveAgent:
         self.stop()
         kill_workloads(self.data_dir)
         self.log.close()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+        if not os.environ.get("CARVE_TEST_KEEP"):
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 def add_account(credentials_file, profile, account_id):

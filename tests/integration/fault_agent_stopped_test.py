@@ -11,6 +11,11 @@ its replacement's are alive, and derives the window in which both ran. It checks
     printed for docs/testing.md;
   - when the agent resumes (SIGCONT), node-b is Ready again, its stale copy is not started again
     and does not run, the fence's stop is reported as an event, and exactly two copies serve.
+Then, with node-b's agent frozen again, the endpoint is deleted:
+  - the delete does not wait for the frozen node: the endpoint is gone, node-a is whole and
+    free, and node-b is held by a reset claim (GET /v1/fleet) so no new owner takes it carved;
+  - the pending reset survives a server kill -9;
+  - when the agent resumes, every GPU of node-b is whole and the node is free.
 """
 
 import json
@@ -114,6 +119,45 @@ class AgentStoppedTest(unittest.TestCase):
         self.assertEqual(len(running), 2, running)
         with open(os.path.join(agent_b.data_dir, "agent.log")) as f:
             self.assertIn("the fence stopped 1 workload(s) of node node-b", f.read())
+
+    def claim(self, node):
+        status, fleet = self.server.signed("GET", "/v1/fleet")
+        self.assertEqual(status, 200, fleet)
+        (view,) = [n for n in fleet["nodes"] if n["name"] == node]
+        return view["claim"]
+
+    def whole(self, node):
+        return all("Partitions" in g and not g["Partitions"]
+                   for g in self.server.nodes()[node]["Gpus"])
+
+    def test_b_a_frozen_node_does_not_hold_up_a_delete_and_is_reset_when_back(self):
+        self.sm.delete_inference_component(InferenceComponentName="ic")
+        poll(lambda: not [w for v in self.server.nodes().values() for w in v["Workloads"]
+                          if w["state"] == "running"], timeout_s=60, what="no copy running")
+        self.assertFalse(self.whole("node-b"), "node-b is carved before the delete")
+        agent_b = self.agents["node-b"]
+        agent_b.proc.send_signal(signal.SIGSTOP)
+        poll(lambda: self.server.nodes()["node-b"]["Status"] == "NotReady", timeout_s=30,
+             what="node-b NotReady")
+
+        self.sm.delete_endpoint(EndpointName="ep")
+        poll(lambda: self.sm.list_endpoints()["Endpoints"] == [], timeout_s=30,
+             what="ep deleted while node-b is frozen")
+        poll(lambda: self.whole("node-a"), timeout_s=30, what="node-a whole")
+        self.assertIsNone(self.claim("node-a"))
+        self.assertEqual(self.claim("node-b")["kind"], "reset")
+
+        # The pending reset is durable: a server killed now still holds node-b after restart.
+        self.server.kill9()
+        self.server.start()
+        self.sm = self.server.client()
+        self.assertEqual(self.claim("node-b")["kind"], "reset")
+        self.assertEqual(self.sm.list_endpoints()["Endpoints"], [])
+
+        agent_b.proc.send_signal(signal.SIGCONT)
+        poll(lambda: self.server.nodes()["node-b"]["Status"] == "Ready" and
+             self.whole("node-b") and self.claim("node-b") is None, timeout_s=60,
+             what="node-b back, every GPU whole and the node free")
 
     def copies_recorded(self, node):
         root = os.path.join(self.agents[node].data_dir, "workloads")

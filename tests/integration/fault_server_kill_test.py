@@ -193,12 +193,6 @@ class ServerKillTest(unittest.TestCase):
         self.assertEqual(self.machine_processes(), self.reported_pids(),
                          "every process on the machine is one the records account for")
 
-    # KNOWN BUG, open in issue 19: since the hardening, test-honesty and fleet-scale branches met
-    # on main, a server killed while Deleting comes back, removes the record and resets every
-    # GPU's desired state, but the agents uncarve only GPU 0 and keep GPUs 1-7 carved (seen in
-    # /v1/nodes). Marked expected-to-fail so CI stays honest about it: the day it passes, this
-    # reports an unexpected success and fails the suite until the mark is removed.
-    @unittest.expectedFailure
     def test_3_killed_while_deleting_nothing_of_the_endpoint_is_left(self):
         self.sm.delete_inference_component(InferenceComponentName="ic")
         poll(lambda: self.check_copies({}), timeout_s=60, what="no copy of ic")

@@ -28,8 +28,7 @@ Status AgentNodeDriver::CarveNodes(const std::vector<NodeId>& nodes, int gpus,
 }
 
 Status AgentNodeDriver::ResetGpu(const NodeId& node, GpuIndex gpu) {
-  registry_.SetGpuLayout(node, GpuDesiredFor(gpu, core::Layout{}));
-  return OkStatus();
+  return CarveGpu(node, gpu, core::Layout{});
 }
 
 }  // namespace carve::server::nodes

@@ -19,9 +19,8 @@ class AgentNodeDriver final : public NodeDriver {
       : registry_(registry), carve_timeout_(carve_timeout) {}
 
   Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) override;
-  // Asks for the GPU whole again and returns at once (it runs under the service's lock): the
-  // agent first stops the copies no longer desired, then clears the GPU; a NotReady node's
-  // agent does so when it returns, because its desired state says so.
+  // CarveGpu with no instances: returns once the agent reports the GPU whole (it first stops
+  // the copies no longer desired). Endpoint deletes use CarveNodes with an empty layout.
   Status ResetGpu(const NodeId& node, GpuIndex gpu) override;
   // One desired-state change per node (all its GPUs), then one wait on every node's reports.
   Status CarveNodes(const std::vector<NodeId>& nodes, int gpus, const core::Layout& layout,

@@ -16,13 +16,30 @@ Owner Owner::Queue(std::string account, std::string queue) {
   return Owner{Kind::kQueue, std::move(account), std::move(queue), ""};
 }
 
+Owner Owner::Reset(const NodeId& node) { return Owner{Kind::kReset, "", node.value(), ""}; }
+
 std::string Owner::Describe() const {
-  if (kind == Kind::kQueue) return fmt::format("queue {}", name);
+  switch (kind) {
+    case Kind::kQueue:
+      return fmt::format("queue {}", name);
+    case Kind::kReset:
+      return fmt::format("the GPU reset of node {}", name);
+    case Kind::kEndpoint:
+      break;
+  }
   return fmt::format("variant {} of endpoint {}", variant, name);
 }
 
 std::string Owner::Subject() const {
-  return kind == Kind::kQueue ? fmt::format("Queue {}", name) : fmt::format("Variant {}", variant);
+  switch (kind) {
+    case Kind::kQueue:
+      return fmt::format("Queue {}", name);
+    case Kind::kReset:
+      return fmt::format("The GPU reset of node {}", name);
+    case Kind::kEndpoint:
+      break;
+  }
+  return fmt::format("Variant {}", variant);
 }
 
 ClaimedNode NodeClaims::View(const std::string& name, const Entry& e) {

@@ -1,6 +1,8 @@
 // NodeClaims: which node belongs to which owner. An owner is an endpoint's production variant
-// (SageMaker copies) or an mGPU queue (job tasks); a node has at most one owner, so an endpoint
-// and a queue never share a node, and two endpoints never share one either.
+// (SageMaker copies), an mGPU queue (job tasks), or a GPU reset (a deleted endpoint's node that
+// was NotReady when the endpoint went: it is held until its agent reports every GPU whole). A
+// node has at most one owner, so an endpoint and a queue never share a node, and two endpoints
+// never share one either.
 //
 // The nodes themselves come from the node registry (agents register them; NodeClaims is told
 // with Upsert) or, for a control plane without agents, from its configuration. Claims are
@@ -31,17 +33,20 @@
 namespace carve::server::nodes {
 
 struct Owner {
-  enum class Kind { kEndpoint, kQueue };
+  enum class Kind { kEndpoint, kQueue, kReset };
   Kind kind = Kind::kEndpoint;
-  std::string account;
-  std::string name;     // The endpoint's or the queue's name.
-  std::string variant;  // kEndpoint: the production variant; "" for a queue.
+  std::string account;  // "" for a reset: it belongs to the fleet, not to an account.
+  std::string name;     // The endpoint's or the queue's name; the node's for a reset.
+  std::string variant;  // kEndpoint: the production variant; "" otherwise.
 
   static Owner Endpoint(std::string account, std::string endpoint, std::string variant);
   static Owner Queue(std::string account, std::string queue);
-  // "variant AllTraffic of endpoint e" / "queue q": how messages name the owner.
+  static Owner Reset(const NodeId& node);
+  // "variant AllTraffic of endpoint e" / "queue q" / "the GPU reset of node n": how messages
+  // name the owner.
   std::string Describe() const;
-  // "Variant AllTraffic" / "Queue q": the owner as the subject of a sentence about capacity.
+  // "Variant AllTraffic" / "Queue q" / "The GPU reset of node n": the owner as the subject of a
+  // sentence about capacity.
   std::string Subject() const;
   friend auto operator<=>(const Owner&, const Owner&) = default;
 };

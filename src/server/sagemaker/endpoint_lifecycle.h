@@ -8,15 +8,25 @@
 //             Too few free instances: Failed, naming what is missing. Enough, but some NotReady:
 //             it stays Creating and tries again on the next pass.
 //   Updating  -> InService (UpdateEndpoint recorded the new config).
-//   Deleting  every GPU asked back to whole, the record removed, then the instances released.
-// Carving is idempotent, so an endpoint left Creating by a restart is carved again.
+//   Deleting  every GPU of every Ready instance carved back to whole (a worker, like the carve),
+//             waiting for the agents to confirm it; then one transaction removes the record and
+//             writes a NodeReset record for each instance that was NotReady (or whose agent
+//             refused the reset), and the instances are released. A node with a NodeReset is
+//             held by a reset claim (Owner::Reset) until its agent is Ready again and reports
+//             every GPU whole; then the record goes and the node is free. A node that goes
+//             NotReady while Deleting waits (Unavailable) makes the next pass try again
+//             without it.
+// Carving is idempotent, so an endpoint left Creating or Deleting by a restart is carved again,
+// and a pending reset survives a restart in its record.
 //
-// Threading: Recover and Reconcile run with the service's state lock held; a carve worker takes
-// that lock only to record its outcome, then wakes the reconciler.
+// Threading: Recover and Reconcile run with the service's state lock held; a worker takes that
+// lock only to record its outcome, then wakes the reconciler.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <span>
@@ -42,25 +52,43 @@ class EndpointLifecycle {
   EndpointLifecycle(const EndpointLifecycle&) = delete;
   EndpointLifecycle& operator=(const EndpointLifecycle&) = delete;
 
-  // Claims again the instances each endpoint recorded. An endpoint whose instances are gone or
-  // held by another owner keeps its record (and is logged); it is not failed on a restart.
-  void Recover(std::span<const EndpointEntry> endpoints);
+  // Claims again the instances each endpoint recorded, and the nodes of every pending reset.
+  // An endpoint whose instances are gone or held by another owner keeps its record (and is
+  // logged); it is not failed on a restart. Errors: the store's, listing the resets.
+  Status Recover(std::span<const EndpointEntry> endpoints);
 
-  // One pass over every endpoint's transition. Entries are updated to what was committed, and
-  // removed endpoints are erased.
+  // One pass over every endpoint's transition, and over the pending resets. Entries are updated
+  // to what was committed; endpoints are removed by their delete workers, not here.
   void Reconcile(std::vector<EndpointEntry>& endpoints);
 
-  // Carve workers give up between GPUs; their endpoints stay Creating (resumed on restart).
+  // Nodes whose GPUs still wait to be reset for a deleted endpoint, in name order.
+  std::vector<NodeId> PendingResets() const;  // Caller holds the state lock.
+
+  // Workers give up between steps; their endpoints stay Creating or Deleting (resumed on
+  // restart).
   void Abort();
-  // Joins every carve worker that has finished or been aborted.
+  // Joins every worker that has finished or been aborted.
   void Wait();
+
+  // The store kind of a pending reset: name = node id, account "", body {"gpus", "endpoint"}.
+  static constexpr std::string_view kNodeReset = "NodeReset";
+  // How long a reset the agent refused (or that timed out) waits before it is tried again.
+  static constexpr std::chrono::seconds kResetRetry{30};
 
  private:
   using Key = std::pair<std::string, std::string>;  // (account, endpoint)
+  struct PendingReset {
+    int gpus = 0;
+    std::string endpoint;  // "<account>/<name>", for messages.
+    int64_t version = 0;   // Of its record.
+    std::chrono::steady_clock::time_point next_try{};
+  };
   void Claim(EndpointEntry& entry);
-  void StartCarve(const EndpointEntry& entry);
+  void StartWorker(Key key, void (EndpointLifecycle::*work)(Key));
   void Carve(Key key);
-  void Delete(EndpointEntry& entry, bool& removed);
+  void Uncarve(Key key);
+  void StartResets();
+  void ResetNode(const std::string& node, int gpus);
   void Fail(EndpointRecord& ep, std::string reason);
 
   store::Store& store_;
@@ -69,7 +97,9 @@ class EndpointLifecycle {
   const Clock& clock_;
   std::mutex& state_mu_;
   const std::function<void()> notify_;
-  std::set<Key> carving_;             // Guarded by state_mu_.
+  std::set<Key> carving_;             // Endpoints with a worker. Guarded by state_mu_.
+  std::map<std::string, PendingReset> resets_;  // By node. Guarded by state_mu_.
+  std::set<std::string> resetting_;   // Nodes with a reset worker. Guarded by state_mu_.
   std::vector<std::thread> workers_;  // Guarded by state_mu_.
   std::atomic<bool> abort_{false};
 };

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <set>
 
@@ -17,13 +19,19 @@ namespace {
 using ::testing::HasSubstr;
 constexpr char kAccount[] = "111111111111";
 
-// Records every carve and reset; fails the carve of one (node, GPU) when told to.
+// Records every carve and reset (a carve with no instances is a reset, as on an agent); fails
+// every carve or reset of one (node, GPU) when told to.
 class ScriptedDriver final : public nodes::NodeDriver {
  public:
   Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) override {
     std::lock_guard lock(mu_);
     if (fail_ == std::make_pair(node.value(), gpu.value())) {
       return Internal("NVML_ERROR_INSUFFICIENT_RESOURCES");
+    }
+    if (layout.instances.empty()) {
+      carved_.erase({node.value(), gpu.value()});
+      ++resets_;
+      return OkStatus();
     }
     std::vector<std::string> names;
     for (const auto& inst : layout.instances) names.emplace_back(inst.profile->name);
@@ -102,6 +110,12 @@ class EndpointLifecycleTest : public ::testing::Test {
     return EndpointRecord::FromRecord(store_.Get({kAccount, std::string(kEndpoint), name}).value())
         .value();
   }
+  void MarkDeleting(const std::string& name) {
+    auto rec = store_.Get({kAccount, std::string(kEndpoint), name}).value();
+    EndpointRecord ep = EndpointRecord::FromRecord(rec).value();
+    ep.status = EndpointStatus::kDeleting;
+    ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  }
   nodes::Owner Owner(const std::string& name) {
     return nodes::Owner::Endpoint(kAccount, name, "AllTraffic");
   }
@@ -160,29 +174,101 @@ TEST_F(EndpointLifecycleTest, ACarveFailureFailsWithTheDriversReasonAndReleasesT
 }
 
 TEST_F(EndpointLifecycleTest, DeletingResetsEveryGpuRemovesTheRecordAndThenReleases) {
-  CreateEndpoint("ep", 1);
+  CreateEndpoint("ep", 2);
   Pass();
-  auto rec = store_.Get({kAccount, std::string(kEndpoint), "ep"}).value();
-  EndpointRecord ep = Get("ep");
-  ep.status = EndpointStatus::kDeleting;
-  ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  MarkDeleting("ep");
   Pass();
-  EXPECT_EQ(driver_.resets(), 8);
+  EXPECT_EQ(driver_.resets(), 16);
+  EXPECT_EQ(driver_.carved(), 0u);
   EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
   EXPECT_TRUE(claims_.NodesOf(Owner("ep")).empty());
+  EXPECT_TRUE(store_.ListAllAccounts(std::string(EndpointLifecycle::kNodeReset))->empty());
+  EXPECT_TRUE(lifecycle_.PendingResets().empty());
+}
+
+TEST_F(EndpointLifecycleTest, ANodeNotReadyWhenDeletingIsHeldAndResetWhenItReturns) {
+  CreateEndpoint("ep", 2);
+  Pass();
+  ASSERT_TRUE(claims_.Upsert(NodeId("p4d-1"), "ml.p4d.24xlarge", false).ok());
+  MarkDeleting("ep");
+  Pass();
+  // The delete does not wait for the lost node: the record is gone, p4d-0 is whole and free.
+  EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_EQ(driver_.resets(), 8);
+  EXPECT_TRUE(driver_.At("p4d-0", 0).empty());
+  EXPECT_FALSE(claims_.Find(NodeId("p4d-0"))->owner.has_value());
+  // p4d-1 is still carved, so no new owner may take it; its reset is on record.
+  EXPECT_FALSE(driver_.At("p4d-1", 7).empty());
+  EXPECT_EQ(claims_.Find(NodeId("p4d-1"))->owner, nodes::Owner::Reset(NodeId("p4d-1")));
+  auto pending = store_.Get({"", std::string(EndpointLifecycle::kNodeReset), "p4d-1"});
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(nlohmann::json::parse(pending->body)["gpus"], 8);
+
+  ASSERT_TRUE(claims_.Upsert(NodeId("p4d-1"), "ml.p4d.24xlarge", true).ok());
+  Pass();
+  EXPECT_EQ(driver_.resets(), 16);
+  EXPECT_EQ(driver_.carved(), 0u);
+  EXPECT_FALSE(claims_.Find(NodeId("p4d-1"))->owner.has_value());
+  EXPECT_FALSE(store_.Get({"", std::string(EndpointLifecycle::kNodeReset), "p4d-1"}).has_value());
+  EXPECT_TRUE(lifecycle_.PendingResets().empty());
+}
+
+TEST_F(EndpointLifecycleTest, APendingResetSurvivesARestart) {
+  CreateEndpoint("ep", 2);
+  Pass();
+  ASSERT_TRUE(claims_.Upsert(NodeId("p4d-1"), "ml.p4d.24xlarge", false).ok());
+  MarkDeleting("ep");
+  Pass();
+  ASSERT_EQ(lifecycle_.PendingResets(), std::vector<NodeId>{NodeId("p4d-1")});
+
+  nodes::NodeClaims fresh;
+  for (const char* n : {"p4d-0", "p4d-1", "p4d-2"}) {
+    ASSERT_TRUE(fresh.Upsert(NodeId(n), "ml.p4d.24xlarge", true).ok());
+  }
+  EndpointLifecycle restarted(store_, fresh, driver_, clock_, mu_, [] {});
+  ASSERT_TRUE(restarted.Recover(Load()).ok());
+  EXPECT_EQ(fresh.Find(NodeId("p4d-1"))->owner, nodes::Owner::Reset(NodeId("p4d-1")));
+  std::vector<EndpointEntry> none;
+  {
+    std::lock_guard lock(mu_);
+    restarted.Reconcile(none);
+  }
+  restarted.Wait();
+  EXPECT_EQ(driver_.carved(), 0u);
+  EXPECT_FALSE(fresh.Find(NodeId("p4d-1"))->owner.has_value());
+  EXPECT_TRUE(store_.ListAllAccounts(std::string(EndpointLifecycle::kNodeReset))->empty());
+}
+
+TEST_F(EndpointLifecycleTest, AResetTheAgentRefusesStillDeletesAndIsRetriedLater) {
+  CreateEndpoint("ep", 1);
+  Pass();
+  driver_.FailCarve("p4d-0", 3);
+  MarkDeleting("ep");
+  Pass();
+  EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_EQ(claims_.Find(NodeId("p4d-0"))->owner, nodes::Owner::Reset(NodeId("p4d-0")));
+  const int resets = driver_.resets();
+  Pass();  // Not before the retry interval.
+  EXPECT_EQ(driver_.resets(), resets);
+  driver_.FailCarve("", 0);
+  clock_.Advance(EndpointLifecycle::kResetRetry);
+  Pass();
+  EXPECT_EQ(driver_.carved(), 0u);
+  EXPECT_FALSE(claims_.Find(NodeId("p4d-0"))->owner.has_value());
+  EXPECT_TRUE(lifecycle_.PendingResets().empty());
 }
 
 TEST_F(EndpointLifecycleTest, AFailedDeleteCommitKeepsTheInstancesClaimed) {
   CreateEndpoint("ep", 1);
   Pass();
-  auto rec = store_.Get({kAccount, std::string(kEndpoint), "ep"}).value();
-  EndpointRecord ep = Get("ep");
-  ep.status = EndpointStatus::kDeleting;
-  ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  MarkDeleting("ep");
   store_.FailNthCommit(1, Unavailable("disk"));
   Pass();
-  EXPECT_TRUE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kDeleting);
   EXPECT_EQ(claims_.NodesOf(Owner("ep")).size(), 1u);
+  Pass();  // The next pass commits it.
+  EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_TRUE(claims_.NodesOf(Owner("ep")).empty());
 }
 
 TEST_F(EndpointLifecycleTest, RecoverClaimsTheRecordedInstancesAgain) {
@@ -193,7 +279,7 @@ TEST_F(EndpointLifecycleTest, RecoverClaimsTheRecordedInstancesAgain) {
     ASSERT_TRUE(fresh.Upsert(NodeId(n), "ml.p4d.24xlarge", true).ok());
   }
   EndpointLifecycle restarted(store_, fresh, driver_, clock_, mu_, [] {});
-  restarted.Recover(Load());
+  ASSERT_TRUE(restarted.Recover(Load()).ok());
   auto held = fresh.NodesOf(Owner("ep"));
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(held[0].id, NodeId("p4d-0"));

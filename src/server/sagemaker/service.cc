@@ -72,7 +72,7 @@ Status SageMakerService::Recover() {
   CARVE_ASSIGN_OR_RETURN(auto endpoints, LoadEndpoints());
   CARVE_RETURN_IF_ERROR(MigrateEndpoints(store_, endpoints));
   CARVE_ASSIGN_OR_RETURN(auto components, LoadComponents());
-  lifecycle_.Recover(endpoints);
+  CARVE_RETURN_IF_ERROR(lifecycle_.Recover(endpoints));
   CARVE_RETURN_IF_ERROR(placement_.Recover(endpoints, components));
   placement_.SyncPools(endpoints, claims_);
   // Agents that reconnect find their copies still desired.

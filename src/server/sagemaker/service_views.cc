@@ -16,6 +16,10 @@ using nlohmann::json;
 
 json ClaimJson(const std::optional<nodes::Owner>& owner, const std::string& account) {
   if (!owner) return nullptr;
+  if (owner->kind == nodes::Owner::Kind::kReset) {
+    // A deleted endpoint's node, held until its agent reports every GPU whole.
+    return {{"kind", "reset"}, {"account", nullptr}, {"endpoint", nullptr}, {"variant", nullptr}};
+  }
   if (owner->account != account) {
     return {{"kind", "other"}, {"account", nullptr}, {"endpoint", nullptr}, {"variant", nullptr}};
   }
