@@ -4,6 +4,7 @@
 set(sm ${CMAKE_CURRENT_SOURCE_DIR}/sagemaker)
 carve_library(carve_sagemaker
   SRCS ${sm}/validator.cc ${sm}/aws_error.cc ${sm}/resources.cc ${sm}/variant.cc
+       ${sm}/inference_ami.cc
        ${sm}/statuses.cc ${sm}/endpoint_record.cc ${sm}/component_record.cc ${sm}/copy_record.cc
        ${sm}/op_context.cc ${sm}/list_ops.cc ${sm}/model_ops.cc ${sm}/endpoint_config_ops.cc
        ${sm}/endpoint_ops.cc ${sm}/component_ops.cc ${sm}/tag_ops.cc

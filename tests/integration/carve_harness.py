@@ -353,9 +353,11 @@ def spread_copies(sm, copies=2):
 SEED_LAYOUT = ["mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"]
 
 
-def seed_variant(layout=None, instance_type="ml.p4d.24xlarge", count=1):
+def seed_variant(layout=None, instance_type="ml.p4d.24xlarge", count=1, ami=None):
     v = {"VariantName": "AllTraffic", "InstanceType": instance_type,
          "InitialInstanceCount": count}
+    if ami is not None:
+        v["InferenceAmiVersion"] = ami
     if layout is not None:
         v["AcceleratorPartitionLayouts"] = [{"AcceleratorPartitionTypes": layout}]
     return v

@@ -30,12 +30,13 @@ class SageMakerFlowTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.server.cleanup()
 
-    def make_endpoint(self, name, layout=SEED_LAYOUT, instance_type="ml.p4d.24xlarge", count=1):
+    def make_endpoint(self, name, layout=SEED_LAYOUT, instance_type="ml.p4d.24xlarge", count=1,
+                      ami=None):
         self.sm.create_model(ModelName=f"{name}-model",
                              PrimaryContainer={"Image": "example.com/llm:1"})
         self.sm.create_endpoint_config(
             EndpointConfigName=f"{name}-config",
-            ProductionVariants=[seed_variant(layout, instance_type, count)])
+            ProductionVariants=[seed_variant(layout, instance_type, count, ami)])
         self.sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")
         self.sm.get_waiter("endpoint_in_service").wait(
             EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
@@ -92,7 +93,9 @@ class SageMakerFlowTest(unittest.TestCase):
         self.assertEqual(d["RuntimeConfig"]["CurrentCopyCount"], 3)
 
     def test_waiting_copies_take_a_partition_as_soon_as_it_frees(self):
-        self.make_endpoint("free-ep", layout=["mig-4g.20gb", "mig-3g.20gb"])
+        # 4g beside 3g needs driver R510: not the default p4d image (470), the 535 one.
+        self.make_endpoint("free-ep", layout=["mig-4g.20gb", "mig-3g.20gb"],
+                           ami="al2-ami-sagemaker-inference-gpu-2")
         self.sm.create_inference_component(
             InferenceComponentName="big", EndpointName="free-ep", VariantName="AllTraffic",
             Specification=component_spec("free-ep-model", "mig-3g.20gb"),

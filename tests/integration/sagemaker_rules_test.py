@@ -77,6 +77,100 @@ class SageMakerRulesTest(unittest.TestCase):
         self.assertEqual(code, "ValidationException")
         self.assertRegex(msg, r'^Cannot create already existing endpoint configuration "arn:')
 
+    def test_a_variant_must_name_a_model_that_exists(self):
+        v = dict(seed_variant(SEED_LAYOUT), ModelName="no-such-model")
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="no-model",
+                             ProductionVariants=[v])
+        self.assertEqual(code, "ValidationException")
+        self.assertRegex(msg, r'^Could not find model "arn:aws:sagemaker:us-east-1:\d{12}:'
+                              r'model/no-such-model"\.$')
+        self.assertEqual(error_of(self.sm.describe_endpoint_config,
+                                  EndpointConfigName="no-model")[0], "ValidationException")
+        v["ModelName"] = "m"
+        self.sm.create_endpoint_config(EndpointConfigName="with-model", ProductionVariants=[v])
+
+    def test_a_profile_the_default_image_driver_lacks_names_the_image_that_has_it(self):
+        # The seed's driver note: P4d mig-1g.10gb needs R525; the default image ships 470.
+        layout = ["mig-1g.10gb", "mig-1g.10gb"]
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="old-driver",
+                             ProductionVariants=[seed_variant(layout)])
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("mig-1g.10gb needs driver R525 or newer", msg)
+        self.assertIn("requested on driver 470.256.02", msg)
+        self.assertIn("the default image of ml.p4d.24xlarge (no InferenceAmiVersion)", msg)
+        self.assertIn("al2023-ami-sagemaker-inference-gpu-4-1 (driver R580)", msg)
+        self.sm.create_endpoint_config(
+            EndpointConfigName="new-driver",
+            ProductionVariants=[seed_variant(layout, ami="al2023-ami-sagemaker-inference-gpu-4-1")])
+        d = self.sm.describe_endpoint_config(EndpointConfigName="new-driver")
+        self.assertEqual(d["ProductionVariants"][0]["InferenceAmiVersion"],
+                         "al2023-ami-sagemaker-inference-gpu-4-1")
+
+    def test_members_carve_does_not_implement_are_refused_not_ignored(self):
+        code, msg = error_of(
+            self.sm.create_endpoint_config, EndpointConfigName="capture",
+            ProductionVariants=[seed_variant(SEED_LAYOUT)],
+            DataCaptureConfig={"InitialSamplingPercentage": 10, "DestinationS3Uri": "s3://b/p",
+                               "CaptureOptions": [{"CaptureMode": "Input"}]})
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("Value '{...}' at 'dataCaptureConfig' failed to satisfy constraint: carve "
+                      "does not support DataCaptureConfig", msg)
+        v = dict(seed_variant(SEED_LAYOUT), ContainerStartupHealthCheckTimeoutInSeconds=600,
+                 EnableSSMAccess=True)
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="health",
+                             ProductionVariants=[v])
+        self.assertTrue(msg.startswith("2 validation errors detected: "), msg)
+        self.assertIn("at 'productionVariants.1.member.containerStartupHealthCheckTimeoutInSeconds'"
+                      " failed to satisfy constraint: carve does not support "
+                      "ContainerStartupHealthCheckTimeoutInSeconds", msg)
+        self.assertIn("carve does not support EnableSSMAccess", msg)
+        # The value that asks for nothing is accepted.
+        self.sm.create_endpoint_config(
+            EndpointConfigName="ssm-off", EnableNetworkIsolation=False,
+            ProductionVariants=[dict(seed_variant(SEED_LAYOUT), EnableSSMAccess=False)])
+        code, msg = error_of(self.sm.create_endpoint, EndpointName="bg", EndpointConfigName="seed",
+                             DeploymentConfig={"BlueGreenUpdatePolicy": {
+                                 "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE",
+                                                                 "WaitIntervalInSeconds": 0}}})
+        self.assertIn("carve does not support DeploymentConfig", msg)
+        code, msg = error_of(self.sm.update_endpoint, EndpointName="seed",
+                             EndpointConfigName="seed", RetainAllVariantProperties=True)
+        self.assertIn("carve does not support RetainAllVariantProperties", msg)
+
+    def test_model_and_component_members_carve_does_not_implement_are_refused(self):
+        code, msg = error_of(self.sm.create_model, ModelName="mme", PrimaryContainer={
+            "Image": "img", "Mode": "MultiModel"})
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("Value 'MultiModel' at 'primaryContainer.mode' failed to satisfy "
+                      "constraint: carve does not support Mode MultiModel", msg)
+        code, msg = error_of(self.sm.create_model, ModelName="pipe", Containers=[
+            {"Image": "a"}, {"Image": "b"}])
+        self.assertIn("carve does not support more than one container", msg)
+        code, msg = error_of(
+            self.sm.create_inference_component, InferenceComponentName="slow-start",
+            EndpointName="seed", VariantName="AllTraffic",
+            Specification=dict(component_spec("m", "mig-1g.5gb"), StartupParameters={
+                "ContainerStartupHealthCheckTimeoutInSeconds": 600}),
+            RuntimeConfig={"CopyCount": 1})
+        self.assertIn("at 'specification.startupParameters' failed to satisfy constraint: carve "
+                      "does not support StartupParameters", msg)
+
+    def test_an_inference_ami_must_be_a_known_gpu_image(self):
+        code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="bad-ami",
+                             ProductionVariants=[seed_variant(SEED_LAYOUT, ami="al2-gpu-9")])
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("Value 'al2-gpu-9' at 'productionVariants.1.member.inferenceAmiVersion'",
+                      msg)
+        self.assertIn("Member must satisfy enum value set: [al2-ami-sagemaker-inference-gpu-2,",
+                      msg)
+        code, msg = error_of(
+            self.sm.create_endpoint_config, EndpointConfigName="neuron",
+            ProductionVariants=[seed_variant(SEED_LAYOUT,
+                                             ami="al2-ami-sagemaker-inference-neuron-2")])
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("is an image for Inferentia2 and Trainium accelerators; ml.p4d.24xlarge has "
+                      "NVIDIA GPUs", msg)
+
     def test_a_layout_that_does_not_fit_names_provided_and_requested(self):
         code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="toobig",
                              ProductionVariants=[seed_variant(["mig-4g.20gb", "mig-4g.20gb"])])

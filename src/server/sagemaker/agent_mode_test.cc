@@ -119,6 +119,8 @@ class AgentModeTest : public ::testing::Test {
     json variant = {{"VariantName", "AllTraffic"},
                     {"InstanceType", "ml.p4d.24xlarge"},
                     {"InitialInstanceCount", 2},
+                    // 4g beside 3g needs R510; the default p4d image ships 470.
+                    {"InferenceAmiVersion", "al2-ami-sagemaker-inference-gpu-2"},
                     {"AcceleratorPartitionLayouts",
                      {{{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-3g.20gb"}}}}}};
     Ok("CreateEndpointConfig", {{"EndpointConfigName", "ep"}, {"ProductionVariants", {variant}}});
@@ -191,6 +193,7 @@ TEST_F(AgentModeTest, AnAgentReportingAnotherLayoutFailsTheEndpointNamingBoth) {
        {{{"VariantName", "AllTraffic"},
          {"InstanceType", "ml.p4d.24xlarge"},
          {"InitialInstanceCount", 2},
+         {"InferenceAmiVersion", "al2-ami-sagemaker-inference-gpu-2"},
          {"AcceleratorPartitionLayouts",
           {{{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-3g.20gb"}}}}}}}}});
   Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});

@@ -27,6 +27,18 @@ struct Requirements {
   std::string model_name;
 };
 
+// Specification members carve does not implement (docs/api.md).
+constexpr UnsupportedMember kUnsupportedSpec[] = {
+    {"StartupParameters",
+     "no download or startup health-check deadline is applied yet (a copy that never answers "
+     "/ping stays Creating and its status says why); omit it"},
+    {"DataCacheConfig", "model data is not cached by carve; omit it"},
+};
+constexpr UnsupportedMember kUnsupportedUpdate[] = {
+    {"DeploymentConfig", "rolling component deployments are not implemented; omit it"},
+    {"Specifications", "carve supports one Specification per component"},
+};
+
 // Validates a Specification member; returns the requirements when valid.
 std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const std::string& path) {
   Requirements r;
@@ -37,11 +49,7 @@ std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const s
     v.String(*c, "Image", cp, kImageRule, false);
     v.String(*c, "ArtifactUrl", cp, kUrlRule, false);
   }
-  if (const json* sp = v.Object(spec, "StartupParameters", path, false)) {
-    const std::string p = MemberPath(path, "StartupParameters");
-    v.Integer(*sp, "ModelDataDownloadTimeoutInSeconds", p, {60, 3600}, false);
-    v.Integer(*sp, "ContainerStartupHealthCheckTimeoutInSeconds", p, {60, 3600}, false);
-  }
+  v.Unsupported(spec, kUnsupportedSpec, path);
   if (spec.contains("BaseInferenceComponentName")) {
     v.Fail(MemberPath(path, "BaseInferenceComponentName"),
            spec["BaseInferenceComponentName"].dump(),
@@ -289,6 +297,7 @@ Result<json> ListInferenceComponents(const OpContext& ctx, const ApiRequest& req
 Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
+  v.Unsupported(in, kUnsupportedUpdate, "");
   std::optional<Requirements> reqs;
   if (const json* spec = v.Object(in, "Specification", "", false)) {
     reqs = ValidateSpec(v, *spec, "specification");

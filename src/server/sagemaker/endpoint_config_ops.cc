@@ -11,6 +11,21 @@
 namespace carve::server::sagemaker {
 namespace {
 
+// CreateEndpointConfig members carve does not implement (docs/api.md lists them).
+constexpr UnsupportedMember kUnsupportedConfig[] = {
+    {"DataCaptureConfig", "request and response capture is not implemented; omit it"},
+    {"AsyncInferenceConfig", "asynchronous inference is not implemented; use InvokeEndpoint"},
+    {"ExplainerConfig", "SageMaker Clarify explainers are not implemented; omit it"},
+    {"ShadowProductionVariants", "shadow variants are not implemented; omit them"},
+    {"VpcConfig", "copies run on their nodes' own network; there is no VPC to attach"},
+    {"KmsKeyId", "carve does not encrypt instance volumes with a KMS key, and accepting a key "
+                 "would claim encryption that does not happen; omit it"},
+    {"MetricsConfig", "per-endpoint metrics settings are not implemented; carve's metrics are "
+                      "always on at /metrics"},
+    {"EnableNetworkIsolation", "copies can reach the network of their node; omit it or set false",
+     false},
+};
+
 json Summary(const OpContext& ctx, const store::Record& r, const json&) {
   return {{"EndpointConfigName", r.key.name},
           {"EndpointConfigArn", ctx.Arn(r.key.account, kEndpointConfig, r.key.name)},
@@ -23,11 +38,9 @@ Result<json> CreateEndpointConfig(const OpContext& ctx, const ApiRequest& req, c
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
-  v.String(in, "KmsKeyId", "", LengthRule(0, 2048), false);
-  v.Bool(in, "EnableNetworkIsolation", "", false);
+  v.Unsupported(in, kUnsupportedConfig, "");
   auto tags = ValidateTags(v, in, "Tags", "");
   const json* list = v.List(in, "ProductionVariants", "", 1, 10, true);
-  v.List(in, "ShadowProductionVariants", "", 1, 10, false);
   std::vector<VariantSpec> variants;
   if (list != nullptr) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -44,6 +57,12 @@ Result<json> CreateEndpointConfig(const OpContext& ctx, const ApiRequest& req, c
             "unique within an endpoint configuration.",
             variants[i].name));
       }
+    }
+  }
+  // A variant that names a model must name one that exists, as the service checks.
+  for (const auto& var : variants) {
+    if (!var.model_name.empty()) {
+      CARVE_RETURN_IF_ERROR(ctx.Get(req.account_id, kModel, var.model_name));
     }
   }
   // Each layout is placed once, here, and the record keeps where every partition sits.

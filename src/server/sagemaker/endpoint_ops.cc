@@ -17,6 +17,24 @@ json Summary(const OpContext& ctx, const store::Record& r, const json& body) {
           {"EndpointStatus", body.value("EndpointStatus", "")}};
 }
 
+constexpr std::string_view kNoDeploymentConfig =
+    "blue/green and rolling endpoint deployments are not implemented: an endpoint update "
+    "changes nothing that runs (its layout and instance counts must stay), so there is nothing "
+    "to deploy in steps; omit it";
+
+constexpr UnsupportedMember kUnsupportedCreate[] = {{"DeploymentConfig", kNoDeploymentConfig}};
+
+constexpr UnsupportedMember kUnsupportedUpdate[] = {
+    {"DeploymentConfig", kNoDeploymentConfig},
+    {"RetainDeploymentConfig", "there is no deployment configuration to retain; omit it or set "
+                               "false", false},
+    {"RetainAllVariantProperties",
+     "variant properties always come from the new endpoint configuration; omit it or set false",
+     false},
+    {"ExcludeRetainedVariantProperties",
+     "variant properties always come from the new endpoint configuration; omit it"},
+};
+
 // Variants of a stored endpoint configuration, with the layouts CreateEndpointConfig placed
 // (configs stored before layouts were kept are placed now).
 Result<std::vector<VariantSpec>> ConfigVariants(const json& config) {
@@ -25,7 +43,8 @@ Result<std::vector<VariantSpec>> ConfigVariants(const json& config) {
   const json* list = v.List(config, "ProductionVariants", "", 1, 10, true);
   if (list != nullptr) {
     for (size_t i = 0; i < list->size(); ++i) {
-      auto spec = ValidateVariant(v, (*list)[i], ElementPath("productionVariants", i));
+      auto spec = ValidateVariant(v, (*list)[i], ElementPath("productionVariants", i),
+                                  /*refuse_unsupported=*/false);
       if (spec) out.push_back(std::move(*spec));
     }
   }
@@ -52,6 +71,7 @@ Result<json> CreateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   auto config_name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
+  v.Unsupported(in, kUnsupportedCreate, "");
   auto tags = ValidateTags(v, in, "Tags", "");
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
@@ -178,8 +198,7 @@ Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   auto config_name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
-  v.Bool(in, "RetainAllVariantProperties", "", false);
-  v.Bool(in, "RetainDeploymentConfig", "", false);
+  v.Unsupported(in, kUnsupportedUpdate, "");
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 
   std::lock_guard lock(ctx.state_mu());

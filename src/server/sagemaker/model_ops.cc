@@ -10,11 +10,32 @@ constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)
 constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
 constexpr std::string_view kModes[] = {"SingleModel", "MultiModel"};
 
+// CreateModel and ContainerDefinition members carve does not implement (docs/api.md).
+constexpr UnsupportedMember kUnsupportedModel[] = {
+    {"InferenceExecutionConfig", "inference pipelines are not implemented; give one container"},
+    {"VpcConfig", "copies run on their nodes' own network; there is no VPC to attach"},
+    {"EnableNetworkIsolation", "copies can reach the network of their node; omit it or set false",
+     false},
+};
+constexpr UnsupportedMember kUnsupportedContainer[] = {
+    {"ImageConfig", "images are pulled with the node's own podman or docker credentials; omit it"},
+    {"ModelDataSource", "give the model data as ModelDataUrl"},
+    {"AdditionalModelDataSources", "give the model data as ModelDataUrl"},
+    {"ModelPackageName", "model packages are not implemented; give an Image"},
+    {"InferenceSpecificationName", "model packages are not implemented; give an Image"},
+    {"MultiModelConfig", "multi-model endpoints are not implemented; use inference components"},
+};
+
 void ValidateContainer(Validator& v, const json& c, const std::string& path) {
+  v.Unsupported(c, kUnsupportedContainer, path);
   v.String(c, "ContainerHostname", path, kHostnameRule, false);
   v.String(c, "Image", path, kImageRule, false);
   v.String(c, "ModelDataUrl", path, kUrlRule, false);
-  v.String(c, "Mode", path, EnumRule(kModes), false);
+  if (auto mode = v.String(c, "Mode", path, EnumRule(kModes), false); mode == "MultiModel") {
+    v.Fail(MemberPath(path, "Mode"), *mode,
+           "carve does not support Mode MultiModel: multi-model endpoints are not implemented; "
+           "use inference components");
+  }
   if (const json* env = v.Object(c, "Environment", path, false)) {
     if (env->size() > 100) {
       v.Fail(MemberPath(path, "Environment"), env->dump(),
@@ -47,8 +68,13 @@ Result<json> CreateModel(const OpContext& ctx, const ApiRequest& req, const json
     for (size_t i = 0; i < list->size(); ++i) {
       ValidateContainer(v, (*list)[i], ElementPath("containers", i));
     }
+    if (list->size() > 1) {
+      v.Fail("containers", "[...]",
+             "carve does not support more than one container: inference pipelines are not "
+             "implemented; give one container");
+    }
   }
-  v.Bool(in, "EnableNetworkIsolation", "", false);
+  v.Unsupported(in, kUnsupportedModel, "");
   auto tags = ValidateTags(v, in, "Tags", "");
   CARVE_RETURN_IF_ERROR(v.ToStatus());
 

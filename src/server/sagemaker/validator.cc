@@ -93,6 +93,18 @@ const json* Validator::Present(const json& parent, std::string_view member, std:
   return v;
 }
 
+void Validator::Unsupported(const json& parent, std::span<const UnsupportedMember> members,
+                            std::string_view parent_path) {
+  for (const UnsupportedMember& m : members) {
+    const std::string path = MemberPath(parent_path, m.member);
+    const json* v = Present(parent, m.member, path, false);
+    if (v == nullptr) continue;
+    if (m.unless && v->is_boolean() && v->get<bool>() == *m.unless) continue;
+    const std::string shown = v->is_object() ? "{...}" : v->is_array() ? "[...]" : Repr(*v);
+    Fail(path, shown, fmt::format("carve does not support {}: {}", m.member, m.reason));
+  }
+}
+
 std::optional<std::string> Validator::String(const json& parent, std::string_view member,
                                              std::string_view parent_path, const StringRule& rule,
                                              bool required) {

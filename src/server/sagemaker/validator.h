@@ -57,6 +57,14 @@ struct NumberRule {
   std::optional<double> max;
 };
 
+// A request member carve does not implement: refused, never ignored. `unless` is the one value
+// that asks for nothing (EnableSSMAccess=false); nullopt: any value is refused.
+struct UnsupportedMember {
+  std::string_view member;
+  std::string_view reason;  // Why, and what to do instead: the end of the message.
+  std::optional<bool> unless = std::nullopt;
+};
+
 // "productionVariants.1.member" for element `index` (0-based) of the list at `list_path`.
 std::string ElementPath(std::string_view list_path, size_t index);
 // "a.b" + "EndpointName" -> "a.b.endpointName"; "" + "EndpointName" -> "endpointName".
@@ -90,6 +98,10 @@ class Validator {
                      bool required);
   const json* List(const json& parent, std::string_view member, std::string_view parent_path,
                    int min_items, int max_items, bool required);
+  // Records "carve does not support <Member>: <reason>" for each of `members` present in
+  // `parent` (a boolean equal to its `unless` value passes).
+  void Unsupported(const json& parent, std::span<const UnsupportedMember> members,
+                   std::string_view parent_path);
 
  private:
   const json* Present(const json& parent, std::string_view member, std::string_view path,

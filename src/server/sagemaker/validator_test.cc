@@ -27,6 +27,32 @@ TEST(Validator, WordsAPatternViolationLikeTheService) {
             "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
 }
 
+TEST(Validator, RefusesAnUnsupportedMemberNamingItAndWhy) {
+  constexpr UnsupportedMember kMembers[] = {
+      {"DataCaptureConfig", "capture is not implemented; omit it"},
+      {"EnableSSMAccess", "no SSM; omit it or set false", false},
+  };
+  Validator v;
+  v.Unsupported(json{{"DataCaptureConfig", {{"EnableCapture", true}}}}, kMembers, "a.member");
+  EXPECT_EQ(v.ToStatus().error().message,
+            "1 validation error detected: Value '{...}' at 'a.member.dataCaptureConfig' failed "
+            "to satisfy constraint: carve does not support DataCaptureConfig: capture is not "
+            "implemented; omit it");
+
+  Validator off;  // The value that asks for nothing passes; any other is refused.
+  off.Unsupported(json{{"EnableSSMAccess", false}}, kMembers, "");
+  EXPECT_TRUE(off.ok());
+  Validator on;
+  on.Unsupported(json{{"EnableSSMAccess", true}}, kMembers, "");
+  EXPECT_EQ(on.ToStatus().error().message,
+            "1 validation error detected: Value 'true' at 'enableSSMAccess' failed to satisfy "
+            "constraint: carve does not support EnableSSMAccess: no SSM; omit it or set false");
+
+  Validator absent;  // Absent and null members are not requests.
+  absent.Unsupported(json{{"DataCaptureConfig", nullptr}}, kMembers, "");
+  EXPECT_TRUE(absent.ok());
+}
+
 TEST(Validator, MatchesPatternsAgainstTheWholeValue) {
   // "ab-" matches the pattern's prefix but not as a whole.
   Validator v;

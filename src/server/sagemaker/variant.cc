@@ -4,6 +4,7 @@
 
 #include "catalog/catalog.h"
 #include "core/layout_validator.h"
+#include "server/sagemaker/inference_ami.h"
 #include "server/sagemaker/resources.h"
 
 namespace carve::server::sagemaker {
@@ -28,9 +29,32 @@ std::string InstanceTypeEnum() {
   return out + "]";
 }
 
+// ProductionVariant members carve does not implement (docs/api.md lists them).
+constexpr UnsupportedMember kUnsupportedVariant[] = {
+    {"ManagedInstanceScaling", "instance counts are fixed by InitialInstanceCount; omit it"},
+    {"ModelDataDownloadTimeoutInSeconds",
+     "model data is not downloaded by carve, so there is no download to time out; omit it"},
+    {"ContainerStartupHealthCheckTimeoutInSeconds",
+     "no startup health-check deadline is applied yet (a copy that never answers /ping stays "
+     "Creating and its status says why); omit it"},
+    {"VariantInstanceProvisionTimeoutInSeconds",
+     "instances are not provisioned: an endpoint claims nodes that are already registered; "
+     "omit it"},
+    {"VolumeSizeInGB", "copies use their node's disk; no volume is attached; omit it"},
+    {"CoreDumpConfig", "core dumps are not collected; omit it"},
+    {"AcceleratorType", "Elastic Inference accelerators do not exist on carve; omit it"},
+    {"CapacityReservationConfig", "nodes are the registered fleet; there is no capacity "
+                                  "reservation to use; omit it"},
+    {"EnableSSMAccess", "there is no SSM agent on carve's nodes; omit it or set false", false},
+    {"InstancePools", "heterogeneous instance pools are not implemented (and cannot be "
+                      "partitioned); use one InstanceType, with AcceleratorPartitionLayouts to "
+                      "partition it"},
+};
+
 }  // namespace
 
-std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const std::string& path) {
+std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const std::string& path,
+                                           bool refuse_unsupported) {
   VariantSpec spec;
   const bool ok_before = v.ok();
   auto name = v.String(in, "VariantName", path, kEndpointNameRule, true);
@@ -38,11 +62,8 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   auto count = v.Integer(in, "InitialInstanceCount", path, {1, {}}, false);
   auto type = v.String(in, "InstanceType", path, StringRule{}, false);
   v.Number(in, "InitialVariantWeight", path, {0, {}}, false);
-  v.Integer(in, "VolumeSizeInGB", path, {1, 512}, false);
-  v.Integer(in, "ModelDataDownloadTimeoutInSeconds", path, {60, 3600}, false);
-  v.Integer(in, "ContainerStartupHealthCheckTimeoutInSeconds", path, {60, 3600}, false);
-  v.Integer(in, "VariantInstanceProvisionTimeoutInSeconds", path, {300, 3600}, false);
-  v.Bool(in, "EnableSSMAccess", path, false);
+  if (refuse_unsupported) v.Unsupported(in, kUnsupportedVariant, path);
+  auto ami = v.String(in, "InferenceAmiVersion", path, EnumRule(InferenceAmiNames()), false);
   if (const json* routing = v.Object(in, "RoutingConfig", path, false)) {
     static constexpr std::string_view kRouting[] = {"LEAST_OUTSTANDING_REQUESTS", "RANDOM"};
     auto strategy = v.String(*routing, "RoutingStrategy", MemberPath(path, "RoutingConfig"),
@@ -84,11 +105,6 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
       }
       if (i == 0) spec.partition_types = std::move(names);
     }
-    if (in.contains("InstancePools")) {
-      v.Fail(MemberPath(path, "InstancePools"), "[...]",
-             "heterogeneous instance pools cannot be partitioned; use one InstanceType with "
-             "AcceleratorPartitionLayouts");
-    }
   }
   if (!v.ok() && ok_before) return std::nullopt;
   if (!name || !type || !count) return std::nullopt;
@@ -96,6 +112,7 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   spec.model_name = model.value_or("");
   spec.instance_type = *type;
   spec.instance_count = static_cast<int>(*count);
+  spec.inference_ami = ami.value_or("");
   return spec;
 }
 
@@ -117,16 +134,41 @@ Result<core::Layout> CheckVariantLayout(const VariantSpec& variant) {
   }
   auto hw = VariantHardware(variant);
   if (!hw.has_value()) return InvalidArgument(hw.error().message);
+  auto driver = DriverOf(variant.instance_type, variant.inference_ami);
+  if (!driver.has_value()) {
+    return InvalidArgument(fmt::format("Variant {}: {}", variant.name, driver.error().message));
+  }
   core::LayoutOptions options;
   options.sagemaker_rules = true;
+  if (*driver) options.driver = (*driver)->driver;
   auto layout = core::ValidateLayout(*hw->second, *variant.partition_types, options);
   if (!layout.has_value()) {
+    std::string message = layout.error().message;
+    // A driver rule (FailedPrecondition): say where the driver comes from and which images lift
+    // it, so the fix is one member away.
+    if (layout.error().code == ErrorCode::kFailedPrecondition && *driver) {
+      std::vector<std::string> lifts;
+      for (const InferenceAmi& ami : InferenceAmis()) {
+        if (ami.driver.IsUnset() || ami.driver <= (*driver)->driver) continue;
+        core::LayoutOptions newer = options;
+        newer.driver = ami.driver;
+        if (core::ValidateLayout(*hw->second, *variant.partition_types, newer).has_value()) {
+          lifts.push_back(fmt::format("{} (driver {})", ami.name, ami.driver.ToString()));
+        }
+      }
+      message += fmt::format(". Driver {} is that of {}", (*driver)->driver.ToString(),
+                             (*driver)->source);
+      if (!lifts.empty()) {
+        message += fmt::format("; set InferenceAmiVersion to one that provides it: {}",
+                               Join(lifts));
+      }
+    }
     // Every layout refusal is the caller's input (400 ValidationException), whatever code the
     // layout engine chose for it.
     return InvalidArgument(
         fmt::format("AcceleratorPartitionLayouts of variant {} does not fit {} ({} x {}): {}",
                     variant.name, variant.instance_type, hw->first->gpu_count,
-                    hw->second->display_name, layout.error().message));
+                    hw->second->display_name, message));
   }
   return layout;
 }

@@ -31,19 +31,27 @@ struct VariantSpec {
   bool layout_recomputed = false;
   int layout_entries = 0;          // How many AcceleratorPartitionLayouts were given.
   std::vector<std::string> nodes;  // Claimed fleet nodes (endpoint records only).
+  // InferenceAmiVersion; "" for the instance family's default image. Fixes the driver that
+  // the layout's profiles are checked against (inference_ami.h).
+  std::string inference_ami;
   // RoutingConfig.RoutingStrategy: how InvokeEndpoint picks a copy.
   std::string routing_strategy = "LEAST_OUTSTANDING_REQUESTS";
 };
 
 // Validates one ProductionVariant member (at `path`), recording violations. Returns the spec
-// when the variant's own members are valid.
+// when the variant's own members are valid. `refuse_unsupported`: members carve does not
+// implement are violations (CreateEndpointConfig); false when reading a stored config, which
+// may predate the refusal and was accepted then.
 std::optional<VariantSpec> ValidateVariant(Validator& v, const nlohmann::json& variant,
-                                           const std::string& path);
+                                           const std::string& path,
+                                           bool refuse_unsupported = true);
 
 // Checks the layout against the GPU of the instance type with the layout engine (SageMaker
-// rules) and returns where each partition sits (no instances for whole GPUs): InvalidArgument
-// that names the variant, the instance type, what the GPU provides and what the layout
-// requests; also rejects more than one layout entry.
+// rules, and the driver of the variant's image) and returns where each partition sits (no
+// instances for whole GPUs): InvalidArgument that names the variant, the instance type, what
+// the GPU provides and what the layout requests; for a profile the image's driver is too old
+// for, also the driver, where it comes from and each InferenceAmiVersion that provides it.
+// Also rejects more than one layout entry.
 Result<core::Layout> CheckVariantLayout(const VariantSpec& variant);
 
 // Resolves the instance type and its GPU model from the catalog.
