@@ -44,7 +44,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStatus, index, mig, partition
                                                 memory_used_mib, processes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadStatus, id, state, pid, port, address,
                                                 restarts, exit_codes, message, log_dir,
-                                                core_used_percent, memory_used_mib)
+                                                ever_healthy, log_tail, core_used_percent,
+                                                memory_used_mib)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReport, node_id, epoch, status_version,
                                                 applied_version,
                                                 gpus, workloads, events)

@@ -182,8 +182,16 @@ struct WorkloadStatus {
   std::string log_dir;     // absolute, on the node
   double core_used_percent = -1;   // enforcement layer's measure; -1 unknown
   int64_t memory_used_mib = -1;
+  // Whether any process of this workload has answered its health check since the agent took
+  // it on, and, while it is in backoff or failed, the last lines of its log (stderr, else
+  // stdout; at most kMaxLogTail bytes): what the control plane tells the user about a copy
+  // that cannot start.
+  bool ever_healthy = false;
+  std::string log_tail;
   friend bool operator==(const WorkloadStatus&, const WorkloadStatus&) = default;
 };
+
+inline constexpr size_t kMaxLogTail = 1024;
 
 struct StatusReport {
   std::string node_id;

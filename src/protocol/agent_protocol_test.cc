@@ -74,7 +74,9 @@ TEST(AgentProtocol, StatusReportRoundTrips) {
   g.applied = true;
   g.processes = {{42, 100}};
   s.gpus = {g};
-  WorkloadStatus w{"id", "running", 10, 5000, "127.0.0.1:5000", 1, {3}, "ok", "/d", 29.5, 900};
+  WorkloadStatus w{"id",       "backoff", 10,   5000,  "127.0.0.1:5000", 1,
+                   {3},        "ok",      "/d", 29.5, 900,              true,
+                   "Traceback: boom"};
   s.workloads = {w};
   s.events = {"copy restarted"};
   auto back = StatusReportFromJson(ToJson(s));

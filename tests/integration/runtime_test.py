@@ -196,6 +196,30 @@ class RuntimeTest(unittest.TestCase):
         self.assertEqual(len(parts), 4, parts)
         self.assertIn(b'"generated_text":"%s"' % answer(4)["generated_text"].encode(), parts[-1])
 
+    def test_a_component_whose_copies_cannot_start_fails_with_their_log(self):
+        # The copy's process exits at once with an error on stderr (its model is unknown); the
+        # agent restarts it with backoff, and after the third exit the new component fails.
+        self.sm.create_model(ModelName="m-crash", PrimaryContainer={
+            "Image": "carve/testmodel", "Environment": {"CARVE_MODEL": "no-such-model"}})
+        self.sm.create_inference_component(
+            InferenceComponentName="ic-crash", EndpointName="ep", VariantName="AllTraffic",
+            Specification=component_spec("m-crash", "mig-1g.5gb"), RuntimeConfig={"CopyCount": 1})
+        d = poll(lambda: (x := self.sm.describe_inference_component(
+            InferenceComponentName="ic-crash"))["InferenceComponentStatus"] == "Failed" and x,
+            timeout_s=60, interval_s=0.2, what="ic-crash Failed")
+        reason = d["FailureReason"]
+        self.assertRegex(reason, r"^copy 0 on \S+ could not start \(backoff: ")
+        self.assertIn("Last lines of its log: ", reason)
+        self.assertIn("model 'no-such-model' is not in the catalog", reason)
+        self.assertLessEqual(len(reason), 1024)
+        # It runs nothing once failed, and the other components keep serving.
+        poll(lambda: not self.copies("ic-crash") and not [
+            w for v in self.server.nodes().values() for w in v["Workloads"]
+            if "/ic-crash/" in w["id"]], timeout_s=30, what="ic-crash's copy stopped")
+        self.assertEqual(self.sm.describe_inference_component(
+            InferenceComponentName="ic")["InferenceComponentStatus"], "InService")
+        self.sm.delete_inference_component(InferenceComponentName="ic-crash")
+
     def test_missing_component_header_is_400(self):
         with self.assertRaises(botocore.exceptions.ClientError) as ctx:
             self.rt.invoke_endpoint(EndpointName="ep", ContentType="application/json",

@@ -92,6 +92,72 @@ class SageMakerFlowTest(unittest.TestCase):
                  ["InferenceComponentStatus"] == "InService" and x, what="guardrail InService")
         self.assertEqual(d["RuntimeConfig"]["CurrentCopyCount"], 3)
 
+    def test_capacity_changes_claim_carve_and_release_instances(self):
+        self.make_endpoint("cap-ep")
+        self.sm.create_inference_component(
+            InferenceComponentName="cap", EndpointName="cap-ep", VariantName="AllTraffic",
+            Specification=component_spec("cap-ep-model", "mig-1g.5gb"),
+            RuntimeConfig={"CopyCount": 10})
+        # One p4d has 8 mig-1g.5gb partitions: 2 copies wait.
+        poll(lambda: self.sm.describe_inference_component(InferenceComponentName="cap")[
+            "RuntimeConfig"]["CurrentCopyCount"] == 8, what="8 of 10 copies")
+
+        def variant():
+            d = self.sm.describe_endpoint(EndpointName="cap-ep")
+            return d["EndpointStatus"], d["ProductionVariants"][0]
+
+        self.sm.update_endpoint_weights_and_capacities(
+            EndpointName="cap-ep", DesiredWeightsAndCapacities=[
+                {"VariantName": "AllTraffic", "DesiredInstanceCount": 2, "DesiredWeight": 2.0}])
+        status, v = variant()
+        self.assertEqual(status, "Updating")
+        self.assertEqual(v["DesiredInstanceCount"], 2)
+        poll(lambda: variant()[0] == "InService", what="cap-ep InService with 2 instances")
+        status, v = variant()
+        self.assertEqual((v["CurrentInstanceCount"], v["DesiredInstanceCount"]), (2, 2))
+        self.assertEqual((v["CurrentWeight"], v["DesiredWeight"]), (2.0, 2.0))
+        # The waiting copies take partitions of the new instance, carved with the layout.
+        self.wait_copies("cap", 10)
+        status, carve = self.server.signed_get("/v1/endpoints/cap-ep/carve")
+        self.assertEqual(status, 200)
+        held = sorted(n["name"] for n in carve["nodes"])
+        self.assertEqual(len(held), 2)
+        for n in carve["nodes"]:
+            self.assertEqual(sorted(p["partition_type"] for p in n["gpus"][7]["partitions"]),
+                             sorted(SEED_LAYOUT))
+
+        # Down to one instance: the one with fewer copies leaves once its copies have moved.
+        self.sm.update_inference_component_runtime_config(
+            InferenceComponentName="cap", DesiredRuntimeConfig={"CopyCount": 6})
+        self.wait_copies("cap", 6)
+        self.sm.update_endpoint_weights_and_capacities(
+            EndpointName="cap-ep", DesiredWeightsAndCapacities=[
+                {"VariantName": "AllTraffic", "DesiredInstanceCount": 1}])
+        poll(lambda: variant()[0] == "InService", what="cap-ep InService with 1 instance")
+        status, v = variant()
+        self.assertEqual((v["CurrentInstanceCount"], v["DesiredInstanceCount"]), (1, 1))
+        self.wait_copies("cap", 6)
+        status, carve = self.server.signed_get("/v1/endpoints/cap-ep/carve")
+        (kept,) = [n["name"] for n in carve["nodes"]]
+        (left,) = [n for n in held if n != kept]
+        status, fleet = self.server.signed_get("/v1/fleet")
+        (node,) = [n for n in fleet["nodes"] if n["name"] == left]
+        self.assertIsNone(node["claim"])
+        # What its agent reports: every GPU whole again.
+        self.assertTrue(all("Partitions" in g and not g["Partitions"]
+                            for g in self.server.nodes()[left]["Gpus"]))
+
+        code = None
+        try:
+            self.sm.update_endpoint_weights_and_capacities(
+                EndpointName="cap-ep", DesiredWeightsAndCapacities=[
+                    {"VariantName": "Nope", "DesiredInstanceCount": 1}])
+        except self.sm.exceptions.ClientError as e:
+            code, msg = e.response["Error"]["Code"], e.response["Error"]["Message"]
+        self.assertEqual(code, "ValidationException")
+        self.assertIn('The variant(s) "[Nope]" is/are not present in endpoint', msg)
+        self.sm.delete_inference_component(InferenceComponentName="cap")
+
     def test_waiting_copies_take_a_partition_as_soon_as_it_frees(self):
         # 4g beside 3g needs driver R510: not the default p4d image (470), the 535 one.
         self.make_endpoint("free-ep", layout=["mig-4g.20gb", "mig-3g.20gb"],

@@ -115,14 +115,12 @@ class SageMakerRulesTest(unittest.TestCase):
         self.assertEqual(code, "ValidationException")
         self.assertIn("Value '{...}' at 'dataCaptureConfig' failed to satisfy constraint: carve "
                       "does not support DataCaptureConfig", msg)
-        v = dict(seed_variant(SEED_LAYOUT), ContainerStartupHealthCheckTimeoutInSeconds=600,
-                 EnableSSMAccess=True)
+        v = dict(seed_variant(SEED_LAYOUT), VolumeSizeInGB=100, EnableSSMAccess=True)
         code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="health",
                              ProductionVariants=[v])
         self.assertTrue(msg.startswith("2 validation errors detected: "), msg)
-        self.assertIn("at 'productionVariants.1.member.containerStartupHealthCheckTimeoutInSeconds'"
-                      " failed to satisfy constraint: carve does not support "
-                      "ContainerStartupHealthCheckTimeoutInSeconds", msg)
+        self.assertIn("Value '100' at 'productionVariants.1.member.volumeSizeInGB' failed to "
+                      "satisfy constraint: carve does not support VolumeSizeInGB", msg)
         self.assertIn("carve does not support EnableSSMAccess", msg)
         # The value that asks for nothing is accepted.
         self.sm.create_endpoint_config(
@@ -150,10 +148,13 @@ class SageMakerRulesTest(unittest.TestCase):
             self.sm.create_inference_component, InferenceComponentName="slow-start",
             EndpointName="seed", VariantName="AllTraffic",
             Specification=dict(component_spec("m", "mig-1g.5gb"), StartupParameters={
-                "ContainerStartupHealthCheckTimeoutInSeconds": 600}),
+                "ContainerStartupHealthCheckTimeoutInSeconds": 600,
+                "ModelDataDownloadTimeoutInSeconds": 600}),
             RuntimeConfig={"CopyCount": 1})
-        self.assertIn("at 'specification.startupParameters' failed to satisfy constraint: carve "
-                      "does not support StartupParameters", msg)
+        self.assertTrue(msg.startswith("1 validation error detected: "), msg)
+        self.assertIn("at 'specification.startupParameters.modelDataDownloadTimeoutInSeconds' "
+                      "failed to satisfy constraint: carve does not support "
+                      "ModelDataDownloadTimeoutInSeconds", msg)
 
     def test_an_inference_ami_must_be_a_known_gpu_image(self):
         code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="bad-ami",

@@ -29,7 +29,11 @@ struct WorkloadManager::Workload {
   std::string message;  // last event about it
   std::string log_dir;
   bool healthy = false;
+  bool ever_healthy = false;
   int probe_failures = 0;
+  // The log tail reported while it cannot start, read again only after another exit.
+  std::string log_tail;
+  int log_tail_restarts = -1;
   std::chrono::steady_clock::time_point next_probe{};
   std::optional<launch::ProcessId> process;    // as last written to the pid file
   std::unique_ptr<interposer::Ledger> ledger;  // interposer shares
@@ -46,6 +50,21 @@ bool PingOnce(int port) {
   client.set_read_timeout(1, 0);
   auto r = client.Get("/ping");
   return r && r->status == 200;
+}
+
+// The last lines a workload wrote (stderr, else stdout), at most kMaxLogTail bytes: why it
+// cannot start, in its own words. "" when it wrote nothing.
+std::string LogTail(const std::string& log_dir) {
+  if (log_dir.empty()) return "";
+  for (const char* name : {"stderr.log", "stdout.log"}) {
+    Result<std::string> tail = launch::TailFile(log_dir + "/" + name, 5);
+    if (!tail || tail->empty()) continue;
+    std::string text = std::move(*tail);
+    if (text.size() > protocol::kMaxLogTail) text = text.substr(text.size() - protocol::kMaxLogTail);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+  return "";
 }
 
 launch::RestartPolicy PolicyOf(const std::string& restart) {
@@ -335,6 +354,7 @@ void WorkloadManager::Probe(Workload& w) {
     w.probe_failures = 0;
     if (!w.healthy) {
       w.healthy = true;
+      w.ever_healthy = true;
       w.message = "healthy: GET /ping answered 200";
       AddEvent(fmt::format("{} ({}) is healthy on port {}", label, w.desired.id, w.port));
     }
@@ -439,6 +459,14 @@ std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {
     }
     if ((s.state == "running" || s.state == "starting") && s.pid != 0) {
       s.address = fmt::format("127.0.0.1:{}", w->port);
+    }
+    s.ever_healthy = w->ever_healthy;
+    if (s.state == "backoff" || s.state == "failed") {
+      if (w->log_tail_restarts != s.restarts) {
+        w->log_tail = LogTail(w->log_dir);
+        w->log_tail_restarts = s.restarts;
+      }
+      s.log_tail = w->log_tail;
     }
     if (w->ledger) {
       s.memory_used_mib = static_cast<int64_t>(w->ledger->Snapshot().used_bytes / kMiB);

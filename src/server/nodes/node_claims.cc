@@ -141,6 +141,16 @@ void NodeClaims::Release(const Owner& owner) {
   }
 }
 
+void NodeClaims::ReleaseNodes(const Owner& owner, std::span<const NodeId> nodes) {
+  std::lock_guard lock(mu_);
+  for (const NodeId& id : nodes) {
+    auto it = nodes_.find(id.value());
+    if (it == nodes_.end() || !it->second.owner || *it->second.owner != owner) continue;
+    it->second.owner.reset();
+    ++generation_;
+  }
+}
+
 std::vector<ClaimedNode> NodeClaims::NodesOf(const Owner& owner) const {
   std::lock_guard lock(mu_);
   std::vector<ClaimedNode> out;

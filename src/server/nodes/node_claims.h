@@ -71,6 +71,8 @@ class NodeClaims {
   Status ClaimSpecific(const Owner& owner, std::span<const NodeId> nodes);
   // Frees every node the owner holds.
   void Release(const Owner& owner);
+  // Releases these nodes of `owner` (others' nodes are left alone).
+  void ReleaseNodes(const Owner& owner, std::span<const NodeId> nodes);
 
   std::vector<ClaimedNode> NodesOf(const Owner& owner) const;  // In name order.
   std::vector<ClaimedNode> All() const;                        // In name order.

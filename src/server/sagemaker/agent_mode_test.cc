@@ -88,6 +88,13 @@ class AgentModeTest : public ::testing::Test {
         protocol::WorkloadStatus ws;
         ws.id = w.id;
         ws.state = serving_ ? "running" : "starting";
+        if (crashing_) {  // Exits at once, every time: the agent backs off between restarts.
+          ws.state = "backoff";
+          ws.restarts = 2;
+          ws.message = "exited with status 3, restarting in 4000 ms";
+          ws.ever_healthy = served_before_;
+          ws.log_tail = "ImportError: No module named 'vllm'";
+        }
         ws.port = ++port;
         ws.address = "127.0.0.1:" + std::to_string(port);
         s.workloads.push_back(ws);
@@ -110,7 +117,7 @@ class AgentModeTest : public ::testing::Test {
       Pump();
     }
   }
-  void Deploy(const std::string& image, int copies) {
+  void Deploy(const std::string& image, int copies, json startup = nullptr) {
     Ok("CreateModel", {{"ModelName", "m"},
                        {"PrimaryContainer",
                         {{"Image", image},
@@ -126,16 +133,17 @@ class AgentModeTest : public ::testing::Test {
     Ok("CreateEndpointConfig", {{"EndpointConfigName", "ep"}, {"ProductionVariants", {variant}}});
     Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});
     Settle();
+    json spec = {{"ModelName", "m"},
+                 {"ComputeResourceRequirements",
+                  {{"AcceleratorPartitionType", "mig-3g.20gb"},
+                   {"NumberOfAcceleratorDevicesRequired", 1},
+                   {"NumberOfCpuCoresRequired", 1},
+                   {"MinMemoryRequiredInMb", 1024}}}};
+    if (!startup.is_null()) spec["StartupParameters"] = startup;
     Ok("CreateInferenceComponent", {{"InferenceComponentName", "ic"},
                                     {"EndpointName", "ep"},
                                     {"VariantName", "AllTraffic"},
-                                    {"Specification",
-                                     {{"ModelName", "m"},
-                                      {"ComputeResourceRequirements",
-                                       {{"AcceleratorPartitionType", "mig-3g.20gb"},
-                                        {"NumberOfAcceleratorDevicesRequired", 1},
-                                        {"NumberOfCpuCoresRequired", 1},
-                                        {"MinMemoryRequiredInMb", 1024}}}}},
+                                    {"Specification", spec},
                                     {"RuntimeConfig", {{"CopyCount", copies}}}});
     Settle();
   }
@@ -153,10 +161,65 @@ class AgentModeTest : public ::testing::Test {
   std::mutex mu_;
   std::set<std::string> healthy_;  // Guarded by mu_.
   std::atomic<bool> serving_{true};
+  std::atomic<bool> crashing_{false};
+  std::atomic<bool> served_before_{false};
   std::atomic<bool> node_b_misreports_{false};
   std::atomic<bool> stop_{false};
   std::thread pump_;
 };
+
+TEST_F(AgentModeTest, ANewComponentWhoseCopiesCrashFailsNamingTheCopyItsNodeAndItsLog) {
+  crashing_ = true;
+  Deploy("carve/testmodel", 2);
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Failed") << d.dump();
+  const std::string reason = d["FailureReason"];
+  EXPECT_NE(reason.find("copy 0 on node-"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("could not start (backoff: exited with status 3, restarting in 4000 ms)"),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("Last lines of its log: ImportError: No module named 'vllm'"),
+            std::string::npos)
+      << reason;
+  // A failed component runs nothing: its copies are released and no agent keeps restarting them.
+  Settle();
+  EXPECT_TRUE(Workloads("node-a").empty());
+  EXPECT_TRUE(Workloads("node-b").empty());
+  EXPECT_EQ(Describe()["InferenceComponentStatus"], "Failed");
+}
+
+TEST_F(AgentModeTest, ACopyThatServedBeforeKeepsRestartingWithBackoff) {
+  crashing_ = true;
+  served_before_ = true;
+  Deploy("carve/testmodel", 2);
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Creating") << d.dump();
+  EXPECT_FALSE(d.contains("FailureReason")) << d.dump();
+  EXPECT_EQ(Workloads("node-a").size(), 1u);
+}
+
+TEST_F(AgentModeTest, ACopyThatNeverAnswersPingFailsAtTheStartupTimeout) {
+  serving_ = false;  // Its process runs, but /ping never answers 200.
+  Deploy("carve/testmodel", 1, {{"ContainerStartupHealthCheckTimeoutInSeconds", 60}});
+  EXPECT_EQ(Describe()["InferenceComponentStatus"], "Creating");
+  auto wait = [&](int seconds) {  // The agents keep reporting, so the nodes stay Ready.
+    for (int i = 0; i < seconds; ++i) {
+      clock_.Advance(1s);
+      Pump();
+    }
+    Settle();
+  };
+  wait(60);
+  EXPECT_EQ(Describe()["InferenceComponentStatus"], "Creating");  // Not before the timeout.
+  wait(1);
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Failed") << d.dump();
+  EXPECT_NE(std::string(d["FailureReason"]).find(
+                "did not pass its health check (GET /ping) within the 60 s startup health-check "
+                "timeout; it is starting"),
+            std::string::npos)
+      << d.dump();
+}
 
 TEST_F(AgentModeTest, CopiesRunAsWorkloadsBoundToTheirPartition) {
   Deploy("carve/testmodel", 2);

@@ -29,10 +29,11 @@ struct Requirements {
 
 // Specification members carve does not implement (docs/api.md).
 constexpr UnsupportedMember kUnsupportedSpec[] = {
-    {"StartupParameters",
-     "no download or startup health-check deadline is applied yet (a copy that never answers "
-     "/ping stays Creating and its status says why); omit it"},
     {"DataCacheConfig", "model data is not cached by carve; omit it"},
+};
+constexpr UnsupportedMember kUnsupportedStartup[] = {
+    {"ModelDataDownloadTimeoutInSeconds",
+     "model data is not downloaded by carve, so there is no download to time out; omit it"},
 };
 constexpr UnsupportedMember kUnsupportedUpdate[] = {
     {"DeploymentConfig", "rolling component deployments are not implemented; omit it"},
@@ -50,6 +51,11 @@ std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const s
     v.String(*c, "ArtifactUrl", cp, kUrlRule, false);
   }
   v.Unsupported(spec, kUnsupportedSpec, path);
+  if (const json* sp = v.Object(spec, "StartupParameters", path, false)) {
+    const std::string p = MemberPath(path, "StartupParameters");
+    v.Unsupported(*sp, kUnsupportedStartup, p);
+    v.Integer(*sp, "ContainerStartupHealthCheckTimeoutInSeconds", p, {60, 3600}, false);
+  }
   if (spec.contains("BaseInferenceComponentName")) {
     v.Fail(MemberPath(path, "BaseInferenceComponentName"),
            spec["BaseInferenceComponentName"].dump(),

@@ -66,8 +66,9 @@ Result<core::AllocationRecord> MigratedPlacement(const ComponentRecord& c, const
 
 }  // namespace
 
-ComponentPlacement::ComponentPlacement(store::Store& store, nodes::NodeRegistry* registry)
-    : store_(store), registry_(registry) {}
+ComponentPlacement::ComponentPlacement(store::Store& store, nodes::NodeRegistry* registry,
+                                       const Clock& clock)
+    : store_(store), registry_(registry), clock_(clock) {}
 
 Status ComponentPlacement::Recover(std::span<const EndpointEntry> endpoints,
                                    std::span<ComponentEntry> components) {
@@ -95,7 +96,8 @@ Status ComponentPlacement::Recover(std::span<const EndpointEntry> endpoints,
     }
     auto& cc = copies_[c->first];
     cc.variant = nodes::Owner::Endpoint(rec.key.account, c->second->endpoint, c->second->variant);
-    cc.copies.push_back(LiveCopy{std::move(copy), rec.version, core::AllocationId(0)});
+    cc.copies.push_back(
+        LiveCopy{std::move(copy), rec.version, core::AllocationId(0), rec.created_ms});
   }
   for (auto& [key, cc] : copies_) {
     std::sort(cc.copies.begin(), cc.copies.end(),
@@ -156,12 +158,30 @@ void ComponentPlacement::SyncPools(std::span<const EndpointEntry> endpoints,
     }
     it = pools_.erase(it);
   }
-  for (auto& [owner, vp] : pools_) {
-    for (const auto& name : vp.node_names) {
-      auto node = claims.Find(NodeId(name));
-      vp.pool.SetReady(name, node.has_value() && node->ready);
+  std::map<nodes::Owner, const VariantSpec*> variants;
+  for (const auto& e : endpoints) {
+    for (const auto& v : e.endpoint.variants) {
+      variants[nodes::Owner::Endpoint(e.record.key.account, e.endpoint.name, v.name)] = &v;
     }
   }
+  for (auto& [owner, vp] : pools_) {
+    const VariantSpec* v = variants.contains(owner) ? variants[owner] : nullptr;
+    for (const auto& name : vp.node_names) {
+      auto node = claims.Find(NodeId(name));
+      const bool leaving =
+          v != nullptr && std::find(v->draining.begin(), v->draining.end(), name) != v->draining.end();
+      vp.pool.SetReady(name, node.has_value() && node->ready && !leaving);
+    }
+  }
+}
+
+size_t ComponentPlacement::CopiesOn(const nodes::Owner& variant, const std::string& node) const {
+  size_t n = 0;
+  for (const auto& [key, cc] : copies_) {
+    if (cc.variant != variant) continue;
+    for (const auto& copy : cc.copies) n += copy.record.placement.node == node ? 1 : 0;
+  }
+  return n;
 }
 
 void ComponentPlacement::RebuildPool(const nodes::Owner& owner, const VariantSpec& v) {

@@ -21,9 +21,19 @@
 // mode a copy serves once its agent reports it running (its /ping answered); in simulated mode
 // (no registry) once placed.
 //
+// A component that has never been InService fails when one of its copies cannot start: the
+// agent reports it failed, or in backoff after kStartupCrashLimit exits with no health check
+// passed, or it has not answered GET /ping within the startup health-check timeout of being
+// placed (the component's StartupParameters, else the variant's
+// ContainerStartupHealthCheckTimeoutInSeconds, else kDefaultStartupTimeout). FailureReason names
+// the copy, its node, what its agent says and the last lines of its log; its copies are then
+// released. A copy of a component that was InService, or one that has passed a health check
+// before, keeps restarting with backoff instead.
+//
 // Not thread-safe: the service calls it with its state lock held.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <span>
@@ -32,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "server/nodes/node_claims.h"
 #include "server/nodes/node_pool.h"
@@ -47,6 +58,7 @@ struct LiveCopy {
   CopyRecord record;
   int64_t version = 0;            // Its Store record's version.
   core::AllocationId allocation;  // In its variant's pool; 0 while that pool is not built.
+  int64_t placed_ms = 0;          // Unix millis it was placed (its record's creation).
 };
 
 // Who occupies a pool's allocation, for views.
@@ -59,8 +71,13 @@ struct CopyOccupant {
 
 class ComponentPlacement {
  public:
-  // `registry` is null in simulated mode. Both must outlive this.
-  ComponentPlacement(store::Store& store, nodes::NodeRegistry* registry);
+  // Exits with no health check passed after which a new component's copy has failed.
+  static constexpr int kStartupCrashLimit = 3;
+  // The startup health-check timeout when neither the component nor the variant gives one.
+  static constexpr std::chrono::seconds kDefaultStartupTimeout{600};
+
+  // `registry` is null in simulated mode. All must outlive this.
+  ComponentPlacement(store::Store& store, nodes::NodeRegistry* registry, const Clock& clock);
 
   // Loads every copy record, and migrates placements that records written before issue 13 kept
   // inside the component record, by slot index, to copy records naming profile and start. Call
@@ -68,13 +85,16 @@ class ComponentPlacement {
   Status Recover(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components);
 
   // Builds a pool for every carved variant whose instances changed (re-applying its copies),
-  // drops pools of variants no longer carved, and tells each pool which nodes are Ready.
+  // drops pools of variants no longer carved, and tells each pool which nodes are Ready (a
+  // draining node is not: its copies are placed again elsewhere and none is placed on it).
   void SyncPools(std::span<const EndpointEntry> endpoints, const nodes::NodeClaims& claims);
 
   // One pass over every component; entries are updated to what was committed. Copies of
   // components that no longer exist are released.
   void Reconcile(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components);
 
+  // How many copies are placed on `node` of a variant's pool.
+  size_t CopiesOn(const nodes::Owner& variant, const std::string& node) const;
   // A component's live copies (empty for an unknown one).
   std::span<const LiveCopy> CopiesOf(const std::string& account,
                                      const std::string& component) const;
@@ -107,12 +127,19 @@ class ComponentPlacement {
   Status MigrateV1(const EndpointRecord* endpoint, ComponentEntry& entry);
   void ReconcileOne(const EndpointEntry* endpoint, ComponentEntry& entry);
   void DropRemoved(std::span<const ComponentEntry> components);
-  // Placed copies that serve, and why the others do not yet (the first one found).
-  std::pair<int, std::string> Serving(const std::string& account, const ComponentRecord& c,
-                                      std::span<const LiveCopy> copies) const;
+  // Placed copies that serve, why the others do not yet (the first one found), and, for a
+  // component never InService, why it failed ("" when it has not).
+  struct ServingState {
+    int running = 0;
+    std::string starting;
+    std::string failure;
+  };
+  ServingState Serving(const std::string& account, const ComponentRecord& c,
+                       std::span<const LiveCopy> copies, std::chrono::seconds startup) const;
 
   store::Store& store_;
   nodes::NodeRegistry* const registry_;
+  const Clock& clock_;
   std::map<nodes::Owner, VariantPool> pools_;
   std::map<ComponentKey, ComponentCopies> copies_;
 };

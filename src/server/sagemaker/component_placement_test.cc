@@ -100,7 +100,7 @@ class ComponentPlacementTest : public ::testing::Test {
   store::FakeStore store_{clock_};
   nodes::NodeClaims claims_;
   std::vector<EndpointEntry> endpoints_;
-  ComponentPlacement placement_{store_, nullptr};
+  ComponentPlacement placement_{store_, nullptr, clock_};
 };
 
 TEST_F(ComponentPlacementTest, EachCopyGetsAPartitionOfItsTypeAndARecordNamingProfileAndStart) {
@@ -193,7 +193,7 @@ TEST_F(ComponentPlacementTest, ARestartFindsEveryCopyOnThePartitionItHad) {
   for (const auto& c : StoredCopies()) {
     before[c.id] = {c.placement.node, c.placement.gpu_indexes, c.placement.partition_start};
   }
-  ComponentPlacement restarted(store_, nullptr);
+  ComponentPlacement restarted(store_, nullptr, clock_);
   auto components = Components();
   ASSERT_TRUE(restarted.Recover(endpoints_, components).ok());
   restarted.SyncPools(endpoints_, claims_);

@@ -35,6 +35,30 @@ std::string WhatACopyNeeds(const ComponentRecord& c) {
   return fmt::format("{} whole GPU{}", c.devices, c.devices == 1 ? "" : "s");
 }
 
+// SageMaker's FailureReason holds at most 1024 characters.
+constexpr size_t kMaxFailureReason = 1024;
+
+// The startup health-check timeout of a component's copies: its own StartupParameters, else
+// its variant's, else carve's default.
+std::chrono::seconds StartupTimeout(const EndpointEntry* ep, const ComponentRecord& c) {
+  const nlohmann::json& spec = c.specification;
+  if (spec.is_object() && spec.contains("StartupParameters")) {
+    const nlohmann::json& sp = spec["StartupParameters"];
+    if (sp.is_object() && sp.contains("ContainerStartupHealthCheckTimeoutInSeconds") &&
+        sp["ContainerStartupHealthCheckTimeoutInSeconds"].is_number_integer()) {
+      return std::chrono::seconds(sp["ContainerStartupHealthCheckTimeoutInSeconds"].get<int>());
+    }
+  }
+  if (ep != nullptr) {
+    for (const VariantSpec& v : ep->endpoint.variants) {
+      if (v.name == c.variant && v.startup_timeout_s > 0) {
+        return std::chrono::seconds(v.startup_timeout_s);
+      }
+    }
+  }
+  return ComponentPlacement::kDefaultStartupTimeout;
+}
+
 // At most this many copies are released by one transaction of a deletion, so that deleting a
 // very large component never becomes one unbounded write.
 constexpr size_t kDeleteBatch = 100;
@@ -70,34 +94,56 @@ void ComponentPlacement::DropRemoved(std::span<const ComponentEntry> components)
   }
 }
 
-std::pair<int, std::string> ComponentPlacement::Serving(const std::string& account,
-                                                        const ComponentRecord& c,
-                                                        std::span<const LiveCopy> copies) const {
+ComponentPlacement::ServingState ComponentPlacement::Serving(
+    const std::string& account, const ComponentRecord& c, std::span<const LiveCopy> copies,
+    std::chrono::seconds startup) const {
+  ServingState out;
   const int placed = static_cast<int>(copies.size());
-  if (registry_ == nullptr) return {placed, ""};
+  if (registry_ == nullptr) {
+    out.running = placed;
+    return out;
+  }
   // After a server restart, nodes whose agents have not reconnected yet are in their grace
   // period: what their copies do is unknown, so the last recorded count stands until they
   // report (or time out and their copies are rescheduled).
   for (const auto& copy : copies) {
     auto node = registry_->Brief(NodeId(copy.record.placement.node));
     if (node && node->ready && !node->connected) {
-      return {std::min(c.running, placed),
-              "waiting for the agents of its nodes to reconnect after a server restart"};
+      out.running = std::min(c.running, placed);
+      out.starting = "waiting for the agents of its nodes to reconnect after a server restart";
+      return out;
     }
   }
-  int running = 0;
-  std::string starting;
+  const int64_t now_ms = clock_.UnixMillis();
   for (const auto& copy : copies) {
     auto w = registry_->Workload(ComponentRecord::WorkloadId(account, c.name, copy.record.id));
     if (w && w->state == "running") {
-      ++running;
-    } else if (starting.empty()) {
-      starting = fmt::format("copy {} on {} is {}", copy.record.index, copy.record.placement.node,
-                             w ? w->state + (w->message.empty() ? "" : ": " + w->message)
-                               : "being started by its agent");
+      ++out.running;
+      continue;
     }
+    const std::string where = fmt::format("copy {} on {}", copy.record.index,
+                                          copy.record.placement.node);
+    const std::string says =
+        w ? w->state + (w->message.empty() ? "" : ": " + w->message) : "being started by its agent";
+    if (out.starting.empty()) out.starting = fmt::format("{} is {}", where, says);
+    // Only a component never InService fails, and only for a copy that never served.
+    if (c.ever_in_service || !out.failure.empty() || (w && w->ever_healthy)) continue;
+    const bool crashed =
+        w && (w->state == "failed" ||
+              (w->state == "backoff" && w->restarts + 1 >= kStartupCrashLimit));
+    const int64_t waited_ms = copy.placed_ms > 0 ? now_ms - copy.placed_ms : 0;
+    if (crashed) {
+      out.failure = fmt::format("{} could not start ({})", where, says);
+    } else if (waited_ms > std::chrono::milliseconds(startup).count()) {
+      out.failure = fmt::format("{} did not pass its health check (GET /ping) within the {} s "
+                                "startup health-check timeout; it is {}",
+                                where, startup.count(), says);
+    } else {
+      continue;
+    }
+    if (w && !w->log_tail.empty()) out.failure += ". Last lines of its log: " + w->log_tail;
   }
-  return {running, starting};
+  return out;
 }
 
 void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& entry) {
@@ -115,13 +161,16 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   std::vector<size_t> release;
   std::vector<std::string> lost;
   const bool deleting = c.status == ComponentStatus::kDeleting;
+  // A failed component runs nothing: its copies could not start, and their partitions are
+  // better given to others.
+  const bool stopped = deleting || c.status == ComponentStatus::kFailed;
   for (size_t i = 0; i < cc.copies.size(); ++i) {
     const LiveCopy& copy = cc.copies[i];
     const bool placed = vp != nullptr && copy.allocation.value() != 0;
-    if (!deleting && placed && vp->pool.Ready(copy.record.placement.node)) {
+    if (!stopped && placed && vp->pool.Ready(copy.record.placement.node)) {
       keep.push_back(i);
     } else {
-      if (!deleting && vp != nullptr) {
+      if (!stopped && vp != nullptr) {
         lost.push_back(fmt::format("copy {} on {}", copy.record.index, copy.record.placement.node));
       }
       release.push_back(i);
@@ -133,7 +182,8 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   }
   if (deleting && release.size() > kDeleteBatch) release.resize(kDeleteBatch);
   if (!lost.empty()) {
-    spdlog::warn("component {}/{}: rescheduling {} (node NotReady)", account, c.name,
+    spdlog::warn("component {}/{}: rescheduling {} (node NotReady or leaving the endpoint)",
+                 account, c.name,
                  fmt::join(lost, ", "));
   }
   std::vector<core::AllocationRecord> released;  // To undo if the commit fails.
@@ -145,7 +195,7 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   // Missing copies.
   std::vector<LiveCopy> placed;
   std::string reason;
-  if (!deleting && static_cast<int>(keep.size()) < c.desired) {
+  if (!stopped && static_cast<int>(keep.size()) < c.desired) {
     if (ep == nullptr) {
       reason = "waiting for endpoint " + c.endpoint + ", which does not exist";
     } else if (ep->endpoint.status == EndpointStatus::kFailed) {
@@ -174,7 +224,8 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
         core::AllocationRecord where = *out->allocation;
         const core::AllocationId id = where.id;
         where.id = core::AllocationId(0);
-        placed.push_back(LiveCopy{CopyRecord{c.name, NewCopyId(), index, std::move(where)}, 0, id});
+        placed.push_back(LiveCopy{CopyRecord{c.name, NewCopyId(), index, std::move(where)}, 0, id,
+                                  clock_.UnixMillis()});
       }
     }
   }
@@ -186,8 +237,13 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   std::sort(after.begin(), after.end(),
             [](const LiveCopy& a, const LiveCopy& b) { return a.record.index < b.record.index; });
   const int count = static_cast<int>(after.size());
-  auto [running, starting] = Serving(account, c, after);
-  c.running = running;
+  ServingState serving = Serving(account, c, after, StartupTimeout(ep, c));
+  c.running = serving.running;
+  const std::string& starting = serving.starting;
+  if (c.failure_reason.empty() && !serving.failure.empty()) {
+    c.failure_reason = serving.failure.substr(0, kMaxFailureReason);
+    spdlog::warn("component {}/{} failed: {}", account, c.name, c.failure_reason);
+  }
   bool remove_record = false;
   if (deleting) {
     remove_record = release.size() == cc.copies.size();

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "server/sagemaker/resources.h"
@@ -18,6 +20,13 @@ nodes::Owner OwnerOf(const std::string& account, const EndpointRecord& ep, const
 
 std::vector<NodeId> Ids(const std::vector<std::string>& names) {
   return {names.begin(), names.end()};
+}
+
+VariantSpec* FindVariantIn(EndpointRecord& ep, const std::string& name) {
+  for (VariantSpec& v : ep.variants) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -77,16 +86,9 @@ void EndpointLifecycle::Reconcile(std::vector<EndpointEntry>& endpoints) {
       case EndpointStatus::kCreating:
         Claim(e);
         break;
-      case EndpointStatus::kUpdating: {
-        EndpointRecord ep = e.endpoint;
-        ep.status = EndpointStatus::kInService;
-        ep.status_since_ms = clock_.UnixMillis();
-        if (auto r = store_.Update(e.record.key, ep.ToJson().dump(), e.record.version);
-            r.has_value()) {
-          e = EndpointEntry{*r, std::move(ep)};
-        }
+      case EndpointStatus::kUpdating:
+        Update(e);
         break;
-      }
       case EndpointStatus::kDeleting:
         StartWorker(std::move(key), &EndpointLifecycle::Uncarve);
         break;
@@ -283,10 +285,7 @@ void EndpointLifecycle::Uncarve(Key key) {
     }
     const std::string endpoint = key.first + "/" + key.second;
     std::vector<store::Mutation> batch{store::Remove{rec->key, rec->version}};
-    for (const auto& [node, gpus] : not_ready) {
-      batch.push_back(store::Put{{"", std::string(kNodeReset), node},
-                                 json{{"gpus", gpus}, {"endpoint", endpoint}}.dump(), int64_t{0}});
-    }
+    AddResetRecords(batch, not_ready, endpoint);
     auto written = store_.Commit(std::move(batch));
     if (!written.has_value()) {
       spdlog::warn("endpoint {}: cannot remove the record: {}", endpoint,
@@ -294,19 +293,37 @@ void EndpointLifecycle::Uncarve(Key key) {
       return;  // Still Deleting: the next pass uncarves (a no-op now) and commits again.
     }
     for (const auto& v : ep->variants) claims_.Release(OwnerOf(key.first, *ep, v));
-    // A refused reset waits for its reason to clear; a NotReady node is reset once it is back.
-    const auto next_try = uncarved.ok() ? std::chrono::steady_clock::time_point{}
-                                        : clock_.Now() + kResetRetry;
-    for (const store::Record& r : *written) {
-      const NodeId node(r.key.name);
-      resets_[r.key.name] = PendingReset{not_ready[r.key.name], endpoint, r.version, next_try};
-      (void)claims_.ClaimSpecific(nodes::Owner::Reset(node), {&node, 1});
-      spdlog::warn("node {} is NotReady or refused its GPU reset: it is held until its agent "
-                   "reports every GPU whole (endpoint {} is deleted)",
-                   r.key.name, endpoint);
-    }
+    HoldForReset(*written, not_ready, endpoint, !uncarved.ok());
   }
   notify_();
+}
+
+void EndpointLifecycle::AddResetRecords(std::vector<store::Mutation>& batch,
+                                        const std::map<std::string, int>& nodes,
+                                        const std::string& endpoint) {
+  for (const auto& [node, gpus] : nodes) {
+    batch.push_back(store::Put{{"", std::string(kNodeReset), node},
+                               json{{"gpus", gpus}, {"endpoint", endpoint}}.dump(), int64_t{0}});
+  }
+}
+
+void EndpointLifecycle::HoldForReset(std::span<const store::Record> written,
+                                     const std::map<std::string, int>& nodes,
+                                     const std::string& endpoint, bool refused) {
+  // A refused reset waits for its reason to clear; a NotReady node is reset once it is back.
+  const auto next_try =
+      refused ? clock_.Now() + kResetRetry : std::chrono::steady_clock::time_point{};
+  for (const store::Record& r : written) {
+    if (r.key.kind != kNodeReset) continue;
+    const NodeId node(r.key.name);
+    auto gpus = nodes.find(r.key.name);
+    resets_[r.key.name] =
+        PendingReset{gpus == nodes.end() ? 0 : gpus->second, endpoint, r.version, next_try};
+    (void)claims_.ClaimSpecific(nodes::Owner::Reset(node), {&node, 1});
+    spdlog::warn("node {} is NotReady or refused its GPU reset: it is held until its agent "
+                 "reports every GPU whole (it left endpoint {})",
+                 r.key.name, endpoint);
+  }
 }
 
 void EndpointLifecycle::StartResets() {
@@ -355,6 +372,173 @@ void EndpointLifecycle::Wait() {
     workers.swap(workers_);
   }
   for (auto& w : workers) w.join();
+}
+
+// -- Capacity: UpdateEndpointWeightsAndCapacities / UpdateEndpoint changing instance counts ----
+
+void EndpointLifecycle::Update(EndpointEntry& e) {
+  const std::string& account = e.record.key.account;
+  EndpointRecord ep = e.endpoint;
+  bool record_changed = false;
+  bool settled = true;
+  std::vector<Growth> grows;
+  std::vector<Drain> drains;
+  for (VariantSpec& v : ep.variants) {
+    const nodes::Owner owner = OwnerOf(account, ep, v);
+    auto hw = VariantHardware(v);
+    const int gpus = hw.has_value() ? hw->first->gpu_count : 0;
+    const int staying = static_cast<int>(v.nodes.size() - v.draining.size());
+    if (!v.draining.empty()) {
+      settled = false;
+      // Released only once no copy is placed on any of them; their copies move meanwhile.
+      bool empty = true;
+      for (const auto& n : v.draining) empty = empty && copies_on_(owner, n) == 0;
+      if (!empty) continue;
+      Drain d{v.name, {}, {}, gpus};
+      for (const auto& n : v.draining) {
+        auto claimed = claims_.Find(NodeId(n));
+        (claimed && claimed->ready ? d.ready : d.not_ready).emplace_back(n);
+      }
+      drains.push_back(std::move(d));
+    } else if (staying < v.instance_count) {
+      auto ids = claims_.Claim(owner, v.instance_type, v.instance_count - staying);
+      if (!ids.has_value()) {
+        if (ids.error().code == ErrorCode::kUnavailable) {  // Some NotReady: wait.
+          settled = false;
+          continue;
+        }
+        // Too few free instances: the variant keeps the capacity it has, and says why.
+        ep.failure_reason = fmt::format("Variant {} could not grow to {} instances: {}", v.name,
+                                        v.instance_count, ids.error().message);
+        spdlog::warn("endpoint {}/{}: {}", account, ep.name, ep.failure_reason);
+        v.instance_count = staying;
+        record_changed = true;
+        continue;
+      }
+      settled = false;
+      core::Layout layout = v.layout;
+      if (hw.has_value()) layout.gpu = hw->second;
+      grows.push_back(Growth{v.name, *ids, gpus, std::move(layout)});
+    } else if (staying > v.instance_count) {
+      settled = false;
+      // Leave the instances that hold the fewest copies (fewest to move), the last-named first.
+      std::vector<std::pair<size_t, std::string>> by_load;
+      for (const auto& n : v.nodes) by_load.emplace_back(copies_on_(owner, n), n);
+      std::sort(by_load.begin(), by_load.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      for (int i = 0; i < staying - v.instance_count; ++i) v.draining.push_back(by_load[i].second);
+      std::sort(v.draining.begin(), v.draining.end());
+      record_changed = true;
+    }
+  }
+  if (settled) {
+    for (VariantSpec& v : ep.variants) v.weight = v.desired_weight;
+    ep.status = EndpointStatus::kInService;
+    ep.status_since_ms = clock_.UnixMillis();
+    record_changed = true;
+  }
+  if (record_changed) {
+    auto r = store_.Update(e.record.key, ep.ToJson().dump(), e.record.version);
+    if (!r.has_value()) {
+      for (const Growth& g : grows) {
+        claims_.ReleaseNodes(nodes::Owner::Endpoint(account, ep.name, g.variant), g.nodes);
+      }
+      return;  // Not recorded: the next pass decides again.
+    }
+    e = EndpointEntry{*r, ep};
+  }
+  if (grows.empty() && drains.empty()) return;
+  Key key{account, ep.name};
+  carving_.insert(key);
+  workers_.emplace_back([this, key, grows = std::move(grows), drains = std::move(drains)] {
+    Resize(key, grows, drains);
+  });
+}
+
+void EndpointLifecycle::Resize(Key key, std::vector<Growth> grows, std::vector<Drain> drains) {
+  // Outside the state lock: new instances are carved with the variant's layout, and leaving
+  // ones (their copies gone) carved back to whole.
+  std::vector<Status> grown;
+  std::vector<Status> drained;
+  for (const Growth& g : grows) {
+    grown.push_back(abort_ ? Unavailable("aborted")
+                           : driver_.CarveNodes(g.nodes, g.gpus, g.layout, abort_));
+  }
+  for (const Drain& d : drains) {
+    std::vector<NodeId> ready(d.ready.begin(), d.ready.end());
+    drained.push_back(abort_ ? Unavailable("aborted")
+                             : driver_.CarveNodes(ready, d.gpus, core::Layout{}, abort_));
+  }
+  {
+    std::lock_guard lock(state_mu_);
+    carving_.erase(key);
+    const store::Key record_key{key.first, std::string(kEndpoint), key.second};
+    auto rec = store_.Get(record_key);
+    auto ep = rec.has_value() ? EndpointRecord::FromRecord(*rec)
+                              : Result<EndpointRecord>(rec.error());
+    auto owner_of = [&](const std::string& variant) {
+      return nodes::Owner::Endpoint(key.first, key.second, variant);
+    };
+    auto release_grown = [&] {
+      for (const Growth& g : grows) claims_.ReleaseNodes(owner_of(g.variant), g.nodes);
+    };
+    // Added instances are recorded only once carved: after an abort or a restart they are
+    // simply not the endpoint's, and the next pass claims and carves again.
+    if (abort_ || !ep.has_value() || ep->status != EndpointStatus::kUpdating) {
+      release_grown();
+      return;
+    }
+    const std::string endpoint = key.first + "/" + key.second;
+    std::map<std::string, int> pending_reset;
+    std::vector<std::pair<std::string, std::vector<NodeId>>> released;
+    for (size_t i = 0; i < grows.size(); ++i) {
+      VariantSpec* v = FindVariantIn(*ep, grows[i].variant);
+      if (v == nullptr) continue;
+      if (grown[i].ok()) {
+        for (const NodeId& n : grows[i].nodes) v->nodes.push_back(n.value());
+        continue;
+      }
+      released.emplace_back(v->name, grows[i].nodes);
+      for (const NodeId& n : grows[i].nodes) pending_reset[n.value()] = grows[i].gpus;
+      v->instance_count = static_cast<int>(v->nodes.size() - v->draining.size());
+      ep->failure_reason = fmt::format("Variant {}: carving the added instances failed: {}",
+                                       v->name, grown[i].error().message);
+    }
+    bool refused = false;
+    for (size_t i = 0; i < drains.size(); ++i) {
+      if (!drained[i].ok() && drained[i].error().code == ErrorCode::kUnavailable) continue;
+      VariantSpec* v = FindVariantIn(*ep, drains[i].variant);
+      if (v == nullptr) continue;
+      refused = refused || !drained[i].ok();
+      // NotReady ones, and all of them when an agent refused, keep a pending reset.
+      for (const auto& n : drains[i].not_ready) pending_reset[n] = drains[i].gpus;
+      if (!drained[i].ok()) {
+        for (const auto& n : drains[i].ready) pending_reset[n] = drains[i].gpus;
+      }
+      std::vector<NodeId> gone;
+      for (const auto& n : v->draining) gone.emplace_back(n);
+      std::erase_if(v->nodes, [&](const std::string& n) {
+        return std::find(v->draining.begin(), v->draining.end(), n) != v->draining.end();
+      });
+      v->draining.clear();
+      released.emplace_back(v->name, std::move(gone));
+    }
+    // A grown instance whose carve failed was never the endpoint's: it is released, and reset
+    // like a leaving one (its GPUs may be half carved).
+    std::vector<store::Mutation> batch{store::Put{rec->key, ep->ToJson().dump(), rec->version}};
+    AddResetRecords(batch, pending_reset, endpoint);
+    auto written = store_.Commit(std::move(batch));
+    if (!written.has_value()) {
+      spdlog::warn("endpoint {}: cannot record its new instances: {}", endpoint,
+                   written.error().message);
+      release_grown();
+      return;
+    }
+    for (const auto& [variant, nodes] : released) claims_.ReleaseNodes(owner_of(variant), nodes);
+    HoldForReset(*written, pending_reset, endpoint, refused);
+  }
+  notify_();
 }
 
 }  // namespace carve::server::sagemaker

@@ -7,7 +7,14 @@
 //             with the driver's reason and the instances released.
 //             Too few free instances: Failed, naming what is missing. Enough, but some NotReady:
 //             it stays Creating and tries again on the next pass.
-//   Updating  -> InService (UpdateEndpoint recorded the new config).
+//   Updating  the instance counts UpdateEndpoint or UpdateEndpointWeightsAndCapacities recorded:
+//             a variant short of instances claims more and carves them with its layout (a
+//             worker); they join the record only once carved. Too few free: the variant keeps
+//             what it has and FailureReason says why. A variant with too many marks the ones
+//             holding the fewest copies as draining: no copy is placed there and theirs are
+//             placed again on the others (ComponentPlacement); once none is left, their GPUs
+//             are reset as a delete resets them and they are released. Then -> InService, the
+//             desired weights in force.
 //   Deleting  every GPU of every Ready instance carved back to whole (a worker, like the carve),
 //             waiting for the agents to confirm it; then one transaction removes the record and
 //             writes a NodeReset record for each instance that was NotReady (or whose agent
@@ -61,6 +68,12 @@ class EndpointLifecycle {
   // to what was committed; endpoints are removed by their delete workers, not here.
   void Reconcile(std::vector<EndpointEntry>& endpoints);
 
+  // How many copies are placed on a node of a variant; the service wires it to
+  // ComponentPlacement (a draining node is released only when none is left). Default: none.
+  void set_copies_on(std::function<size_t(const nodes::Owner&, const std::string&)> f) {
+    copies_on_ = std::move(f);
+  }
+
   // Nodes whose GPUs still wait to be reset for a deleted endpoint, in name order.
   std::vector<NodeId> PendingResets() const;  // Caller holds the state lock.
 
@@ -83,7 +96,29 @@ class EndpointLifecycle {
     int64_t version = 0;   // Of its record.
     std::chrono::steady_clock::time_point next_try{};
   };
+  struct Growth {  // Instances claimed for a variant, to carve before they join it.
+    std::string variant;
+    std::vector<NodeId> nodes;
+    int gpus = 0;
+    core::Layout layout;
+  };
+  struct Drain {  // A variant's draining instances, empty of copies, to reset and release.
+    std::string variant;
+    std::vector<std::string> ready;
+    std::vector<std::string> not_ready;
+    int gpus = 0;
+  };
   void Claim(EndpointEntry& entry);
+  void Update(EndpointEntry& entry);
+  void Resize(Key key, std::vector<Growth> grows, std::vector<Drain> drains);
+  // NodeReset records for `nodes` (node -> GPU count) into `batch`; once committed,
+  // HoldForReset claims each for its reset (Owner::Reset).
+  static void AddResetRecords(std::vector<store::Mutation>& batch,
+                              const std::map<std::string, int>& nodes,
+                              const std::string& endpoint);
+  void HoldForReset(std::span<const store::Record> written,
+                    const std::map<std::string, int>& nodes, const std::string& endpoint,
+                    bool refused);
   void StartWorker(Key key, void (EndpointLifecycle::*work)(Key));
   void Carve(Key key);
   void Uncarve(Key key);
@@ -102,6 +137,8 @@ class EndpointLifecycle {
   std::set<std::string> resetting_;   // Nodes with a reset worker. Guarded by state_mu_.
   std::vector<std::thread> workers_;  // Guarded by state_mu_.
   std::atomic<bool> abort_{false};
+  std::function<size_t(const nodes::Owner&, const std::string&)> copies_on_ =
+      [](const nodes::Owner&, const std::string&) { return size_t{0}; };
 };
 
 }  // namespace carve::server::sagemaker

@@ -116,6 +116,13 @@ class EndpointLifecycleTest : public ::testing::Test {
     ep.status = EndpointStatus::kDeleting;
     ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
   }
+  void MarkUpdating(const std::string& name, int count) {
+    auto rec = store_.Get({kAccount, std::string(kEndpoint), name}).value();
+    EndpointRecord ep = EndpointRecord::FromRecord(rec).value();
+    ep.status = EndpointStatus::kUpdating;
+    ep.variants[0].instance_count = count;
+    ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
+  }
   nodes::Owner Owner(const std::string& name) {
     return nodes::Owner::Endpoint(kAccount, name, "AllTraffic");
   }
@@ -284,6 +291,72 @@ TEST_F(EndpointLifecycleTest, RecoverClaimsTheRecordedInstancesAgain) {
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(held[0].id, NodeId("p4d-0"));
   EXPECT_EQ(held[1].id, NodeId("p4d-1"));
+}
+
+TEST_F(EndpointLifecycleTest, GrowingCarvesTheAddedInstancesBeforeTheyJoin) {
+  CreateEndpoint("ep", 1);
+  Pass();
+  ASSERT_EQ(driver_.carved(), 8u);
+  MarkUpdating("ep", 2);
+  Pass();  // Claims p4d-1 and carves it; it joins the record once carved.
+  EXPECT_EQ(Get("ep").variants[0].nodes, (std::vector<std::string>{"p4d-0", "p4d-1"}));
+  EXPECT_EQ(driver_.At("p4d-1", 7), (std::vector<std::string>{"4g.20gb", "2g.10gb", "1g.5gb"}));
+  EXPECT_EQ(claims_.NodesOf(Owner("ep")).size(), 2u);
+  Pass();
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kInService);
+  EXPECT_TRUE(Get("ep").failure_reason.empty());
+}
+
+TEST_F(EndpointLifecycleTest, TooFewFreeInstancesKeepTheCapacityAndSayWhy) {
+  CreateEndpoint("ep", 1);
+  Pass();
+  MarkUpdating("ep", 4);
+  Pass();
+  EndpointRecord ep = Get("ep");
+  EXPECT_EQ(ep.status, EndpointStatus::kInService);
+  EXPECT_EQ(ep.variants[0].instance_count, 1);
+  EXPECT_EQ(ep.variants[0].nodes.size(), 1u);
+  EXPECT_THAT(ep.failure_reason, HasSubstr("Variant AllTraffic could not grow to 4 instances: "));
+  EXPECT_THAT(ep.failure_reason, HasSubstr("Missing: 1 x ml.p4d.24xlarge"));
+  EXPECT_EQ(claims_.NodesOf(Owner("ep")).size(), 1u);
+}
+
+TEST_F(EndpointLifecycleTest, ShrinkingDrainsTheInstanceWithFewestCopiesThenResetsAndReleasesIt) {
+  std::map<std::string, size_t> copies{{"p4d-0", 2}, {"p4d-1", 1}, {"p4d-2", 3}};
+  lifecycle_.set_copies_on(
+      [&](const nodes::Owner&, const std::string& n) { return copies.contains(n) ? copies[n] : 0; });
+  CreateEndpoint("ep", 3);
+  Pass();
+  MarkUpdating("ep", 2);
+  Pass();
+  EXPECT_EQ(Get("ep").variants[0].draining, std::vector<std::string>{"p4d-1"});
+  Pass();  // Its copy has not moved yet: it stays, carved and claimed.
+  EXPECT_EQ(Get("ep").variants[0].nodes.size(), 3u);
+  EXPECT_FALSE(driver_.At("p4d-1", 0).empty());
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kUpdating);
+
+  copies["p4d-1"] = 0;
+  Pass();
+  EndpointRecord ep = Get("ep");
+  EXPECT_EQ(ep.variants[0].nodes, (std::vector<std::string>{"p4d-0", "p4d-2"}));
+  EXPECT_TRUE(ep.variants[0].draining.empty());
+  EXPECT_TRUE(driver_.At("p4d-1", 0).empty());
+  EXPECT_FALSE(claims_.Find(NodeId("p4d-1"))->owner.has_value());
+  Pass();
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kInService);
+}
+
+TEST_F(EndpointLifecycleTest, ALeavingInstanceThatIsNotReadyIsHeldForItsReset) {
+  CreateEndpoint("ep", 2);
+  Pass();
+  MarkUpdating("ep", 1);
+  Pass();
+  ASSERT_EQ(Get("ep").variants[0].draining, std::vector<std::string>{"p4d-1"});
+  ASSERT_TRUE(claims_.Upsert(NodeId("p4d-1"), "ml.p4d.24xlarge", false).ok());
+  Pass();
+  EXPECT_EQ(Get("ep").variants[0].nodes, std::vector<std::string>{"p4d-0"});
+  EXPECT_EQ(claims_.Find(NodeId("p4d-1"))->owner, nodes::Owner::Reset(NodeId("p4d-1")));
+  EXPECT_EQ(lifecycle_.PendingResets(), std::vector<NodeId>{NodeId("p4d-1")});
 }
 
 TEST_F(EndpointLifecycleTest, UpdatingGoesBackInService) {

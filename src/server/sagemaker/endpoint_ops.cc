@@ -61,6 +61,22 @@ Result<std::vector<VariantSpec>> ConfigVariants(const json& config) {
   return out;
 }
 
+Status RefuseUnlessInService(const EndpointRecord& ep, const std::string& arn) {
+  if (ep.status == EndpointStatus::kInService) return OkStatus();
+  return FailedPrecondition(
+      fmt::format("Cannot update in-progress endpoint \"{}\" (status {}).", arn, Name(ep.status)));
+}
+
+// Records the endpoint Updating, so the reconciler carries the change out.
+Result<json> RecordUpdating(const OpContext& ctx, const store::Record& rec, EndpointRecord ep,
+                            const std::string& arn) {
+  ep.status = EndpointStatus::kUpdating;
+  ep.status_since_ms = ctx.clock().UnixMillis();
+  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, ep.ToJson().dump(), rec.version));
+  ctx.Notify();
+  return json{{"EndpointArn", arn}};
+}
+
 bool SameLayout(const VariantSpec& a, const VariantSpec& b) {
   return a.partition_types == b.partition_types;  // Order counts, as on SageMaker.
 }
@@ -127,8 +143,8 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
     }
     const int current = static_cast<int>(var.nodes.size() - lost.size());
     json vs = {{"VariantName", var.name},
-               {"CurrentWeight", 1.0},
-               {"DesiredWeight", 1.0},
+               {"CurrentWeight", var.weight},
+               {"DesiredWeight", var.desired_weight},
                {"CurrentInstanceCount", running ? current : 0},
                {"DesiredInstanceCount", var.instance_count}};
     if (running && !lost.empty()) {
@@ -151,6 +167,16 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
                             LayoutName(var))
               : fmt::format("{} x {}, partition layout {}", var.instance_count, var.instance_type,
                             LayoutName(var));
+      const int staying = static_cast<int>(var.nodes.size() - var.draining.size());
+      if (ep.status == EndpointStatus::kUpdating && !var.draining.empty()) {
+        message += fmt::format("; removing {}: their copies are placed again on the other "
+                               "instances, then their GPUs are reset",
+                               JoinNodes(var.draining));
+      } else if (ep.status == EndpointStatus::kUpdating && staying < var.instance_count) {
+        message += fmt::format("; adding {} instance{} (claiming and carving)",
+                               var.instance_count - staying,
+                               var.instance_count - staying == 1 ? "" : "s");
+      }
       vs["VariantStatus"] = json::array({{{"Status", Name(ep.status)},
                                           {"StatusMessage", message},
                                           {"StartTime", EpochSeconds(ep.status_since_ms)}}});
@@ -205,10 +231,7 @@ Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
   CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpoint, *name));
   CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
   const std::string arn = ctx.Arn(req.account_id, kEndpoint, *name);
-  if (ep.status != EndpointStatus::kInService) {
-    return FailedPrecondition(fmt::format("Cannot update in-progress endpoint \"{}\" (status {}).",
-                                          arn, Name(ep.status)));
-  }
+  CARVE_RETURN_IF_ERROR(RefuseUnlessInService(ep, arn));
   CARVE_ASSIGN_OR_RETURN(store::Record cfg_rec,
                          ctx.Get(req.account_id, kEndpointConfig, *config_name));
   CARVE_ASSIGN_OR_RETURN(json cfg, Body(cfg_rec));
@@ -230,12 +253,12 @@ Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
           "re-carve.",
           old.name, *name, LayoutName(old), *config_name, LayoutName(*now)));
     }
-    if (old.instance_type != now->instance_type || old.instance_count != now->instance_count) {
+    if (old.instance_type != now->instance_type) {
       return InvalidArgument(fmt::format(
-          "Variant {} of endpoint {} runs {} x {}; endpoint configuration {} asks for {} x {}. "
-          "carve keeps an endpoint's instances for its lifetime: create a new endpoint.",
-          old.name, *name, old.instance_count, old.instance_type, *config_name, now->instance_count,
-          now->instance_type));
+          "Variant {} of endpoint {} runs {}; endpoint configuration {} asks for {}. An "
+          "endpoint's instance type is fixed for its lifetime (its GPUs are carved for it): "
+          "create a new endpoint.",
+          old.name, *name, old.instance_type, *config_name, now->instance_type));
     }
   }
   if (variants.size() != ep.variants.size()) {
@@ -244,12 +267,74 @@ Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
         "endpoint's variants for its lifetime.",
         *config_name, variants.size(), *name, ep.variants.size()));
   }
+  // The new config's instance counts and weights; the reconciler claims or releases instances.
+  for (auto& var : ep.variants) {
+    for (const auto& nv : variants) {
+      if (nv.name != var.name) continue;
+      var.instance_count = nv.instance_count;
+      var.desired_weight = nv.desired_weight;
+    }
+  }
+  ep.failure_reason.clear();
   ep.config_name = *config_name;
-  ep.status = EndpointStatus::kUpdating;
-  ep.status_since_ms = ctx.clock().UnixMillis();
-  CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, ep.ToJson().dump(), rec.version));
-  ctx.Notify();
-  return json{{"EndpointArn", arn}};
+  return RecordUpdating(ctx, rec, std::move(ep), arn);
+}
+
+constexpr UnsupportedMember kUnsupportedCapacity[] = {
+    {"ServerlessUpdateConfig", "carve serves instance-based variants only; omit it"},
+};
+
+Result<json> UpdateEndpointWeightsAndCapacities(const OpContext& ctx, const ApiRequest& req,
+                                                const json& in) {
+  Validator v;
+  auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
+  struct Change {
+    std::string variant;
+    std::optional<double> weight;
+    std::optional<int64_t> count;
+  };
+  std::vector<Change> changes;
+  if (const json* list = v.List(in, "DesiredWeightsAndCapacities", "", 1, 10, true)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string path = ElementPath("desiredWeightsAndCapacities", i);
+      const json& item = (*list)[i];
+      v.Unsupported(item, kUnsupportedCapacity, path);
+      auto variant = v.String(item, "VariantName", path, kEndpointNameRule, true);
+      auto weight = v.Number(item, "DesiredWeight", path, {0, {}}, false);
+      auto count = v.Integer(item, "DesiredInstanceCount", path, {0, {}}, false);
+      if (count && *count == 0) {
+        v.Fail(MemberPath(path, "DesiredInstanceCount"), "0",
+               "carve keeps at least one instance per variant (scaling to zero needs "
+               "ManagedInstanceScaling, which carve does not implement)");
+      }
+      if (variant) changes.push_back({*variant, weight, count});
+    }
+  }
+  CARVE_RETURN_IF_ERROR(v.ToStatus());
+
+  std::lock_guard lock(ctx.state_mu());
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpoint, *name));
+  CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
+  const std::string arn = ctx.Arn(req.account_id, kEndpoint, *name);
+  CARVE_RETURN_IF_ERROR(RefuseUnlessInService(ep, arn));
+  std::vector<std::string> unknown;
+  for (const Change& c : changes) {
+    VariantSpec* var = nullptr;
+    for (auto& x : ep.variants) var = x.name == c.variant ? &x : var;
+    if (var == nullptr) {
+      unknown.push_back(c.variant);
+      continue;
+    }
+    if (c.count) var->instance_count = static_cast<int>(*c.count);
+    if (c.weight) var->desired_weight = *c.weight;
+  }
+  if (!unknown.empty()) {
+    return InvalidArgument(fmt::format("The variant(s) \"[{}]\" is/are not present in endpoint "
+                                       "\"{}\".",
+                                       JoinNodes(unknown), arn));
+  }
+  ep.failure_reason.clear();
+  return RecordUpdating(ctx, rec, std::move(ep), arn);
 }
 
 }  // namespace carve::server::sagemaker

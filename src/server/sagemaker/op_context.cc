@@ -62,6 +62,7 @@ Handler FindHandler(std::string_view op) {
       {"DeleteEndpoint", &DeleteEndpoint},
       {"ListEndpoints", &ListEndpoints},
       {"UpdateEndpoint", &UpdateEndpoint},
+      {"UpdateEndpointWeightsAndCapacities", &UpdateEndpointWeightsAndCapacities},
       {"CreateInferenceComponent", &CreateInferenceComponent},
       {"DescribeInferenceComponent", &DescribeInferenceComponent},
       {"DeleteInferenceComponent", &DeleteInferenceComponent},

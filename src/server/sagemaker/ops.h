@@ -39,6 +39,7 @@ Result<json> DescribeEndpoint(const OpContext&, const ApiRequest&, const json&);
 Result<json> DeleteEndpoint(const OpContext&, const ApiRequest&, const json&);
 Result<json> ListEndpoints(const OpContext&, const ApiRequest&, const json&);
 Result<json> UpdateEndpoint(const OpContext&, const ApiRequest&, const json&);
+Result<json> UpdateEndpointWeightsAndCapacities(const OpContext&, const ApiRequest&, const json&);
 // component_ops.cc
 Result<json> CreateInferenceComponent(const OpContext&, const ApiRequest&, const json&);
 Result<json> DescribeInferenceComponent(const OpContext&, const ApiRequest&, const json&);

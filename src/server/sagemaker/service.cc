@@ -18,8 +18,11 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
           store, clock_, options_.region, mu_, [this] { loop_.Wake(); }, options_.registry,
           options_.max_records_per_kind),
       lifecycle_(store, claims, driver, clock_, mu_, [this] { loop_.Wake(); }),
-      placement_(store, options_.registry),
+      placement_(store, options_.registry, clock_),
       loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }) {
+  lifecycle_.set_copies_on([this](const nodes::Owner& variant, const std::string& node) {
+    return placement_.CopiesOn(variant, node);
+  });
   if (options_.registry != nullptr) {
     publisher_.emplace(store, *options_.registry, options_.runtimes, routes_);
     // Agent reports that change a copy's state or a node's readiness wake the reconciler.

@@ -34,9 +34,6 @@ constexpr UnsupportedMember kUnsupportedVariant[] = {
     {"ManagedInstanceScaling", "instance counts are fixed by InitialInstanceCount; omit it"},
     {"ModelDataDownloadTimeoutInSeconds",
      "model data is not downloaded by carve, so there is no download to time out; omit it"},
-    {"ContainerStartupHealthCheckTimeoutInSeconds",
-     "no startup health-check deadline is applied yet (a copy that never answers /ping stays "
-     "Creating and its status says why); omit it"},
     {"VariantInstanceProvisionTimeoutInSeconds",
      "instances are not provisioned: an endpoint claims nodes that are already registered; "
      "omit it"},
@@ -61,8 +58,10 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   auto model = v.String(in, "ModelName", path, kModelNameRule, false);
   auto count = v.Integer(in, "InitialInstanceCount", path, {1, {}}, false);
   auto type = v.String(in, "InstanceType", path, StringRule{}, false);
-  v.Number(in, "InitialVariantWeight", path, {0, {}}, false);
+  auto weight = v.Number(in, "InitialVariantWeight", path, {0, {}}, false);
   if (refuse_unsupported) v.Unsupported(in, kUnsupportedVariant, path);
+  auto startup = v.Integer(in, "ContainerStartupHealthCheckTimeoutInSeconds", path, {60, 3600},
+                           false);
   auto ami = v.String(in, "InferenceAmiVersion", path, EnumRule(InferenceAmiNames()), false);
   if (const json* routing = v.Object(in, "RoutingConfig", path, false)) {
     static constexpr std::string_view kRouting[] = {"LEAST_OUTSTANDING_REQUESTS", "RANDOM"};
@@ -113,6 +112,8 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   spec.instance_type = *type;
   spec.instance_count = static_cast<int>(*count);
   spec.inference_ami = ami.value_or("");
+  spec.startup_timeout_s = static_cast<int>(startup.value_or(0));
+  spec.desired_weight = spec.weight = weight.value_or(1.0);
   return spec;
 }
 
@@ -207,6 +208,10 @@ json VariantToJson(const VariantSpec& v) {
             {"InitialInstanceCount", v.instance_count},
             {"Nodes", v.nodes},
             {"RoutingStrategy", v.routing_strategy}};
+  if (v.startup_timeout_s > 0) j["StartupTimeoutSeconds"] = v.startup_timeout_s;
+  if (!v.draining.empty()) j["Draining"] = v.draining;
+  j["DesiredWeight"] = v.desired_weight;
+  j["Weight"] = v.weight;
   if (v.partition_types) {
     j["PartitionTypes"] = *v.partition_types;
     j["Layout"] = LayoutToJson(v.layout);
@@ -234,6 +239,10 @@ Result<VariantSpec> VariantFromJson(const json& j) {
     }
     v.nodes = j.value("Nodes", std::vector<std::string>{});
     v.routing_strategy = j.value("RoutingStrategy", std::string("LEAST_OUTSTANDING_REQUESTS"));
+    v.startup_timeout_s = j.value("StartupTimeoutSeconds", 0);
+    v.draining = j.value("Draining", std::vector<std::string>{});
+    v.desired_weight = j.value("DesiredWeight", 1.0);
+    v.weight = j.value("Weight", 1.0);
     return v;
   } catch (const json::exception& e) {
     return Internal(fmt::format("stored variant is malformed: {}", e.what()));

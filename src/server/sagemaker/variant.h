@@ -31,9 +31,20 @@ struct VariantSpec {
   bool layout_recomputed = false;
   int layout_entries = 0;          // How many AcceleratorPartitionLayouts were given.
   std::vector<std::string> nodes;  // Claimed fleet nodes (endpoint records only).
+  // Nodes of `nodes` leaving the variant (its instance count was lowered): no copy is placed on
+  // them, theirs are placed again on the others, then their GPUs are reset and they are
+  // released (endpoint records only).
+  std::vector<std::string> draining;
+  // InitialVariantWeight, then UpdateEndpointWeightsAndCapacities' DesiredWeight; `weight` is
+  // the one in force (DescribeEndpoint's CurrentWeight).
+  double desired_weight = 1.0;
+  double weight = 1.0;
   // InferenceAmiVersion; "" for the instance family's default image. Fixes the driver that
   // the layout's profiles are checked against (inference_ami.h).
   std::string inference_ami;
+  // ContainerStartupHealthCheckTimeoutInSeconds; 0: not given (a component's own, or carve's
+  // default, applies).
+  int startup_timeout_s = 0;
   // RoutingConfig.RoutingStrategy: how InvokeEndpoint picks a copy.
   std::string routing_strategy = "LEAST_OUTSTANDING_REQUESTS";
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 
 #include "server/nodes/agent_node_driver.h"
@@ -127,7 +128,11 @@ void WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
       for (int g = 0; g < hw->first->gpu_count; ++g) {
         gpus.push_back(nodes::GpuDesiredFor(GpuIndex(static_cast<uint32_t>(g)), layout));
       }
-      for (const auto& node : v.nodes) registry_.SetGpuLayouts(NodeId(node), gpus);
+      for (const auto& node : v.nodes) {
+        // A draining node's GPUs are the lifecycle's to reset; do not carve them again.
+        if (std::find(v.draining.begin(), v.draining.end(), node) != v.draining.end()) continue;
+        registry_.SetGpuLayouts(NodeId(node), gpus);
+      }
     }
   }
 

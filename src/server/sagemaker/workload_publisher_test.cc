@@ -88,7 +88,7 @@ class WorkloadPublisherTest : public ::testing::Test {
   nodes::NodeClaims claims_;
   RuntimeCatalog runtimes_ = BuiltinRuntimes(false);
   RouteTable routes_;
-  ComponentPlacement placement_{store_, &registry_};
+  ComponentPlacement placement_{store_, &registry_, clock_};
   WorkloadPublisher publisher_{store_, registry_, runtimes_, routes_};
   std::vector<EndpointEntry> endpoints_;
   std::vector<ComponentEntry> components_;
