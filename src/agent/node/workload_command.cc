@@ -1,10 +1,17 @@
 #include "agent/node/workload_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <variant>
 
 #include "agent/launch/workload_spec.h"
 
@@ -37,6 +44,132 @@ std::string WorkloadDirName(const std::string& id) {
   return fmt::format("{}-{:08x}", safe, hash);
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The CUDA devices a binding gives its workload: MIG or GPU UUIDs.
+std::vector<std::string> BoundDevices(const launch::DeviceBinding& binding) {
+  if (const auto* m = std::get_if<launch::MigBinding>(&binding)) {
+    return {m->mig_uuid.starts_with("MIG-") ? m->mig_uuid : "MIG-" + m->mig_uuid};
+  }
+  if (const auto* g = std::get_if<launch::GpuBinding>(&binding)) return g->gpu_uuids;
+  if (const auto* s = std::get_if<launch::MgpuBinding>(&binding)) return {s->gpu_uuid};
+  if (const auto* s = std::get_if<launch::MpsBinding>(&binding)) return {s->gpu_uuid};
+  return {};
+}
+
+struct ContainerArgs {
+  std::vector<std::string> args;
+  std::string how;  // For the copy's log: how the device was passed.
+};
+
+Result<ContainerArgs> DeviceArgs(const std::string& runtime, const launch::DeviceBinding& binding,
+                                 const CommandContext& ctx) {
+  ContainerArgs out;
+  const std::vector<std::string> devices = BoundDevices(binding);
+  if (devices.empty()) {
+    out.how = "no GPU";
+    return out;
+  }
+  const std::vector<std::string> cdi = NvidiaCdiDevices(ctx.cdi_spec_dirs);
+  const bool all_in_cdi = std::all_of(devices.begin(), devices.end(), [&](const std::string& d) {
+    return std::find(cdi.begin(), cdi.end(), d) != cdi.end();
+  });
+  std::string list;
+  for (const auto& d : devices) list += (list.empty() ? "" : ",") + d;
+  if (all_in_cdi) {
+    for (const auto& d : devices) {
+      out.args.push_back("--device");
+      out.args.push_back("nvidia.com/gpu=" + d);
+    }
+    out.how = "as CDI device(s) nvidia.com/gpu=" + list;
+    return out;
+  }
+  if (fs::path(runtime).filename() == "podman") {
+    return FailedPrecondition(fmt::format(
+        "podman on node {} passes GPUs to containers through CDI only, and no CDI spec in [{}] "
+        "names {}; generate one with `nvidia-ctk cdi generate --device-name-strategy=uuid "
+        "--output=/etc/cdi/nvidia.yaml` (the NVIDIA Container Toolkit)",
+        ctx.node_id, fmt::join(ctx.cdi_spec_dirs, ", "), list));
+  }
+  // docker's --gpus splits its value at commas unless the whole value is quoted.
+  out.args.push_back("--gpus");
+  out.args.push_back(devices.size() == 1 ? "device=" + list : "\"device=" + list + "\"");
+  out.how = "with docker --gpus device=" + list + " (no CDI spec names it)";
+  return out;
+}
+
+// -v arguments for the model data: an absolute directory or file:// URL, read-only at
+// /opt/ml/model as SageMaker extracts it there. "" mounts nothing.
+Result<std::vector<std::string>> ModelDataArgs(const std::string& url) {
+  if (url.empty()) return std::vector<std::string>{};
+  std::string path = url;
+  if (path.starts_with("file://")) path = path.substr(7);
+  if (!path.starts_with("/")) {
+    return FailedPrecondition(fmt::format(
+        "ModelDataUrl {} is not downloaded by carve; give the model data as a directory on every "
+        "node (an absolute path or file:///path), which is mounted read-only at /opt/ml/model",
+        url));
+  }
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    return FailedPrecondition(fmt::format(
+        "ModelDataUrl {}: {} is not a directory on this node; carve mounts a directory (an "
+        "extracted model.tar.gz) read-only at /opt/ml/model",
+        url, path));
+  }
+  return std::vector<std::string>{"-v", path + ":/opt/ml/model:ro"};
+}
+
+// What an mGPU or MPS share needs inside the container besides its variables.
+Result<std::vector<std::string>> ShareArgs(const protocol::WorkloadDesired& w,
+                                           const launch::DeviceBinding& binding,
+                                           const CommandContext& ctx) {
+  std::vector<std::string> out;
+  if (const auto* s = std::get_if<launch::MgpuBinding>(&binding)) {
+    // The preload file makes the dynamic loader load the interposer into every process of the
+    // container, even one whose entrypoint clears LD_PRELOAD.
+    const fs::path dir = fs::path(ctx.data_dir) / "workloads" / WorkloadDirName(w.id);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const fs::path preload = dir / "ld.so.preload";
+    std::ofstream(preload) << s->interposer_path << "\n";
+    if (!fs::exists(preload, ec)) {
+      return Internal(fmt::format("cannot write {} for the container of {}", preload.string(),
+                                  w.id));
+    }
+    const std::string ledger_dir = fs::path(s->ledger_path).parent_path().string();
+    out = {"-v", s->interposer_path + ":" + s->interposer_path + ":ro",
+           "-v", ledger_dir + ":" + ledger_dir,
+           "-v", preload.string() + ":/etc/ld.so.preload:ro"};
+  } else if (const auto* m = std::get_if<launch::MpsBinding>(&binding)) {
+    out = {"--ipc=host", "-v", m->dirs.pipe_dir + ":" + m->dirs.pipe_dir};
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> NvidiaCdiDevices(const std::vector<std::string>& dirs) {
+  std::vector<std::string> names;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string ext = it->path().extension().string();
+      if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+      try {
+        const YAML::Node spec = YAML::LoadFile(it->path().string());
+        if (spec["kind"].as<std::string>("") != "nvidia.com/gpu") continue;
+        for (const auto& d : spec["devices"]) names.push_back(d["name"].as<std::string>(""));
+      } catch (const YAML::Exception&) {
+        continue;  // Not a spec carve can read: as if absent.
+      }
+    }
+  }
+  return names;
+}
+
 Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired& w, int port,
                                                  const launch::DeviceBinding& binding,
                                                  const CommandContext& ctx) {
@@ -64,9 +197,21 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
         "image {} needs podman or docker on node {}; neither is installed", w.image, ctx.node_id));
   }
   CARVE_ASSIGN_OR_RETURN(launch::EnvVars binding_env, launch::BindingEnv(binding));
+  CARVE_ASSIGN_OR_RETURN(ContainerArgs devices, DeviceArgs(runtime, binding, ctx));
+  CARVE_ASSIGN_OR_RETURN(std::vector<std::string> model, ModelDataArgs(spec.values["model_data"]));
+  CARVE_ASSIGN_OR_RETURN(std::vector<std::string> share, ShareArgs(w, binding, ctx));
   // Braces in values would be read as placeholders; the image reference and names have none.
   spec.command_template = {runtime, "run", "--rm", "--name", "carve-" + WorkloadDirName(w.id),
                            "-p", fmt::format("127.0.0.1:{}:8080", port)};
+  auto append = [&](const std::vector<std::string>& args) {
+    spec.command_template.insert(spec.command_template.end(), args.begin(), args.end());
+  };
+  append(devices.args);
+  append(model);
+  append(share);
+  // SageMaker's port variable, as it sets it for the containers it runs.
+  const bool set_port = !w.environment.contains("SAGEMAKER_BIND_TO_PORT");
+  if (set_port) spec.environment.emplace_back("SAGEMAKER_BIND_TO_PORT", "8080");
   auto pass = [&](const std::string& name) {
     spec.command_template.push_back("-e");
     spec.command_template.push_back(name);
@@ -75,8 +220,17 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   for (const auto& kv : binding_env) {
     if (!w.environment.contains(kv.first)) pass(kv.first);
   }
+  if (set_port) pass("SAGEMAKER_BIND_TO_PORT");
   spec.command_template.push_back(w.image);
-  return launch::MakeLaunchRequest(spec);
+  spec.command_template.push_back("serve");
+  CARVE_ASSIGN_OR_RETURN(launch::LaunchRequest request, launch::MakeLaunchRequest(spec));
+  // The copy's own log says how it got its GPU, the first thing to check when it sees none.
+  std::error_code ec;
+  fs::create_directories(fs::path(request.stdout_path).parent_path(), ec);
+  std::ofstream(request.stdout_path, std::ios::app)
+      << fmt::format("carve: {} runs {} with its GPU passed {}\n",
+                     fs::path(runtime).filename().string(), w.image, devices.how);
+  return request;
 }
 
 }  // namespace carve::agent::node

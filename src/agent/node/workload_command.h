@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "agent/launch/device_binding.h"
 #include "agent/launch/launcher.h"
@@ -16,7 +17,13 @@ struct CommandContext {
   std::string data_dir;
   std::string carve_binary;  // absolute path of `carve`: the value of {carve}
   std::string search_path;   // PATH searched for podman/docker
+  // Where the NVIDIA Container Toolkit writes its CDI specs (`nvidia-ctk cdi generate`).
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
 };
+
+// The device names of kind nvidia.com/gpu that the CDI specs (*.yaml, *.yml, *.json) in `dirs`
+// declare ("MIG-<uuid>", "GPU-<uuid>", "0", "all", ...). Unreadable files are skipped.
+std::vector<std::string> NvidiaCdiDevices(const std::vector<std::string>& dirs);
 
 // The absolute path of executable `name` in the ':'-separated `search_path`; "" when absent.
 std::string FindOnPath(const std::string& name, const std::string& search_path);
@@ -24,12 +31,21 @@ std::string FindOnPath(const std::string& name, const std::string& search_path);
 // The LaunchRequest of `w` serving on `port` with `binding`.
 //   command set: the template expanded with values + port + model_data ("" unless given) +
 //     carve; CARVE_PORT is also set.
-//   image only: `podman run --rm --name carve-<dir> -p 127.0.0.1:<port>:8080 -e NAME... <image>`
-//     (docker when podman is absent); the container gets the Environment and binding variables
-//     by name, and is expected to serve SageMaker's port 8080 inside.
+//   image only, SageMaker's hosting contract: `podman run --rm --name carve-<dir>
+//     -p 127.0.0.1:<port>:8080 <devices> <mounts> -e NAME... <image> serve` (docker when podman
+//     is absent). Devices: the binding's MIG or GPU UUIDs as CDI names
+//     (`--device nvidia.com/gpu=MIG-<uuid>`) when the CDI specs declare them (generated with
+//     `--device-name-strategy=uuid`), else docker's `--gpus device=...`; podman has no other way.
+//     Mounts: model data (ModelDataUrl as an absolute directory or file://) read-only at
+//     /opt/ml/model; for an mGPU share the interposer library and its ledger's directory at the
+//     same paths and an /etc/ld.so.preload naming the interposer (so an entrypoint that resets
+//     LD_PRELOAD is still limited); for MPS the pipe directory and --ipc=host. The container
+//     gets the Environment, the binding variables and SAGEMAKER_BIND_TO_PORT=8080 by name. The
+//     copy's stdout log starts with a line that says how the device was passed.
 // Errors: FailedPrecondition "image <ref> needs podman or docker on node <id>; neither is
-// installed"; InvalidArgument when neither command nor image is set, or from ExpandCommand /
-// BindingEnv / LogPathsFor (they name the field).
+// installed", podman without CDI names for the devices, or model data carve cannot mount (an
+// s3:// or https:// URL, a path that is not a directory); InvalidArgument when neither command
+// nor image is set, or from ExpandCommand / BindingEnv / LogPathsFor (they name the field).
 Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired& w, int port,
                                                  const launch::DeviceBinding& binding,
                                                  const CommandContext& ctx);

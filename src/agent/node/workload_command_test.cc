@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -42,26 +43,150 @@ TEST(BuildLaunchRequest, ExpandsTheTemplateWithPortModelDataAndCarve) {
   EXPECT_EQ(r->stdout_path, "/data/logs/ic/copy-0/stdout.log");
 }
 
-TEST(BuildLaunchRequest, AnImageRunsThroughPodmanWithItsEnvironmentByName) {
-  const std::string dir = testing::TempDir();
-  const std::string podman = dir + "/podman";
-  std::ofstream(podman) << "#!/bin/sh\n";
-  ::chmod(podman.c_str(), 0755);
-  auto r = BuildLaunchRequest(Image("reg/m:1"), 9000, launch::MigBinding{"MIG-y"},
-                              {"n", "/data", "/opt/carve", "/nowhere:" + dir});
+// A directory with fake `podman` / `docker` executables and, when asked, a CDI spec naming
+// devices, as the NVIDIA Container Toolkit writes it.
+class ContainerTest : public ::testing::Test {
+ protected:
+  ContainerTest() {
+    std::filesystem::create_directories(bin_);
+    std::filesystem::create_directories(cdi_);
+    std::filesystem::create_directories(model_);
+  }
+  ~ContainerTest() override { std::filesystem::remove_all(root_); }
+  void Install(const std::string& name) {
+    const std::string path = bin_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n";
+    ::chmod(path.c_str(), 0755);
+  }
+  void Cdi(const std::vector<std::string>& names) {
+    std::ofstream f(cdi_ + "/nvidia.yaml");
+    f << "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n";
+    for (const auto& n : names) f << "- name: " << n << "\n  containerEdits: {}\n";
+  }
+  CommandContext Ctx() {
+    CommandContext c{"node-7", root_ + "/data", "/opt/carve", "/nowhere:" + bin_};
+    c.cdi_spec_dirs = {cdi_};
+    return c;
+  }
+  Result<launch::LaunchRequest> Build(const launch::DeviceBinding& binding,
+                                      const std::string& model_data = "") {
+    protocol::WorkloadDesired w = Image("reg/m:1");
+    if (!model_data.empty()) w.values["model_data"] = model_data;
+    return BuildLaunchRequest(w, 9000, binding, Ctx());
+  }
+  // The argv after the runtime's fixed `run --rm --name X -p P` and before the -e names.
+  static std::vector<std::string> Middle(const launch::LaunchRequest& r) {
+    auto first_e = std::find(r.argv.begin(), r.argv.end(), "-e");
+    return {r.argv.begin() + 7, first_e};
+  }
+  static std::string FirstLogLine(const launch::LaunchRequest& r) {
+    std::ifstream f(r.stdout_path);
+    std::string line;
+    std::getline(f, line);
+    return line;
+  }
+
+  std::string root_ = testing::TempDir() + "carve-container-" + std::to_string(::getpid());
+  std::string bin_ = root_ + "/bin";
+  std::string cdi_ = root_ + "/cdi";
+  std::string model_ = root_ + "/model";
+};
+
+TEST_F(ContainerTest, PodmanGetsThePartitionAsACdiDeviceTheModelAndServe) {
+  Install("podman");
+  Install("docker");  // podman comes first.
+  Cdi({"0", "MIG-y", "all"});
+  auto r = Build(launch::MigBinding{"MIG-y"}, "file://" + model_);
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  ASSERT_GE(r->argv.size(), 3u);
-  EXPECT_EQ(r->argv[0], podman);
-  EXPECT_EQ(r->argv[1], "run");
-  EXPECT_EQ(r->argv.back(), "reg/m:1");
+  EXPECT_EQ(r->argv[0], bin_ + "/podman");
+  EXPECT_EQ(std::vector<std::string>(r->argv.begin() + 1, r->argv.begin() + 7),
+            (std::vector<std::string>{"run", "--rm", "--name", "carve-" + WorkloadDirName("acct/ic/1"),
+                                      "-p", "127.0.0.1:9000:8080"}));
+  EXPECT_EQ(Middle(*r), (std::vector<std::string>{"--device", "nvidia.com/gpu=MIG-y", "-v",
+                                                  model_ + ":/opt/ml/model:ro"}));
+  EXPECT_EQ(std::vector<std::string>(r->argv.end() - 8, r->argv.end()),
+            (std::vector<std::string>{"-e", "MODEL", "-e", "CUDA_VISIBLE_DEVICES", "-e",
+                                      "SAGEMAKER_BIND_TO_PORT", "reg/m:1", "serve"}));
+  EXPECT_EQ(Env(*r, "MODEL"), "llama");
+  EXPECT_EQ(Env(*r, "SAGEMAKER_BIND_TO_PORT"), "8080");
+  EXPECT_EQ(FirstLogLine(*r),
+            "carve: podman runs reg/m:1 with its GPU passed as CDI device(s) nvidia.com/gpu=MIG-y");
+}
+
+TEST_F(ContainerTest, DockerWithoutACdiNameUsesGpus) {
+  Install("docker");
+  Cdi({"0", "1"});  // Index names only: not the partition's UUID.
+  auto r = Build(launch::MigBinding{"MIG-y"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->argv[0], bin_ + "/docker");
+  EXPECT_EQ(Middle(*r), (std::vector<std::string>{"--gpus", "device=MIG-y"}));
+  EXPECT_EQ(FirstLogLine(*r), "carve: docker runs reg/m:1 with its GPU passed with docker --gpus "
+                              "device=MIG-y (no CDI spec names it)");
+}
+
+TEST_F(ContainerTest, DockerWithCdiAndTwoWholeGpus) {
+  Install("docker");
+  Cdi({"GPU-a", "GPU-b"});
+  auto r = Build(launch::GpuBinding{{"GPU-a", "GPU-b"}, {}});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(Middle(*r), (std::vector<std::string>{"--device", "nvidia.com/gpu=GPU-a", "--device",
+                                                  "nvidia.com/gpu=GPU-b"}));
+  std::filesystem::remove(cdi_ + "/nvidia.yaml");
+  auto plain = Build(launch::GpuBinding{{"GPU-a", "GPU-b"}, {}});
+  ASSERT_TRUE(plain.has_value()) << plain.error().message;
+  // Quoted, or docker would split the list at the comma.
+  EXPECT_EQ(Middle(*plain), (std::vector<std::string>{"--gpus", "\"device=GPU-a,GPU-b\""}));
+}
+
+TEST_F(ContainerTest, PodmanWithoutCdiIsAClearError) {
+  Install("podman");
+  auto r = Build(launch::MigBinding{"MIG-y"});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(r.error().message.find("podman on node node-7 passes GPUs to containers through CDI "
+                                   "only, and no CDI spec in [" + cdi_ + "] names MIG-y"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("nvidia-ctk cdi generate --device-name-strategy=uuid"),
+            std::string::npos);
+}
+
+TEST_F(ContainerTest, ModelDataCarveCannotMountIsRefused) {
+  Install("docker");
+  auto s3 = Build(std::monostate{}, "s3://bucket/model.tar.gz");
+  ASSERT_FALSE(s3.has_value());
+  EXPECT_EQ(s3.error().message,
+            "ModelDataUrl s3://bucket/model.tar.gz is not downloaded by carve; give the model "
+            "data as a directory on every node (an absolute path or file:///path), which is "
+            "mounted read-only at /opt/ml/model");
+  auto file = Build(std::monostate{}, "/no/such/dir");
+  ASSERT_FALSE(file.has_value());
+  EXPECT_NE(file.error().message.find("/no/such/dir is not a directory on this node"),
+            std::string::npos);
+}
+
+TEST_F(ContainerTest, AnMgpuShareReachesTheContainerThroughLdSoPreloadAndTheLedgerMount) {
+  Install("docker");
+  Cdi({"GPU-card"});
+  auto r = Build(launch::MgpuBinding{"GPU-card", "/opt/carve/lib/libcarve-mgpu.so",
+                                     "/data/ledgers/w1.ledger"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const std::string preload =
+      root_ + "/data/workloads/" + WorkloadDirName("acct/ic/1") + "/ld.so.preload";
+  EXPECT_EQ(Middle(*r),
+            (std::vector<std::string>{
+                "--device", "nvidia.com/gpu=GPU-card", "-v",
+                "/opt/carve/lib/libcarve-mgpu.so:/opt/carve/lib/libcarve-mgpu.so:ro", "-v",
+                "/data/ledgers:/data/ledgers", "-v", preload + ":/etc/ld.so.preload:ro"}));
+  std::ifstream f(preload);
+  std::string line;
+  std::getline(f, line);
+  EXPECT_EQ(line, "/opt/carve/lib/libcarve-mgpu.so");
   auto has = [&](const std::string& a) {
     return std::find(r->argv.begin(), r->argv.end(), a) != r->argv.end();
   };
-  EXPECT_TRUE(has("127.0.0.1:9000:8080"));
-  EXPECT_TRUE(has("MODEL"));
-  EXPECT_TRUE(has("CUDA_VISIBLE_DEVICES"));
-  EXPECT_EQ(Env(*r, "MODEL"), "llama");
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(has("LD_PRELOAD"));
+  EXPECT_TRUE(has("CARVE_MGPU_LEDGER"));
 }
 
 TEST(BuildLaunchRequest, AnImageWithoutAContainerRuntimeIsAClearError) {

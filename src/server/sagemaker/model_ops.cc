@@ -6,7 +6,9 @@ namespace carve::server::sagemaker {
 namespace {
 
 constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
-constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)");
+// SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
+// (mounted at /opt/ml/model for an OCI image; see workload_command.h).
+constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*");
 constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
 constexpr std::string_view kModes[] = {"SingleModel", "MultiModel"};
 
