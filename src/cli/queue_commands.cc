@@ -459,10 +459,18 @@ void RegisterJob(CLI::App& app, Context& ctx) {
   list->add_option("--queue,-q", f->queue, "Queue name")->required();
   AddConnFlags(list, f->conn);
   list->callback([f, &ctx] {
-    json out;
-    ctx.exit_code =
-        Call(f->conn, "carve job list", "GET", "/v1/queues/" + f->queue + "/jobs", nullptr, out);
-    if (ctx.exit_code != 0) return;
+    // Every page, in submission order.
+    json out{{"jobs", json::array()}};
+    std::string token;
+    do {
+      json page;
+      const std::string path = "/v1/queues/" + f->queue + "/jobs" +
+                               (token.empty() ? "" : "?next_token=" + token);
+      ctx.exit_code = Call(f->conn, "carve job list", "GET", path, nullptr, page);
+      if (ctx.exit_code != 0) return;
+      for (auto& j : page["jobs"]) out["jobs"].push_back(std::move(j));
+      token = page.value("next_token", "");
+    } while (!token.empty());
     if (ctx.json) {
       std::cout << out.dump(2) << "\n";
       return;

@@ -120,6 +120,30 @@ class MgpuQueueTest(unittest.TestCase):
         self.assertEqual(status, 200, logs)
         self.assertIn("task=1 core=30", logs["tasks"][1].get("stdout", ""), logs)
 
+    def test_3b_jobs_list_in_pages_in_submission_order(self):
+        status, whole = self.call("GET", "/v1/queues/q/jobs")
+        self.assertEqual(status, 200, whole)
+        self.assertNotIn("next_token", whole)
+        ids, token, pages = [], None, 0
+        while True:
+            path = "/v1/queues/q/jobs?max_results=2" + (f"&next_token={token}" if token else "")
+            status, page = self.call("GET", path)
+            self.assertEqual(status, 200, page)
+            self.assertLessEqual(len(page["jobs"]), 2)
+            ids += [j["id"] for j in page["jobs"]]
+            pages += 1
+            token = page.get("next_token")
+            if not token:
+                break
+        self.assertEqual(ids, [j["id"] for j in whole["jobs"]])
+        self.assertGreater(pages, 1)
+        for bad, words in (("max_results=0", "max_results=0: must be a whole number from 1 to "
+                                             "1000"),
+                           ("next_token=abc", "next_token=abc: not a token this server gave")):
+            status, body = self.call("GET", f"/v1/queues/q/jobs?{bad}")
+            self.assertEqual(status, 400, body)
+            self.assertIn(words, body["error"])
+
     def test_4_gpu_view_matches_the_placements(self):
         job = self.submit({"name": "twenty", "command": "sleep 600", "task_count": 20,
                            "parameters": SEED})

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "server/native_reply.h"
@@ -42,6 +43,19 @@ std::optional<std::string> Tail(const std::string& path, size_t max_lines) {
   std::string out;
   for (const auto& l : lines) out += l + "\n";
   return out;
+}
+
+constexpr int kMaxJobsPage = 1000;
+
+// A whole number of at most 18 digits; nullopt otherwise.
+std::optional<int64_t> ParseWhole(const std::string& text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
 }
 
 json LogsJson(const JobRecord& job, size_t max_lines) {
@@ -114,11 +128,34 @@ void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
                   [](const JobRecord& j) { return ToJson(j); });
   });
   http.AddRoute("GET", "/v1/queues/{q}/jobs", auth, [&svc](const NativeRequest& r) {
-    return Answer(svc.ListJobs(r.account_id, r.path_params.at("q")), 200,
-                  [](const std::vector<JobRecord>& jobs) {
+    // Paged in submission order: max_results (1..1000, default 1000) and the next_token the
+    // previous page gave.
+    int limit = kMaxJobsPage;
+    int64_t after = 0;
+    if (auto it = r.query.find("max_results"); it != r.query.end()) {
+      auto n = ParseWhole(it->second);
+      if (!n || *n < 1 || *n > kMaxJobsPage) {
+        return ErrorReply(InvalidArgument(fmt::format(
+            "max_results={}: must be a whole number from 1 to {}", it->second, kMaxJobsPage)));
+      }
+      limit = static_cast<int>(*n);
+    }
+    if (auto it = r.query.find("next_token"); it != r.query.end()) {
+      auto n = ParseWhole(it->second);
+      if (!n) {
+        return ErrorReply(InvalidArgument(fmt::format(
+            "next_token={}: not a token this server gave (pass the last page's next_token)",
+            it->second)));
+      }
+      after = *n;
+    }
+    return Answer(svc.ListJobsPage(r.account_id, r.path_params.at("q"), after, limit), 200,
+                  [](const QueueService::JobPage& page) {
                     json list = json::array();
-                    for (const auto& j : jobs) list.push_back(ToJson(j));
-                    return json{{"jobs", list}};
+                    for (const auto& j : page.jobs) list.push_back(ToJson(j));
+                    json out{{"jobs", list}};
+                    if (page.next_after) out["next_token"] = std::to_string(*page.next_after);
+                    return out;
                   });
   });
   http.AddRoute("GET", "/v1/queues/{q}/jobs/{id}", auth, [&svc](const NativeRequest& r) {

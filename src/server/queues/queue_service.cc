@@ -148,6 +148,13 @@ Result<QueueRecord> QueueService::CreateQueue(const std::string& account,
     return AlreadyExists(
         fmt::format("queue '{}' already exists in account {}", request.name, account));
   }
+  int held = 0;
+  for (const auto& [key, q] : queues_) held += key.first == account ? 1 : 0;
+  if (held >= options_.max_queues_per_account) {
+    return ResourceExhausted(fmt::format(
+        "account {} already holds {} queues, the most one account may hold; delete one first",
+        account, options_.max_queues_per_account));
+  }
   QueueRecord q;
   q.account = account;
   q.name = request.name;
@@ -252,6 +259,14 @@ Result<JobRecord> QueueService::SubmitJob(const std::string& account, const std:
         "queue '{}' could not re-claim its nodes ({}) after a restart; see the server log", queue,
         fmt::join(q->record.nodes, ", ")));
   }
+  int unfinished = 0;
+  for (const auto& [id, j] : q->jobs) unfinished += IsTerminal(j.state) ? 0 : 1;
+  if (unfinished >= options_.max_unfinished_jobs_per_queue) {
+    return ResourceExhausted(fmt::format(
+        "queue '{}' holds {} unfinished jobs, the most one queue may hold; wait for some to "
+        "finish, or cancel some",
+        queue, options_.max_unfinished_jobs_per_queue));
+  }
   JobRecord job;
   job.account = account;
   job.queue = queue;
@@ -316,6 +331,28 @@ Result<std::vector<JobRecord>> QueueService::ListJobs(const std::string& account
   std::vector<JobRecord> out;
   for (const auto& [id, job] : q->jobs) out.push_back(job);
   return out;
+}
+
+Result<QueueService::JobPage> QueueService::ListJobsPage(const std::string& account,
+                                                        const std::string& queue,
+                                                        int64_t after_seq, int limit) const {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(const QueueState* q, Find(account, queue));
+  std::vector<const JobRecord*> after;
+  for (const auto& [id, job] : q->jobs) {
+    if (job.seq > after_seq) after.push_back(&job);
+  }
+  std::sort(after.begin(), after.end(),
+            [](const JobRecord* a, const JobRecord* b) { return a->seq < b->seq; });
+  JobPage page;
+  for (const JobRecord* j : after) {
+    if (static_cast<int>(page.jobs.size()) == limit) {
+      page.next_after = page.jobs.back().seq;
+      break;
+    }
+    page.jobs.push_back(*j);
+  }
+  return page;
 }
 
 Result<JobRecord> QueueService::CancelJob(const std::string& account, const std::string& queue,

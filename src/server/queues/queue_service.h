@@ -61,6 +61,10 @@ struct QueueOptions {
   std::vector<std::string> ray_driver_command = {"/bin/sh", "-c", "{entrypoint}"};
   std::chrono::milliseconds reconcile_interval{500};
   const Clock* clock = nullptr;  // nullptr: SystemClock.
+  // Input limits (docs/api.md): queues one account may hold, and jobs not yet finished that one
+  // queue may hold. Past either, CreateQueue / SubmitJob are ResourceExhausted (409).
+  int max_queues_per_account = 100;
+  int max_unfinished_jobs_per_queue = 10'000;
 };
 
 inline constexpr std::string_view kWorkloadSource = "queues";
@@ -99,6 +103,14 @@ class QueueService {
                            const std::string& id) const;
   Result<std::vector<JobRecord>> ListJobs(const std::string& account,
                                           const std::string& queue) const;
+  // One page of a queue's jobs in submission order: those submitted after job number
+  // `after_seq` (0: from the first), at most `limit`. `next_after` is set when more follow.
+  struct JobPage {
+    std::vector<JobRecord> jobs;
+    std::optional<int64_t> next_after;
+  };
+  Result<JobPage> ListJobsPage(const std::string& account, const std::string& queue,
+                               int64_t after_seq, int limit) const;
   // Cancels a job that has not finished (FailedPrecondition otherwise): its processes stop.
   Result<JobRecord> CancelJob(const std::string& account, const std::string& queue,
                               const std::string& id);

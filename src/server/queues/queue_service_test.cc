@@ -148,6 +148,64 @@ TEST_F(QueueServiceTest, RefusesAQueueWhenTheFleetLacksFreeNodesAndKeepsNothing)
   EXPECT_EQ(service_->ListQueues(kAccount).size(), 1u);
 }
 
+TEST_F(QueueServiceTest, AnAccountPastItsQueueLimitIsRefused) {
+  service_.reset();
+  QueueOptions o = Options();
+  o.max_queues_per_account = 1;
+  service_ = std::make_unique<QueueService>(store_, registry_, claims_, o);
+  MakeQueue("q1", "ml.g5.xlarge", 1, false);
+  CreateQueueRequest r;
+  r.name = "q2";
+  r.instance_type = "ml.g5.xlarge";
+  r.count = 1;
+  auto q = service_->CreateQueue(kAccount, r);
+  ASSERT_FALSE(q.has_value());
+  EXPECT_EQ(q.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(q.error().message, std::string("account ") + kAccount +
+                                   " already holds 1 queues, the most one account may hold; "
+                                   "delete one first");
+  EXPECT_FALSE(claims_.Find(NodeId("s2"))->owner.has_value());  // Nothing claimed for it.
+}
+
+TEST_F(QueueServiceTest, AQueuePastItsUnfinishedJobLimitIsRefusedUntilOneEnds) {
+  service_.reset();
+  QueueOptions o = Options();
+  o.max_unfinished_jobs_per_queue = 2;
+  service_ = std::make_unique<QueueService>(store_, registry_, claims_, o);
+  MakeQueue("q", "ml.g5.xlarge", 1, false);
+  JobRecord first = Submit("q", "");
+  Submit("q", "");
+  JobSubmission s;
+  s.command = {"/bin/true"};
+  auto third = service_->SubmitJob(kAccount, "q", s);
+  ASSERT_FALSE(third.has_value());
+  EXPECT_EQ(third.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(third.error().message,
+            "queue 'q' holds 2 unfinished jobs, the most one queue may hold; wait for some to "
+            "finish, or cancel some");
+  ASSERT_TRUE(service_->CancelJob(kAccount, "q", first.id).has_value());
+  EXPECT_TRUE(service_->SubmitJob(kAccount, "q", s).has_value());
+}
+
+TEST_F(QueueServiceTest, JobsListInPagesInSubmissionOrder) {
+  MakeQueue("q", "ml.g5.xlarge", 1, false);
+  for (int i = 0; i < 5; ++i) Submit("q", "");
+  std::vector<int64_t> seen;
+  int64_t after = 0;
+  int pages = 0;
+  while (true) {
+    auto page = service_->ListJobsPage(kAccount, "q", after, 2);
+    ASSERT_TRUE(page.has_value());
+    ++pages;
+    for (const auto& j : page->jobs) seen.push_back(j.seq);
+    if (!page->next_after) break;
+    after = *page->next_after;
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(service_->ListJobsPage(kAccount, "nope", 0, 2).error().code, ErrorCode::kNotFound);
+}
+
 TEST_F(QueueServiceTest, RefusesToFlipTheMgpuSwitchOfAQueue) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   auto r = service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"mgpu", false}});
