@@ -158,6 +158,43 @@ class SageMakerFlowTest(unittest.TestCase):
         self.assertIn('The variant(s) "[Nope]" is/are not present in endpoint', msg)
         self.sm.delete_inference_component(InferenceComponentName="cap")
 
+    def test_managed_instance_scaling_adds_an_instance_for_waiting_copies_and_releases_it(self):
+        self.sm.create_model(ModelName="mis-model", PrimaryContainer={"Image": "example.com/llm:1"})
+        v = dict(seed_variant(SEED_LAYOUT), ManagedInstanceScaling={
+            "Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 2,
+            "ScaleInPolicy": {"Strategy": "IDLE_RELEASE"}})
+        self.sm.create_endpoint_config(EndpointConfigName="mis-config", ProductionVariants=[v])
+        self.sm.create_endpoint(EndpointName="mis-ep", EndpointConfigName="mis-config")
+        self.sm.get_waiter("endpoint_in_service").wait(
+            EndpointName="mis-ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+
+        def instances():
+            d = self.sm.describe_endpoint(EndpointName="mis-ep")
+            pv = d["ProductionVariants"][0]
+            return d["EndpointStatus"], pv["CurrentInstanceCount"], pv
+
+        _, _, pv = instances()
+        self.assertEqual(pv["ManagedInstanceScaling"], {
+            "Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 2,
+            "ScaleInPolicy": {"Strategy": "IDLE_RELEASE"}})
+        # 12 copies of mig-1g.5gb: one p4d holds 8, so 4 wait and an instance is added.
+        self.sm.create_inference_component(
+            InferenceComponentName="mis", EndpointName="mis-ep", VariantName="AllTraffic",
+            Specification=component_spec("mis-model", "mig-1g.5gb"),
+            RuntimeConfig={"CopyCount": 12})
+        self.wait_copies("mis", 12)
+        poll(lambda: instances()[:2] == ("InService", 2), what="mis-ep on 2 instances")
+        # 20 copies need 3 instances; the maximum is 2, so 4 wait and no third is claimed.
+        self.sm.update_inference_component_runtime_config(
+            InferenceComponentName="mis", DesiredRuntimeConfig={"CopyCount": 20})
+        self.wait_copies("mis", 16)
+        self.assertEqual(instances()[:2], ("InService", 2))
+        # No copy left: the idle instance goes, down to the minimum of 1.
+        self.sm.update_inference_component_runtime_config(
+            InferenceComponentName="mis", DesiredRuntimeConfig={"CopyCount": 0})
+        poll(lambda: instances()[:2] == ("InService", 1), what="mis-ep back to 1 instance")
+        self.sm.delete_inference_component(InferenceComponentName="mis")
+
     def test_waiting_copies_take_a_partition_as_soon_as_it_frees(self):
         # 4g beside 3g needs driver R510: not the default p4d image (470), the 535 one.
         self.make_endpoint("free-ep", layout=["mig-4g.20gb", "mig-3g.20gb"],

@@ -156,6 +156,24 @@ class SageMakerRulesTest(unittest.TestCase):
                       "failed to satisfy constraint: carve does not support "
                       "ModelDataDownloadTimeoutInSeconds", msg)
 
+    def test_managed_instance_scaling_is_checked_like_the_service_plus_carves_limits(self):
+        def refused(scaling, count=1):
+            v = dict(seed_variant(SEED_LAYOUT, count=count), ManagedInstanceScaling=scaling)
+            return error_of(self.sm.create_endpoint_config, EndpointConfigName="mis-bad",
+                            ProductionVariants=[v])[1]
+        self.assertIn("carve does not support Strategy CONSOLIDATION", refused({
+            "Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 2,
+            "ScaleInPolicy": {"Strategy": "CONSOLIDATION"}}))
+        self.assertIn("Value '0' at 'productionVariants.1.member.managedInstanceScaling."
+                      "minInstanceCount' failed to satisfy constraint: carve keeps at least one "
+                      "instance per variant", refused({
+                          "Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 2}))
+        self.assertIn("must not exceed MaxInstanceCount (2)", refused({
+            "Status": "ENABLED", "MinInstanceCount": 3, "MaxInstanceCount": 2}))
+        self.assertIn("must lie within ManagedInstanceScaling's MinInstanceCount (2) and "
+                      "MaxInstanceCount (3)", refused({
+                          "Status": "ENABLED", "MinInstanceCount": 2, "MaxInstanceCount": 3}))
+
     def test_an_inference_ami_must_be_a_known_gpu_image(self):
         code, msg = error_of(self.sm.create_endpoint_config, EndpointConfigName="bad-ami",
                              ProductionVariants=[seed_variant(SEED_LAYOUT, ami="al2-gpu-9")])

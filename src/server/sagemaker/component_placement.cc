@@ -175,6 +175,12 @@ void ComponentPlacement::SyncPools(std::span<const EndpointEntry> endpoints,
   }
 }
 
+int ComponentPlacement::WaitingCopies(const nodes::Owner& variant) const {
+  int n = 0;
+  for (const auto& [key, cc] : copies_) n += cc.variant == variant ? cc.waiting : 0;
+  return n;
+}
+
 size_t ComponentPlacement::CopiesOn(const nodes::Owner& variant, const std::string& node) const {
   size_t n = 0;
   for (const auto& [key, cc] : copies_) {

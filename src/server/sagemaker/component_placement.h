@@ -95,6 +95,8 @@ class ComponentPlacement {
 
   // How many copies are placed on `node` of a variant's pool.
   size_t CopiesOn(const nodes::Owner& variant, const std::string& node) const;
+  // Copies of the variant's components that the last pass could not place (no room).
+  int WaitingCopies(const nodes::Owner& variant) const;
   // A component's live copies (empty for an unknown one).
   std::span<const LiveCopy> CopiesOf(const std::string& account,
                                      const std::string& component) const;
@@ -117,6 +119,7 @@ class ComponentPlacement {
   struct ComponentCopies {
     nodes::Owner variant;
     std::vector<LiveCopy> copies;  // By copy index.
+    int waiting = 0;               // Desired but not placed, as of the last pass.
   };
   using ComponentKey = std::pair<std::string, std::string>;  // (account, component)
 

@@ -237,6 +237,7 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   std::sort(after.begin(), after.end(),
             [](const LiveCopy& a, const LiveCopy& b) { return a.record.index < b.record.index; });
   const int count = static_cast<int>(after.size());
+  cc.waiting = stopped ? 0 : std::max(0, c.desired - count);
   ServingState serving = Serving(account, c, after, StartupTimeout(ep, c));
   c.running = serving.running;
   const std::string& starting = serving.starting;

@@ -147,6 +147,12 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
                {"DesiredWeight", var.desired_weight},
                {"CurrentInstanceCount", running ? current : 0},
                {"DesiredInstanceCount", var.instance_count}};
+    if (var.managed) {
+      vs["ManagedInstanceScaling"] = {{"Status", var.managed->enabled ? "ENABLED" : "DISABLED"},
+                                      {"MinInstanceCount", var.managed->min},
+                                      {"MaxInstanceCount", var.managed->max},
+                                      {"ScaleInPolicy", {{"Strategy", "IDLE_RELEASE"}}}};
+    }
     if (running && !lost.empty()) {
       vs["VariantStatus"] = json::array(
           {{{"Status", "Updating"},
@@ -273,6 +279,7 @@ Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
       if (nv.name != var.name) continue;
       var.instance_count = nv.instance_count;
       var.desired_weight = nv.desired_weight;
+      var.managed = nv.managed;
     }
   }
   ep.failure_reason.clear();

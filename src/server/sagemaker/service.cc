@@ -139,7 +139,50 @@ void SageMakerService::ReconcileOnce() {
   }
   placement_.SyncPools(*endpoints, claims_);
   placement_.Reconcile(*endpoints, *components);
+  ScaleManagedVariants(*endpoints);
   if (publisher_) publisher_->Publish(*endpoints, *components, placement_);
+}
+
+void SageMakerService::ScaleManagedVariants(std::vector<EndpointEntry>& endpoints) {
+  for (EndpointEntry& e : endpoints) {
+    if (e.endpoint.status != EndpointStatus::kInService) continue;
+    EndpointRecord ep = e.endpoint;
+    bool changed = false;
+    for (VariantSpec& v : ep.variants) {
+      if (!v.managed || !v.managed->enabled) continue;
+      const auto owner = nodes::Owner::Endpoint(e.record.key.account, ep.name, v.name);
+      const int count = static_cast<int>(v.nodes.size());
+      const int waiting = placement_.WaitingCopies(owner);
+      if (waiting > 0 && count < v.managed->max) {
+        bool free = false;
+        for (const auto& n : claims_.All()) {
+          free = free || (!n.owner && n.ready && n.type->id == v.instance_type);
+        }
+        if (!free) continue;
+        v.instance_count = count + 1;
+        spdlog::info("endpoint {}/{}: {} copies wait for room; managed scaling adds an instance "
+                     "to variant {} ({} -> {})",
+                     e.record.key.account, ep.name, waiting, v.name, count, count + 1);
+        changed = true;
+      } else if (waiting == 0 && count > v.managed->min) {
+        bool idle = false;
+        for (const auto& n : v.nodes) idle = idle || placement_.CopiesOn(owner, n) == 0;
+        if (!idle) continue;
+        v.instance_count = count - 1;
+        spdlog::info("endpoint {}/{}: variant {} has an instance with no copy; managed scaling "
+                     "releases it ({} -> {})",
+                     e.record.key.account, ep.name, v.name, count, count - 1);
+        changed = true;
+      }
+    }
+    if (!changed) continue;
+    ep.status = EndpointStatus::kUpdating;
+    ep.status_since_ms = clock_.UnixMillis();
+    if (auto r = store_.Update(e.record.key, ep.ToJson().dump(), e.record.version); r.has_value()) {
+      e = EndpointEntry{*r, std::move(ep)};
+      loop_.Wake();
+    }
+  }
 }
 
 void SageMakerService::WaitForCarves() { lifecycle_.Wait(); }

@@ -115,6 +115,11 @@ class SageMakerService {
   Result<std::vector<EndpointEntry>> LoadEndpoints() const;
   Result<std::vector<ComponentEntry>> LoadComponents() const;
   void SyncClaims();  // Agent mode: the registry's nodes and readiness into NodeClaims.
+  // ManagedInstanceScaling: an InService variant with copies waiting and a free Ready instance
+  // of its type grows by one, up to its maximum; one with none waiting and an instance that
+  // holds no copy shrinks by one, down to its minimum (IDLE_RELEASE). The change is recorded as
+  // an update (Updating), which EndpointLifecycle carries out.
+  void ScaleManagedVariants(std::vector<EndpointEntry>& endpoints);
   struct PoolIndex;
   static const PoolIndex& IndexOf(const nodes::NodePool& pool,
                                   std::map<const nodes::NodePool*, PoolIndex>& cache);

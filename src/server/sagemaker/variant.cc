@@ -31,7 +31,6 @@ std::string InstanceTypeEnum() {
 
 // ProductionVariant members carve does not implement (docs/api.md lists them).
 constexpr UnsupportedMember kUnsupportedVariant[] = {
-    {"ManagedInstanceScaling", "instance counts are fixed by InitialInstanceCount; omit it"},
     {"ModelDataDownloadTimeoutInSeconds",
      "model data is not downloaded by carve, so there is no download to time out; omit it"},
     {"VariantInstanceProvisionTimeoutInSeconds",
@@ -48,6 +47,52 @@ constexpr UnsupportedMember kUnsupportedVariant[] = {
                       "partition it"},
 };
 
+constexpr UnsupportedMember kUnsupportedScaleIn[] = {
+    {"MaximumStepSize", "it applies to CONSOLIDATION, which carve does not implement; omit it"},
+    {"CooldownInMinutes", "it applies to CONSOLIDATION, which carve does not implement; omit it"},
+};
+
+std::optional<VariantSpec::ManagedScaling> ValidateManagedScaling(Validator& v, const json& in,
+                                                                  const std::string& path,
+                                                                  std::optional<int64_t> count) {
+  const json* m = v.Object(in, "ManagedInstanceScaling", path, false);
+  if (m == nullptr) return std::nullopt;
+  const std::string mp = MemberPath(path, "ManagedInstanceScaling");
+  static constexpr std::string_view kStatuses[] = {"ENABLED", "DISABLED"};
+  static constexpr std::string_view kStrategies[] = {"IDLE_RELEASE", "CONSOLIDATION"};
+  auto status = v.String(*m, "Status", mp, EnumRule(kStatuses), false);
+  auto min = v.Integer(*m, "MinInstanceCount", mp, {0, {}}, false);
+  auto max = v.Integer(*m, "MaxInstanceCount", mp, {1, {}}, false);
+  if (const json* sp = v.Object(*m, "ScaleInPolicy", mp, false)) {
+    const std::string pp = MemberPath(mp, "ScaleInPolicy");
+    v.Unsupported(*sp, kUnsupportedScaleIn, pp);
+    auto strategy = v.String(*sp, "Strategy", pp, EnumRule(kStrategies), true);
+    if (strategy == "CONSOLIDATION") {
+      v.Fail(MemberPath(pp, "Strategy"), *strategy,
+             "carve does not support Strategy CONSOLIDATION: it releases idle instances only "
+             "(IDLE_RELEASE) and never moves copies to free one");
+    }
+  }
+  if (min && *min == 0) {
+    v.Fail(MemberPath(mp, "MinInstanceCount"), "0",
+           "carve keeps at least one instance per variant (scale-to-zero is not implemented)");
+  }
+  VariantSpec::ManagedScaling out;
+  out.enabled = status == "ENABLED";
+  out.min = static_cast<int>(min.value_or(count.value_or(1)));
+  out.max = static_cast<int>(max.value_or(count.value_or(1)));
+  if (out.min > out.max) {
+    v.Fail(MemberPath(mp, "MinInstanceCount"), std::to_string(out.min),
+           fmt::format("must not exceed MaxInstanceCount ({})", out.max));
+  } else if (count && (*count < out.min || *count > out.max)) {
+    v.Fail(MemberPath(path, "InitialInstanceCount"), std::to_string(*count),
+           fmt::format("must lie within ManagedInstanceScaling's MinInstanceCount ({}) and "
+                       "MaxInstanceCount ({})",
+                       out.min, out.max));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const std::string& path,
@@ -62,6 +107,7 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   if (refuse_unsupported) v.Unsupported(in, kUnsupportedVariant, path);
   auto startup = v.Integer(in, "ContainerStartupHealthCheckTimeoutInSeconds", path, {60, 3600},
                            false);
+  auto managed = ValidateManagedScaling(v, in, path, count);
   auto ami = v.String(in, "InferenceAmiVersion", path, EnumRule(InferenceAmiNames()), false);
   if (const json* routing = v.Object(in, "RoutingConfig", path, false)) {
     static constexpr std::string_view kRouting[] = {"LEAST_OUTSTANDING_REQUESTS", "RANDOM"};
@@ -114,6 +160,7 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   spec.inference_ami = ami.value_or("");
   spec.startup_timeout_s = static_cast<int>(startup.value_or(0));
   spec.desired_weight = spec.weight = weight.value_or(1.0);
+  spec.managed = managed;
   return spec;
 }
 
@@ -210,6 +257,11 @@ json VariantToJson(const VariantSpec& v) {
             {"RoutingStrategy", v.routing_strategy}};
   if (v.startup_timeout_s > 0) j["StartupTimeoutSeconds"] = v.startup_timeout_s;
   if (!v.draining.empty()) j["Draining"] = v.draining;
+  if (v.managed) {
+    j["Managed"] = {{"Enabled", v.managed->enabled},
+                    {"Min", v.managed->min},
+                    {"Max", v.managed->max}};
+  }
   j["DesiredWeight"] = v.desired_weight;
   j["Weight"] = v.weight;
   if (v.partition_types) {
@@ -241,6 +293,11 @@ Result<VariantSpec> VariantFromJson(const json& j) {
     v.routing_strategy = j.value("RoutingStrategy", std::string("LEAST_OUTSTANDING_REQUESTS"));
     v.startup_timeout_s = j.value("StartupTimeoutSeconds", 0);
     v.draining = j.value("Draining", std::vector<std::string>{});
+    if (j.contains("Managed")) {
+      const json& m = j.at("Managed");
+      v.managed = VariantSpec::ManagedScaling{m.at("Enabled").get<bool>(), m.at("Min").get<int>(),
+                                              m.at("Max").get<int>()};
+    }
     v.desired_weight = j.value("DesiredWeight", 1.0);
     v.weight = j.value("Weight", 1.0);
     return v;

@@ -35,6 +35,16 @@ struct VariantSpec {
   // them, theirs are placed again on the others, then their GPUs are reset and they are
   // released (endpoint records only).
   std::vector<std::string> draining;
+  // ManagedInstanceScaling (ScaleInPolicy IDLE_RELEASE): with `enabled`, the reconciler adds an
+  // instance while copies wait for partitions and a free one exists, up to `max`, and releases
+  // one that holds no copy while none waits, down to `min`.
+  struct ManagedScaling {
+    bool enabled = false;
+    int min = 1;
+    int max = 1;
+    friend bool operator==(const ManagedScaling&, const ManagedScaling&) = default;
+  };
+  std::optional<ManagedScaling> managed;
   // InitialVariantWeight, then UpdateEndpointWeightsAndCapacities' DesiredWeight; `weight` is
   // the one in force (DescribeEndpoint's CurrentWeight).
   double desired_weight = 1.0;
