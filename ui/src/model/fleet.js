@@ -7,6 +7,9 @@ import { occupantOf, migStrip } from './strip.js';
 // another account is shown as "another account" even where a server reports its names.
 export function claimLabel(claim, account) {
   if (!claim) return { kind: 'free', text: 'unclaimed' };
+  // A deleted endpoint's node that was away: held by no account until its agent reports every
+  // GPU whole (docs/endpoint-lifecycle.md).
+  if (claim.kind === 'reset') return { kind: 'reset', text: 'held until its GPUs are reset' };
   if (account && claim.account && claim.account !== account) {
     return { kind: 'other', text: 'another account' };
   }

@@ -39,6 +39,9 @@ test('labels claims, and hides another account behind "another account"', () => 
   assert.equal(claimLabel(fleet.nodes[2].claim, '111122223333').kind, 'other');
   assert.equal(claimLabel(fleet.nodes[0].claim, '999999999999').kind, 'other');
   assert.equal(claimLabel(null).text, 'unclaimed');
+  const reset = { kind: 'reset', account: null, endpoint: null, variant: null };
+  assert.deepEqual(claimLabel(reset, '111122223333'),
+    { kind: 'reset', text: 'held until its GPUs are reset' });
 });
 
 test('reads the mode of a GPU from servers without the mode field', () => {
