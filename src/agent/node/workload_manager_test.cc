@@ -319,7 +319,10 @@ TEST_F(WorkloadManagerTest, AnInterposerShareRunsUnderTheLibraryAndChargesItsLed
   for (std::istringstream lines(env); std::getline(lines, ledger_var);) {
     if (ledger_var.rfind("CARVE_MGPU_LEDGER=", 0) == 0) break;
   }
-  EXPECT_NE(env.find(std::string("LD_PRELOAD=") + CARVE_MGPU_LIB_PATH), std::string::npos) << env;
+  // InterposerPreload: an ASan build puts the ASan runtime first.
+  EXPECT_NE(env.find("LD_PRELOAD=" + launch::InterposerPreload(CARVE_MGPU_LIB_PATH)),
+            std::string::npos)
+      << env;
   ASSERT_EQ(ledger_var.rfind("CARVE_MGPU_LEDGER=" + dir_ + "/data/workloads/", 0), 0u) << env;
   auto ledger = interposer::Ledger::Open(ledger_var.substr(18), nullptr);
   ASSERT_TRUE(ledger.has_value()) << ledger.error().message;

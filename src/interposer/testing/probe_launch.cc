@@ -25,6 +25,7 @@ CuGraphExec FourKernelGraph(const Api& api) {
   CHECK_EQ(api.end_capture(s, &g), kCudaSuccess);
   CuGraphExec exec = nullptr;
   CHECK_EQ(api.instantiate(&exec, g, 0), kCudaSuccess);
+  CHECK_EQ(api.graph_destroy(g), kCudaSuccess);  // The exec keeps what it needs.
   return exec;
 }
 
@@ -79,6 +80,7 @@ void Print(const Api& api, const Measured& m, const std::string& extra) {
 int LaunchLoop(const Api& api, double seconds, const std::string& kind) {
   CuGraphExec exec = kind == "graph" ? FourKernelGraph(api) : nullptr;
   Print(api, Run(api, seconds, kind, exec, nullptr), "");
+  if (exec != nullptr) CHECK_EQ(api.graph_exec_destroy(exec), kCudaSuccess);
   return 0;
 }
 
@@ -103,12 +105,14 @@ int CaptureElsewhere(const Api& api, double seconds, const std::string& kind,
     while (phase.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     CuGraph g = nullptr;
     end_result = api.end_capture(s, &g);
+    if (g != nullptr) CHECK_EQ(api.graph_destroy(g), kCudaSuccess);
   });
   while (phase.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const Measured m = Run(api, seconds, kind, exec, stream);
   phase = 2;
   capturer.join();
   Print(api, m, " capture=" + std::to_string(end_result));
+  if (exec != nullptr) CHECK_EQ(api.graph_exec_destroy(exec), kCudaSuccess);
   return 0;
 }
 

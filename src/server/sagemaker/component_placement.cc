@@ -181,13 +181,14 @@ int ComponentPlacement::WaitingCopies(const nodes::Owner& variant) const {
   return n;
 }
 
-size_t ComponentPlacement::CopiesOn(const nodes::Owner& variant, const std::string& node) const {
-  size_t n = 0;
+std::map<std::string, size_t> ComponentPlacement::CopiesPerNode(
+    const nodes::Owner& variant) const {
+  std::map<std::string, size_t> out;
   for (const auto& [key, cc] : copies_) {
     if (cc.variant != variant) continue;
-    for (const auto& copy : cc.copies) n += copy.record.placement.node == node ? 1 : 0;
+    for (const auto& copy : cc.copies) ++out[copy.record.placement.node];
   }
-  return n;
+  return out;
 }
 
 void ComponentPlacement::RebuildPool(const nodes::Owner& owner, const VariantSpec& v) {

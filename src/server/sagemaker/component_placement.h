@@ -93,8 +93,9 @@ class ComponentPlacement {
   // components that no longer exist are released.
   void Reconcile(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components);
 
-  // How many copies are placed on `node` of a variant's pool.
-  size_t CopiesOn(const nodes::Owner& variant, const std::string& node) const;
+  // How many copies are placed on each node of a variant's pool (nodes with none are absent):
+  // one walk over the copies, whatever the number of nodes asked about.
+  std::map<std::string, size_t> CopiesPerNode(const nodes::Owner& variant) const;
   // Copies of the variant's components that the last pass could not place (no room).
   int WaitingCopies(const nodes::Owner& variant) const;
   // A component's live copies (empty for an unknown one).

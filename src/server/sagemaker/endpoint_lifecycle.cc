@@ -391,8 +391,9 @@ void EndpointLifecycle::Update(EndpointEntry& e) {
     if (!v.draining.empty()) {
       settled = false;
       // Released only once no copy is placed on any of them; their copies move meanwhile.
+      const auto copies = copies_per_node_(owner);
       bool empty = true;
-      for (const auto& n : v.draining) empty = empty && copies_on_(owner, n) == 0;
+      for (const auto& n : v.draining) empty = empty && !copies.contains(n);
       if (!empty) continue;
       Drain d{v.name, {}, {}, gpus};
       for (const auto& n : v.draining) {
@@ -422,8 +423,12 @@ void EndpointLifecycle::Update(EndpointEntry& e) {
     } else if (staying > v.instance_count) {
       settled = false;
       // Leave the instances that hold the fewest copies (fewest to move), the last-named first.
+      const auto copies = copies_per_node_(owner);
       std::vector<std::pair<size_t, std::string>> by_load;
-      for (const auto& n : v.nodes) by_load.emplace_back(copies_on_(owner, n), n);
+      for (const auto& n : v.nodes) {
+        auto c = copies.find(n);
+        by_load.emplace_back(c == copies.end() ? 0 : c->second, n);
+      }
       std::sort(by_load.begin(), by_load.end(), [](const auto& a, const auto& b) {
         return a.first != b.first ? a.first < b.first : a.second > b.second;
       });

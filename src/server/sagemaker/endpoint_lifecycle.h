@@ -68,11 +68,11 @@ class EndpointLifecycle {
   // to what was committed; endpoints are removed by their delete workers, not here.
   void Reconcile(std::vector<EndpointEntry>& endpoints);
 
-  // How many copies are placed on a node of a variant; the service wires it to
-  // ComponentPlacement (a draining node is released only when none is left). Default: none.
-  void set_copies_on(std::function<size_t(const nodes::Owner&, const std::string&)> f) {
-    copies_on_ = std::move(f);
-  }
+  // How many copies are placed on each node of a variant (nodes with none absent); the service
+  // wires it to ComponentPlacement (a draining node is released only when none is left).
+  // Default: none anywhere.
+  using CopiesPerNode = std::function<std::map<std::string, size_t>(const nodes::Owner&)>;
+  void set_copies_per_node(CopiesPerNode f) { copies_per_node_ = std::move(f); }
 
   // Nodes whose GPUs still wait to be reset for a deleted endpoint, in name order.
   std::vector<NodeId> PendingResets() const;  // Caller holds the state lock.
@@ -137,8 +137,9 @@ class EndpointLifecycle {
   std::set<std::string> resetting_;   // Nodes with a reset worker. Guarded by state_mu_.
   std::vector<std::thread> workers_;  // Guarded by state_mu_.
   std::atomic<bool> abort_{false};
-  std::function<size_t(const nodes::Owner&, const std::string&)> copies_on_ =
-      [](const nodes::Owner&, const std::string&) { return size_t{0}; };
+  CopiesPerNode copies_per_node_ = [](const nodes::Owner&) {
+    return std::map<std::string, size_t>{};
+  };
 };
 
 }  // namespace carve::server::sagemaker

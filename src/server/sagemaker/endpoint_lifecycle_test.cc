@@ -323,8 +323,13 @@ TEST_F(EndpointLifecycleTest, TooFewFreeInstancesKeepTheCapacityAndSayWhy) {
 
 TEST_F(EndpointLifecycleTest, ShrinkingDrainsTheInstanceWithFewestCopiesThenResetsAndReleasesIt) {
   std::map<std::string, size_t> copies{{"p4d-0", 2}, {"p4d-1", 1}, {"p4d-2", 3}};
-  lifecycle_.set_copies_on(
-      [&](const nodes::Owner&, const std::string& n) { return copies.contains(n) ? copies[n] : 0; });
+  lifecycle_.set_copies_per_node([&](const nodes::Owner&) {
+    std::map<std::string, size_t> placed;
+    for (const auto& [n, c] : copies) {
+      if (c > 0) placed[n] = c;
+    }
+    return placed;
+  });
   CreateEndpoint("ep", 3);
   Pass();
   MarkUpdating("ep", 2);

@@ -20,9 +20,8 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
       lifecycle_(store, claims, driver, clock_, mu_, [this] { loop_.Wake(); }),
       placement_(store, options_.registry, clock_),
       loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }) {
-  lifecycle_.set_copies_on([this](const nodes::Owner& variant, const std::string& node) {
-    return placement_.CopiesOn(variant, node);
-  });
+  lifecycle_.set_copies_per_node(
+      [this](const nodes::Owner& variant) { return placement_.CopiesPerNode(variant); });
   if (options_.registry != nullptr) {
     publisher_.emplace(store, *options_.registry, options_.runtimes, routes_);
     // Agent reports that change a copy's state or a node's readiness wake the reconciler.
@@ -165,8 +164,9 @@ void SageMakerService::ScaleManagedVariants(std::vector<EndpointEntry>& endpoint
                      e.record.key.account, ep.name, waiting, v.name, count, count + 1);
         changed = true;
       } else if (waiting == 0 && count > v.managed->min) {
+        const auto copies = placement_.CopiesPerNode(owner);
         bool idle = false;
-        for (const auto& n : v.nodes) idle = idle || placement_.CopiesOn(owner, n) == 0;
+        for (const auto& n : v.nodes) idle = idle || !copies.contains(n);
         if (!idle) continue;
         v.instance_count = count - 1;
         spdlog::info("endpoint {}/{}: variant {} has an instance with no copy; managed scaling "

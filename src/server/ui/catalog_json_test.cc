@@ -17,7 +17,8 @@ TEST(CatalogJson, ListsEveryInstanceTypeAndGpu) {
 
 // Every profile's pricing share is the planner's: max(compute fraction, memory fraction).
 TEST(CatalogJson, GivesEveryProfileItsShareOfTheGpu) {
-  for (const json& g : CatalogJson()["gpus"]) {
+  const json catalog = CatalogJson();  // Not in the range: it would die before the loop body.
+  for (const json& g : catalog["gpus"]) {
     for (const json& p : g["profiles"]) {
       const double want =
           std::max(p["compute_slices"].get<double>() / g["compute_slices"].get<double>(),
