@@ -68,6 +68,11 @@ class QueueServiceTest : public ::testing::Test {
                             "--num-gpus={num_gpus}"};
     return o;
   }
+  // A service of other options over the same store, registry and claims.
+  void Restart(const QueueOptions& o) {
+    service_.reset();
+    service_ = std::make_unique<QueueService>(store_, registry_, claims_, o);
+  }
   QueueRecord MakeQueue(const std::string& name, const std::string& type, int count, bool mgpu,
                         bool gang = false) {
     CreateQueueRequest r;
@@ -149,10 +154,9 @@ TEST_F(QueueServiceTest, RefusesAQueueWhenTheFleetLacksFreeNodesAndKeepsNothing)
 }
 
 TEST_F(QueueServiceTest, AnAccountPastItsQueueLimitIsRefused) {
-  service_.reset();
   QueueOptions o = Options();
   o.max_queues_per_account = 1;
-  service_ = std::make_unique<QueueService>(store_, registry_, claims_, o);
+  Restart(o);
   MakeQueue("q1", "ml.g5.xlarge", 1, false);
   CreateQueueRequest r;
   r.name = "q2";
@@ -168,10 +172,9 @@ TEST_F(QueueServiceTest, AnAccountPastItsQueueLimitIsRefused) {
 }
 
 TEST_F(QueueServiceTest, AQueuePastItsUnfinishedJobLimitIsRefusedUntilOneEnds) {
-  service_.reset();
   QueueOptions o = Options();
   o.max_unfinished_jobs_per_queue = 2;
-  service_ = std::make_unique<QueueService>(store_, registry_, claims_, o);
+  Restart(o);
   MakeQueue("q", "ml.g5.xlarge", 1, false);
   JobRecord first = Submit("q", "");
   Submit("q", "");
