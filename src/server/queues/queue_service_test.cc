@@ -68,6 +68,14 @@ class QueueServiceTest : public ::testing::Test {
                             "--num-gpus={num_gpus}"};
     return o;
   }
+  // CreateQueue of a plain (not mGPU) queue of `count` nodes of `type`, as asked.
+  Result<QueueRecord> TryQueue(const std::string& name, const std::string& type, int count) {
+    CreateQueueRequest r;
+    r.name = name;
+    r.instance_type = type;
+    r.count = count;
+    return service_->CreateQueue(kAccount, r);
+  }
   // A service of other options over the same store, registry and claims.
   void Restart(const QueueOptions& o) {
     service_.reset();
@@ -142,11 +150,7 @@ TEST_F(QueueServiceTest, CreatesAnMgpuQueueThatClaimsItsNodeAndUsesItsCardsWhole
 
 TEST_F(QueueServiceTest, RefusesAQueueWhenTheFleetLacksFreeNodesAndKeepsNothing) {
   MakeQueue("q1", "ml.g5.xlarge", 2, true);
-  CreateQueueRequest r;
-  r.name = "q2";
-  r.instance_type = "ml.g5.xlarge";
-  r.count = 1;
-  auto q = service_->CreateQueue(kAccount, r);
+  auto q = TryQueue("q2", "ml.g5.xlarge", 1);
   ASSERT_FALSE(q.has_value());
   EXPECT_EQ(q.error().code, ErrorCode::kResourceExhausted);
   EXPECT_FALSE(store_.Get({kAccount, "Queue", "q2"}).has_value());
@@ -158,11 +162,7 @@ TEST_F(QueueServiceTest, AnAccountPastItsQueueLimitIsRefused) {
   o.max_queues_per_account = 1;
   Restart(o);
   MakeQueue("q1", "ml.g5.xlarge", 1, false);
-  CreateQueueRequest r;
-  r.name = "q2";
-  r.instance_type = "ml.g5.xlarge";
-  r.count = 1;
-  auto q = service_->CreateQueue(kAccount, r);
+  auto q = TryQueue("q2", "ml.g5.xlarge", 1);
   ASSERT_FALSE(q.has_value());
   EXPECT_EQ(q.error().code, ErrorCode::kResourceExhausted);
   EXPECT_EQ(q.error().message, std::string("account ") + kAccount +
