@@ -178,6 +178,11 @@ void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerSe
       [&svc](const server::NativeRequest& r) {
         return server::Answer(svc.EndpointCarveJson(r.account_id, r.path_params.at("name")));
       });
+  http.AddRoute(
+      "GET", "/v1/inference-components/{name}/copies", server::RouteAuth::kSigV4,
+      [&svc](const server::NativeRequest& r) {
+        return server::Answer(svc.ComponentCopiesJson(r.account_id, r.path_params.at("name")));
+      });
 }
 
 }  // namespace carve::app

@@ -38,9 +38,44 @@ constexpr UnsupportedMember kUnsupportedStartup[] = {
      "model data is not downloaded by carve, so there is no download to time out; omit it"},
 };
 constexpr UnsupportedMember kUnsupportedUpdate[] = {
-    {"DeploymentConfig", "rolling component deployments are not implemented; omit it"},
     {"Specifications", "carve supports one Specification per component"},
 };
+constexpr UnsupportedMember kUnsupportedDeployment[] = {
+    {"AutoRollbackConfiguration",
+     "carve has no CloudWatch alarms to watch; omit it (a deployment rolls back when a new copy "
+     "cannot start or pass its health check, or when MaximumExecutionTimeoutInSeconds passes)"},
+};
+constexpr std::string_view kCapacityTypes[] = {"COPY_COUNT", "CAPACITY_PERCENT"};
+
+// An InferenceComponentCapacitySize; `max_percent` bounds a CAPACITY_PERCENT value.
+void ValidateCapacitySize(Validator& v, const json& parent, std::string_view member,
+                          const std::string& path, bool required, int max_percent) {
+  const json* size = v.Object(parent, member, path, required);
+  if (size == nullptr) return;
+  const std::string p = MemberPath(path, member);
+  auto type = v.String(*size, "Type", p, EnumRule(kCapacityTypes), true);
+  auto value = v.Integer(*size, "Value", p, {1, {}}, true);
+  if (type && value && *type == "CAPACITY_PERCENT" && (*value < 5 || *value > max_percent)) {
+    v.Fail(
+        MemberPath(p, "Value"), std::to_string(*value),
+        fmt::format("Member must be between 5 and {} when Type is CAPACITY_PERCENT", max_percent));
+  }
+}
+
+// UpdateInferenceComponent's DeploymentConfig.
+void ValidateDeploymentConfig(Validator& v, const json& config) {
+  const std::string path = "deploymentConfig";
+  v.Unsupported(config, kUnsupportedDeployment, path);
+  const json* policy = v.Object(config, "RollingUpdatePolicy", path, true);
+  if (policy == nullptr) return;
+  const std::string p = MemberPath(path, "RollingUpdatePolicy");
+  // "The value must be between 5% to 50% of the copy count"
+  // (InferenceComponentRollingUpdatePolicy).
+  ValidateCapacitySize(v, *policy, "MaximumBatchSize", p, true, 50);
+  ValidateCapacitySize(v, *policy, "RollbackMaximumBatchSize", p, false, 100);
+  v.Integer(*policy, "WaitIntervalInSeconds", p, {0, 3600}, true);
+  v.Integer(*policy, "MaximumExecutionTimeoutInSeconds", p, {600, 28800}, false);
+}
 
 // Validates a Specification member; returns the requirements when valid.
 std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const std::string& path) {
@@ -269,6 +304,7 @@ Result<json> DescribeInferenceComponent(const OpContext& ctx, const ApiRequest& 
               {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
   if (!c.status_message.empty()) out["StatusMessage"] = c.status_message;
   if (!c.failure_reason.empty()) out["FailureReason"] = c.failure_reason;
+  if (!c.last_deployment_config.is_null()) out["LastDeploymentConfig"] = c.last_deployment_config;
   return out;
 }
 
@@ -310,6 +346,8 @@ Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   if (const json* spec = v.Object(in, "Specification", "", false)) {
     reqs = ValidateSpec(v, *spec, "specification");
   }
+  const json* deployment = v.Object(in, "DeploymentConfig", "", false);
+  if (deployment != nullptr) ValidateDeploymentConfig(v, *deployment);
   std::optional<int64_t> copies;
   if (const json* rc = v.Object(in, "RuntimeConfig", "", false)) {
     copies = v.Integer(*rc, "CopyCount", "runtimeConfig", {0, {}}, true);
@@ -336,11 +374,38 @@ Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& re
       CARVE_RETURN_IF_ERROR(ctx.Get(req.account_id, kModel, reqs->model_name));
     }
     CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, c.endpoint));
-    c.specification = in.at("Specification");
-    ApplyRequirements(c, *reqs);  // New copies use the new host figures; placed ones keep theirs.
+    if (in.at("Specification") != c.specification) {
+      if (c.deployment) {
+        return FailedPrecondition(fmt::format(
+            "Inference component \"{}\" is being updated to specification version {}; wait "
+            "until it is InService before updating its specification again.",
+            ctx.Arn(req.account_id, kInferenceComponent, c.name), c.spec_version));
+      }
+      const CopySpec from = c.Current();
+      c.specification = in.at("Specification");
+      ApplyRequirements(c, *reqs);
+      c.spec_version = from.version + 1;
+      c.failure_reason.clear();
+      if (c.ever_in_service) {
+        // Every copy is replaced, batch by batch (deployment.h).
+        StartedDeployment started = StartDeployment(deployment != nullptr ? *deployment : json(),
+                                                    from, ctx.clock().UnixMillis());
+        c.deployment = std::move(started.deployment);
+        c.last_deployment_config = std::move(started.last_config);
+        c.status = ComponentStatus::kUpdating;
+        c.status_message =
+            fmt::format("Rolling update to specification version {} accepted", c.spec_version);
+      } else {
+        // It never served: its copies are replaced at once, and a Failed one tries again.
+        c.status = ComponentStatus::kCreating;
+        c.status_message.clear();
+      }
+    }
   }
   if (copies) c.desired = static_cast<int>(*copies);
-  if (c.desired != c.running && c.ever_in_service) c.status = ComponentStatus::kUpdating;
+  if (!c.deployment && c.desired != c.running && c.ever_in_service) {
+    c.status = ComponentStatus::kUpdating;
+  }
   CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, c.ToJson().dump(), rec.version));
   ctx.Notify();
   return json{{"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, c.name)}};

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -75,6 +76,8 @@ class ComponentPlacement {
   static constexpr int kStartupCrashLimit = 3;
   // The startup health-check timeout when neither the component nor the variant gives one.
   static constexpr std::chrono::seconds kDefaultStartupTimeout{600};
+  // SageMaker's FailureReason holds at most this many characters.
+  static constexpr size_t kMaxFailureReason = 1024;
 
   // `registry` is null in simulated mode. All must outlive this.
   ComponentPlacement(store::Store& store, nodes::NodeRegistry* registry, const Clock& clock);
@@ -137,9 +140,22 @@ class ComponentPlacement {
     int running = 0;
     std::string starting;
     std::string failure;
+    bool reconnecting = false;  // Some copies' agents have not reported since a restart.
   };
+  // `judge`: whether a copy that cannot start is a failure (a component never InService, or the
+  // new copies of a deployment).
   ServingState Serving(const std::string& account, const ComponentRecord& c,
-                       std::span<const LiveCopy> copies, std::chrono::seconds startup) const;
+                       std::span<const LiveCopy> copies, std::chrono::seconds startup,
+                       bool judge) const;
+  // One step of c's deployment (deployment.h) over the kept copies: stops old copies through
+  // `stop` (an index into the component's copies) and places new ones through `place` (returns
+  // how many it placed; `reason` says why the rest wait). Sets `wanted` to the copies it tried
+  // to place. Updates c (a rollback swaps its specifications; the end clears the deployment) and
+  // returns the progress for StatusMessage ("" once it ended).
+  std::string RollOut(const std::string& account, ComponentRecord& c, const ComponentCopies& cc,
+                      const std::vector<size_t>& keep, std::chrono::seconds startup,
+                      const std::function<void(size_t)>& stop, const std::function<int(int)>& place,
+                      int& wanted, std::string& reason);
 
   store::Store& store_;
   nodes::NodeRegistry* const registry_;

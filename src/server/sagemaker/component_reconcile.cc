@@ -35,9 +35,6 @@ std::string WhatACopyNeeds(const ComponentRecord& c) {
   return fmt::format("{} whole GPU{}", c.devices, c.devices == 1 ? "" : "s");
 }
 
-// SageMaker's FailureReason holds at most 1024 characters.
-constexpr size_t kMaxFailureReason = 1024;
-
 // The startup health-check timeout of a component's copies: its own StartupParameters, else
 // its variant's, else carve's default.
 std::chrono::seconds StartupTimeout(const EndpointEntry* ep, const ComponentRecord& c) {
@@ -94,9 +91,11 @@ void ComponentPlacement::DropRemoved(std::span<const ComponentEntry> components)
   }
 }
 
-ComponentPlacement::ServingState ComponentPlacement::Serving(
-    const std::string& account, const ComponentRecord& c, std::span<const LiveCopy> copies,
-    std::chrono::seconds startup) const {
+ComponentPlacement::ServingState ComponentPlacement::Serving(const std::string& account,
+                                                             const ComponentRecord& c,
+                                                             std::span<const LiveCopy> copies,
+                                                             std::chrono::seconds startup,
+                                                             bool judge) const {
   ServingState out;
   const int placed = static_cast<int>(copies.size());
   if (registry_ == nullptr) {
@@ -111,6 +110,7 @@ ComponentPlacement::ServingState ComponentPlacement::Serving(
     if (node && node->ready && !node->connected) {
       out.running = std::min(c.running, placed);
       out.starting = "waiting for the agents of its nodes to reconnect after a server restart";
+      out.reconnecting = true;
       return out;
     }
   }
@@ -121,23 +121,23 @@ ComponentPlacement::ServingState ComponentPlacement::Serving(
       ++out.running;
       continue;
     }
-    const std::string where = fmt::format("copy {} on {}", copy.record.index,
-                                          copy.record.placement.node);
+    const std::string where =
+        fmt::format("copy {} on {}", copy.record.index, copy.record.placement.node);
     const std::string says =
         w ? w->state + (w->message.empty() ? "" : ": " + w->message) : "being started by its agent";
     if (out.starting.empty()) out.starting = fmt::format("{} is {}", where, says);
-    // Only a component never InService fails, and only for a copy that never served.
-    if (c.ever_in_service || !out.failure.empty() || (w && w->ever_healthy)) continue;
-    const bool crashed =
-        w && (w->state == "failed" ||
-              (w->state == "backoff" && w->restarts + 1 >= kStartupCrashLimit));
+    // Only copies being judged fail, and only one that never served.
+    if (!judge || !out.failure.empty() || (w && w->ever_healthy)) continue;
+    const bool crashed = w && (w->state == "failed" ||
+                               (w->state == "backoff" && w->restarts + 1 >= kStartupCrashLimit));
     const int64_t waited_ms = copy.placed_ms > 0 ? now_ms - copy.placed_ms : 0;
     if (crashed) {
       out.failure = fmt::format("{} could not start ({})", where, says);
     } else if (waited_ms > std::chrono::milliseconds(startup).count()) {
-      out.failure = fmt::format("{} did not pass its health check (GET /ping) within the {} s "
-                                "startup health-check timeout; it is {}",
-                                where, startup.count(), says);
+      out.failure = fmt::format(
+          "{} did not pass its health check (GET /ping) within the {} s "
+          "startup health-check timeout; it is {}",
+          where, startup.count(), says);
     } else {
       continue;
     }
@@ -154,9 +154,10 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   cc.variant = owner;
   auto pool = pools_.find(owner);
   VariantPool* vp = pool == pools_.end() ? nullptr : &pool->second;
+  const int64_t now_ms = clock_.UnixMillis();
 
-  // Which live copies stay: not beyond the count (the highest numbers go first), not on a node
-  // that stopped reporting, not without a partition. Deleting: none.
+  // Which live copies stay: not on a node that stopped reporting, not without a partition, not
+  // of a specification version the component no longer runs. Deleting or Failed: none.
   std::vector<size_t> keep;
   std::vector<size_t> release;
   std::vector<std::string> lost;
@@ -167,68 +168,87 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   for (size_t i = 0; i < cc.copies.size(); ++i) {
     const LiveCopy& copy = cc.copies[i];
     const bool placed = vp != nullptr && copy.allocation.value() != 0;
-    if (!stopped && placed && vp->pool.Ready(copy.record.placement.node)) {
+    const bool current = c.SpecificationOf(copy.record.spec_version) != nullptr;
+    if (!stopped && placed && current && vp->pool.Ready(copy.record.placement.node)) {
       keep.push_back(i);
     } else {
-      if (!stopped && vp != nullptr) {
+      if (!stopped && vp != nullptr && current) {
         lost.push_back(fmt::format("copy {} on {}", copy.record.index, copy.record.placement.node));
       }
       release.push_back(i);
     }
   }
-  while (static_cast<int>(keep.size()) > c.desired) {
-    release.push_back(keep.back());  // Copies are kept in index order.
-    keep.pop_back();
-  }
   if (deleting && release.size() > kDeleteBatch) release.resize(kDeleteBatch);
   if (!lost.empty()) {
     spdlog::warn("component {}/{}: rescheduling {} (node NotReady or leaving the endpoint)",
-                 account, c.name,
-                 fmt::join(lost, ", "));
+                 account, c.name, fmt::join(lost, ", "));
   }
-  std::vector<core::AllocationRecord> released;  // To undo if the commit fails.
-  for (size_t i : release) {
-    if (cc.copies[i].allocation.value() != 0) released.push_back(cc.copies[i].record.placement);
+  // Copies leave keep for release through this, which frees their partitions at once (a copy
+  // placed later in the pass may take them); the commit makes it durable.
+  auto stop = [&](size_t i) {
+    std::erase(keep, i);
+    release.push_back(i);
     ReleaseCopy(cc.copies[i], owner);
-  }
+  };
+  for (size_t i : release) ReleaseCopy(cc.copies[i], owner);
 
-  // Missing copies.
+  // Places up to n more copies of the current specification; why the rest wait is in `reason`.
   std::vector<LiveCopy> placed;
   std::string reason;
-  if (!stopped && static_cast<int>(keep.size()) < c.desired) {
-    if (ep == nullptr) {
-      reason = "waiting for endpoint " + c.endpoint + ", which does not exist";
-    } else if (ep->endpoint.status == EndpointStatus::kFailed) {
-      reason = "endpoint " + c.endpoint + " failed: " + ep->endpoint.failure_reason;
-      c.failure_reason = reason;
-    } else if (!IsCarved(ep->endpoint.status)) {
-      reason = fmt::format("waiting for endpoint {} to be InService (it is {})", c.endpoint,
-                           Name(ep->endpoint.status));
-    } else if (vp == nullptr) {
-      reason = "waiting for the endpoint's instances to be carved and Ready";
-    } else {
-      std::set<int> used;
-      for (size_t i : keep) used.insert(cc.copies[i].record.index);
-      const core::Request request = c.CopyRequest();
-      int next_index = 0;
-      while (static_cast<int>(keep.size() + placed.size()) < c.desired) {
-        auto out = vp->pool.PlaceOne(request, c.strategy);
-        if (!out.has_value() || !out->allocation) {
-          reason = fmt::format("waiting for {}: {}", WhatACopyNeeds(c),
-                               out.has_value() ? out->reason : out.error().message);
-          break;
-        }
-        const int index = FreeCopyIndex(used, next_index);
-        next_index = index + 1;
-        used.insert(index);
-        core::AllocationRecord where = *out->allocation;
-        const core::AllocationId id = where.id;
-        where.id = core::AllocationId(0);
-        placed.push_back(LiveCopy{CopyRecord{c.name, NewCopyId(), index, std::move(where)}, 0, id,
-                                  clock_.UnixMillis()});
+  std::set<int> used;
+  for (size_t i : keep) used.insert(cc.copies[i].record.index);
+  int next_index = 0;
+  auto place = [&](int n) {
+    const core::Request request = c.CopyRequest();
+    int done = 0;
+    for (; done < n; ++done) {
+      auto out = vp->pool.PlaceOne(request, c.strategy);
+      if (!out.has_value() || !out->allocation) {
+        reason = fmt::format("waiting for {}: {}", WhatACopyNeeds(c),
+                             out.has_value() ? out->reason : out.error().message);
+        break;
       }
+      const int index = FreeCopyIndex(used, next_index);
+      next_index = index + 1;
+      used.insert(index);
+      core::AllocationRecord where = *out->allocation;
+      const core::AllocationId id = where.id;
+      where.id = core::AllocationId(0);
+      placed.push_back(LiveCopy{
+          CopyRecord{c.name, NewCopyId(), index, std::move(where), c.spec_version}, 0, id, now_ms});
     }
+    return done;
+  };
+  // Why copies cannot be placed at all (no endpoint, no pool); "" when they can.
+  std::string blocked;
+  if (ep == nullptr) {
+    blocked = "waiting for endpoint " + c.endpoint + ", which does not exist";
+  } else if (ep->endpoint.status == EndpointStatus::kFailed) {
+    blocked = "endpoint " + c.endpoint + " failed: " + ep->endpoint.failure_reason;
+  } else if (!IsCarved(ep->endpoint.status)) {
+    blocked = fmt::format("waiting for endpoint {} to be InService (it is {})", c.endpoint,
+                          Name(ep->endpoint.status));
+  } else if (vp == nullptr) {
+    blocked = "waiting for the endpoint's instances to be carved and Ready";
   }
+
+  std::string fail_now;  // Why the component fails in this pass ("" when it does not).
+  if (ep != nullptr && ep->endpoint.status == EndpointStatus::kFailed && !stopped) {
+    fail_now = blocked;
+  }
+  const std::chrono::seconds startup = StartupTimeout(ep, c);
+  std::string progress;  // A deployment's, for StatusMessage.
+  int wanted = 0;        // Copies this pass wanted to place.
+  if (!stopped && c.deployment && blocked.empty()) {
+    progress = RollOut(account, c, cc, keep, startup, stop, place, wanted, reason);
+  }
+  if (!stopped && !c.deployment) {
+    // Copies beyond the count are released, the highest numbers first (keep is in index order).
+    while (static_cast<int>(keep.size()) > c.desired) stop(keep.back());
+    wanted = c.desired - static_cast<int>(keep.size());
+    if (wanted > 0 && blocked.empty()) place(wanted);
+  }
+  if (!blocked.empty()) reason = blocked;
 
   // Status.
   std::vector<LiveCopy> after;
@@ -237,20 +257,24 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   std::sort(after.begin(), after.end(),
             [](const LiveCopy& a, const LiveCopy& b) { return a.record.index < b.record.index; });
   const int count = static_cast<int>(after.size());
-  cc.waiting = stopped ? 0 : std::max(0, c.desired - count);
-  ServingState serving = Serving(account, c, after, StartupTimeout(ep, c));
+  cc.waiting = stopped ? 0 : std::max(0, wanted - static_cast<int>(placed.size()));
+  ServingState serving = Serving(account, c, after, startup, !c.ever_in_service);
   c.running = serving.running;
   const std::string& starting = serving.starting;
-  if (c.failure_reason.empty() && !serving.failure.empty()) {
-    c.failure_reason = serving.failure.substr(0, kMaxFailureReason);
-    spdlog::warn("component {}/{} failed: {}", account, c.name, c.failure_reason);
-  }
+  if (fail_now.empty() && !serving.failure.empty()) fail_now = serving.failure;
   bool remove_record = false;
   if (deleting) {
     remove_record = release.size() == cc.copies.size();
-  } else if (!c.failure_reason.empty()) {
+  } else if (c.status == ComponentStatus::kFailed || !fail_now.empty()) {
+    if (!fail_now.empty() && c.status != ComponentStatus::kFailed) {
+      c.failure_reason = fail_now.substr(0, kMaxFailureReason);
+      spdlog::warn("component {}/{} failed: {}", account, c.name, c.failure_reason);
+    }
     c.status = ComponentStatus::kFailed;
     c.status_message.clear();
+  } else if (c.deployment) {
+    c.status = ComponentStatus::kUpdating;
+    c.status_message = reason.empty() ? progress : progress + "; " + reason;
   } else if (count == c.desired && c.running == c.desired) {
     c.status = ComponentStatus::kInService;
     c.ever_in_service = true;
@@ -287,7 +311,6 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
     for (size_t i : release) {
       if (vp != nullptr) AdoptInto(*vp, owner, account, cc.copies[i]);
     }
-    (void)released;
     return;
   }
   std::map<std::string, int64_t> versions;

@@ -9,23 +9,46 @@ core::Request ComponentRecord::CopyRequest() const {
                                 : core::Request::Partition(partition_type, cpu_milli, memory_mib);
 }
 
+CopySpec ComponentRecord::Current() const {
+  return {spec_version, specification, devices, cpu_milli, memory_mib, strategy};
+}
+
+void ComponentRecord::Apply(const CopySpec& spec) {
+  spec_version = spec.version;
+  specification = spec.specification;
+  devices = spec.devices;
+  cpu_milli = spec.cpu_milli;
+  memory_mib = spec.memory_mib;
+  strategy = spec.strategy;
+}
+
+const json* ComponentRecord::SpecificationOf(int64_t version) const {
+  if (version == spec_version) return &specification;
+  if (deployment && deployment->from.version == version) return &deployment->from.specification;
+  return nullptr;
+}
+
 json ComponentRecord::ToJson() const {
-  return {{"InferenceComponentName", name},
-          {"EndpointName", endpoint},
-          {"VariantName", variant},
-          {"Specification", specification},
-          {"PartitionType", partition_type},
-          {"Devices", devices},
-          {"CpuMilli", cpu_milli},
-          {"MemoryMib", memory_mib},
-          {"Strategy", core::StrategyName(strategy)},
-          {"DesiredCopyCount", desired},
-          {"RunningCopyCount", running},
-          {"InferenceComponentStatus", Name(status)},
-          {"StatusMessage", status_message},
-          {"FailureReason", failure_reason},
-          {"EverInService", ever_in_service},
-          {"Tags", tags}};
+  json j = {{"InferenceComponentName", name},
+            {"EndpointName", endpoint},
+            {"VariantName", variant},
+            {"Specification", specification},
+            {"PartitionType", partition_type},
+            {"Devices", devices},
+            {"CpuMilli", cpu_milli},
+            {"MemoryMib", memory_mib},
+            {"Strategy", core::StrategyName(strategy)},
+            {"DesiredCopyCount", desired},
+            {"RunningCopyCount", running},
+            {"InferenceComponentStatus", Name(status)},
+            {"StatusMessage", status_message},
+            {"FailureReason", failure_reason},
+            {"EverInService", ever_in_service},
+            {"Tags", tags},
+            {"SpecificationVersion", spec_version}};
+  if (deployment) j["Deployment"] = deployment->ToJson();
+  if (!last_deployment_config.is_null()) j["LastDeploymentConfig"] = last_deployment_config;
+  return j;
 }
 
 namespace {
@@ -70,6 +93,12 @@ Result<ComponentRecord> ComponentRecord::FromRecord(const store::Record& record)
     c.failure_reason = j.value("FailureReason", "");
     c.ever_in_service = j.value("EverInService", false);
     c.tags = j.value("Tags", json::array());
+    c.spec_version = j.value("SpecificationVersion", int64_t{1});
+    if (j.contains("Deployment")) {
+      CARVE_ASSIGN_OR_RETURN(Deployment d, Deployment::FromJson(j.at("Deployment")));
+      c.deployment = std::move(d);
+    }
+    if (j.contains("LastDeploymentConfig")) c.last_deployment_config = j["LastDeploymentConfig"];
     return c;
   } catch (const json::exception& e) {
     return Internal("stored inference component '" + record.key.name +

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "core/placement.h"
+#include "server/sagemaker/deployment.h"
 #include "server/sagemaker/statuses.h"
 #include "store/store.h"
 
@@ -46,10 +48,21 @@ struct ComponentRecord {
   std::string failure_reason;  // Set with status Failed.
   bool ever_in_service = false;
   nlohmann::json tags = nlohmann::json::array();
+  // The version of the specification above: 1 at creation, one more per deployment. Each copy
+  // records the version it runs.
+  int64_t spec_version = 1;
+  std::optional<Deployment> deployment;    // A rolling update in progress.
+  nlohmann::json last_deployment_config;   // DescribeInferenceComponent's; null before the first.
   std::vector<V1CopyPlacement> v1_copies;  // Non-empty only in a record not yet migrated.
 
   // What one copy asks the variant's pool for.
   core::Request CopyRequest() const;
+  // The current specification and what it asks for, and the other way round.
+  CopySpec Current() const;
+  void Apply(const CopySpec& spec);
+  // The specification copies of `version` run: the current one, or the one a deployment
+  // replaces; nullptr for any other.
+  const nlohmann::json* SpecificationOf(int64_t version) const;
   nlohmann::json ToJson() const;  // Never writes v1 placements.
   // Internal when the stored body is malformed.
   static Result<ComponentRecord> FromRecord(const store::Record& record);

@@ -10,7 +10,8 @@ json CopyRecord::ToJson() const {
   return {{"InferenceComponentName", component},
           {"CopyId", id},
           {"CopyIndex", index},
-          {"Placement", nodes::AllocationToJson(placement, /*with_id=*/false)}};
+          {"Placement", nodes::AllocationToJson(placement, /*with_id=*/false)},
+          {"SpecificationVersion", spec_version}};
 }
 
 Result<CopyRecord> CopyRecord::FromRecord(const store::Record& record) {
@@ -25,6 +26,7 @@ Result<CopyRecord> CopyRecord::FromRecord(const store::Record& record) {
       return Internal("stored copy '" + record.key.name + "': " + placement.error().message);
     }
     c.placement = std::move(placement).value();
+    c.spec_version = j.value("SpecificationVersion", int64_t{1});  // Absent before deployments.
     return c;
   } catch (const json::exception& e) {
     return Internal("stored copy '" + record.key.name + "' is malformed: " + e.what());

@@ -25,6 +25,7 @@ struct CopyRecord {
   std::string id;
   int index = 0;  // The copy's number within its component ("carve logs IC --copy N").
   core::AllocationRecord placement;  // Its id is the live pool's, never persisted.
+  int64_t spec_version = 1;  // The component's specification version it runs (deployment.h).
 
   static store::Key KeyOf(const std::string& account, const std::string& component,
                           const std::string& id) {

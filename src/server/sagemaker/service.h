@@ -14,6 +14,8 @@
 //              any --DeleteEndpoint--> Deleting --partitions and nodes released--> (gone)
 //   Component: Creating --all desired copies placed and serving--> InService
 //              InService --CopyCount changes--> Updating --> InService
+//              InService --Specification changes--> Updating (rolling deployment, batch by
+//                batch) --> InService on the new one, or rolled back on the old (FailureReason)
 //              any --DeleteInferenceComponent--> Deleting --copies released--> (gone)
 //
 // Threading: Handle() is thread-safe. Start() runs the reconciler on a background thread;
@@ -93,6 +95,10 @@ class SageMakerService {
   nlohmann::json FleetJson(const std::string& account) const;
   Result<nlohmann::json> EndpointCarveJson(const std::string& account,
                                            const std::string& endpoint) const;
+  // GET /v1/inference-components/{name}/copies: every copy, the specification version it runs
+  // and its state, and the deployment in progress (NotFound for an unknown component).
+  Result<nlohmann::json> ComponentCopiesJson(const std::string& account,
+                                             const std::string& component) const;
 
   // GET /v1/fragmentation's part: for every carved variant of the account, the metric of each
   // request shape its components use.
@@ -133,7 +139,7 @@ class SageMakerService {
   // Serialises endpoint and component changes (handlers and passes) and guards the parts.
   mutable std::mutex mu_;
   int registry_cursor_ = -1;  // NodeRegistry::Subscribe, taken by the first SyncClaims (mu_)
-  RouteTable routes_;  // Rebuilt after every pass; has its own lock.
+  RouteTable routes_;         // Rebuilt after every pass; has its own lock.
   OpContext ops_;
   EndpointLifecycle lifecycle_;
   ComponentPlacement placement_;

@@ -175,6 +175,42 @@ Result<json> SageMakerService::EndpointCarveJson(const std::string& account,
               {"variants", variants}};
 }
 
+Result<json> SageMakerService::ComponentCopiesJson(const std::string& account,
+                                                   const std::string& component) const {
+  std::lock_guard lock(mu_);
+  CARVE_ASSIGN_OR_RETURN(store::Record rec, ops_.Get(account, kInferenceComponent, component));
+  CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  json copies = json::array();
+  for (const LiveCopy& copy : placement_.CopiesOf(account, component)) {
+    json j = {{"index", copy.record.index},
+              {"id", copy.record.id},
+              {"node", copy.record.placement.node},
+              {"specification_version", copy.record.spec_version},
+              {"current", copy.record.spec_version == c.spec_version}};
+    if (options_.registry != nullptr) {
+      auto w = options_.registry->Workload(
+          ComponentRecord::WorkloadId(account, component, copy.record.id));
+      j["state"] = w ? w->state : "pending";
+    } else {
+      j["state"] = "running";  // Simulated mode: a placed copy serves.
+    }
+    copies.push_back(std::move(j));
+  }
+  json out = {{"component", component},
+              {"status", Name(c.status)},
+              {"specification_version", c.spec_version},
+              {"specification", c.specification},
+              {"copies", copies}};
+  if (c.deployment) {
+    out["deployment"] = {
+        {"phase", c.deployment->phase == DeploymentPhase::kRolling ? "Rolling" : "RollingBack"},
+        {"from_specification_version", c.deployment->from.version},
+        {"from_specification", c.deployment->from.specification},
+        {"reason", c.deployment->reason}};
+  }
+  return out;
+}
+
 std::vector<nodes::ShapeFragmentation> SageMakerService::Fragmentation(
     const std::string& account) const {
   std::lock_guard lock(mu_);

@@ -35,10 +35,11 @@ void ReadContainer(const json& c, ContainerSpec& out) {
   }
 }
 
+// The container of one specification version of c (copies of either version run during a
+// deployment).
 Result<ContainerSpec> ContainerOf(store::Store& store, const std::string& account,
-                                  const ComponentRecord& c) {
+                                  const ComponentRecord& c, const json& spec) {
   ContainerSpec out;
-  const json& spec = c.specification;
   if (spec.contains("ModelName") && spec["ModelName"].is_string()) {
     const std::string model = spec["ModelName"];
     auto rec = store.Get({account, std::string(kModel), model});
@@ -143,13 +144,7 @@ void WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
     if (route != routes.end()) route->second.components[c.name];  // Known, maybe no copies.
     auto copies = placement.CopiesOf(account, c.name);
     if (copies.empty()) continue;
-    auto container = ContainerOf(store_, account, c);
-    if (!container.has_value()) {
-      spdlog::warn("component {}/{}: cannot start copies: {}", account, c.name,
-                   container.error().message);
-      continue;
-    }
-    const Runtime* runtime = runtimes_.Find(container->image);
+    std::map<int64_t, Result<ContainerSpec>> containers;  // By specification version.
     std::string target;
     const VariantSpec* variant = nullptr;
     if (auto ep = by_name.find({account, c.endpoint}); ep != by_name.end()) {
@@ -162,6 +157,24 @@ void WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
       }
     }
     for (const auto& copy : copies) {
+      const int64_t version = copy.record.spec_version;
+      auto found = containers.find(version);
+      if (found == containers.end()) {
+        const json* spec = c.SpecificationOf(version);
+        found = containers
+                    .emplace(version, spec != nullptr
+                                          ? ContainerOf(store_, account, c, *spec)
+                                          : Result<ContainerSpec>(NotFound(fmt::format(
+                                                "specification version {} is gone", version))))
+                    .first;
+        if (!found->second.has_value()) {
+          spdlog::warn("component {}/{}: cannot start copies of specification version {}: {}",
+                       account, c.name, version, found->second.error().message);
+        }
+      }
+      if (!found->second.has_value()) continue;
+      const ContainerSpec* container = &*found->second;
+      const Runtime* runtime = runtimes_.Find(container->image);
       const core::AllocationRecord& where = copy.record.placement;
       protocol::WorkloadDesired w;
       w.id = ComponentRecord::WorkloadId(account, c.name, copy.record.id);
@@ -179,6 +192,7 @@ void WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
       w.environment["CARVE_INFERENCE_COMPONENT"] = c.name;
       w.environment["CARVE_ENDPOINT"] = c.endpoint;
       w.environment["CARVE_COPY"] = std::to_string(copy.record.index);
+      w.environment["CARVE_SPECIFICATION_VERSION"] = std::to_string(version);
       if (!target.empty() && !w.environment.contains("CARVE_TARGET")) {
         w.environment["CARVE_TARGET"] = target;
       }
