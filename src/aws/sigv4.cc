@@ -426,7 +426,7 @@ SigV4Verifier::SigV4Verifier(const Credentials& credentials, const Clock& clock,
                              std::string service, std::chrono::seconds max_skew)
     : credentials_(credentials), clock_(clock), service_(std::move(service)), max_skew_(max_skew) {}
 
-AuthOutcome SigV4Verifier::Verify(const SigV4Request& request) const {
+AuthOutcome SigV4Verifier::Verify(const SigV4Request& request, std::string_view service) const {
   const std::string* authorization = FindHeader(request, "authorization");
   if (authorization == nullptr) {
     return Fail("MissingAuthenticationToken", "Request is missing Authentication Token");
@@ -464,9 +464,9 @@ AuthOutcome SigV4Verifier::Verify(const SigV4Request& request) const {
                     sigv4::FormatAmzDate(now + skew) + " (" + sigv4::FormatAmzDate(now) + " + " +
                     skew_text + ")");
   }
-  if (auth.service != service_) {
+  if (auth.service != service) {
     return Fail("InvalidSignatureException",
-                "Credential should be scoped to correct service: '" + service_ + "'. ");
+                "Credential should be scoped to correct service: '" + std::string(service) + "'. ");
   }
   const Credential* cred = credentials_.Find(auth.access_key);
   if (cred == nullptr) {

@@ -55,7 +55,10 @@ class SigV4Verifier {
   SigV4Verifier(const Credentials& credentials, const Clock& clock, std::string service,
                 std::chrono::seconds max_skew = std::chrono::minutes(15));
 
-  AuthOutcome Verify(const SigV4Request& request) const;
+  AuthOutcome Verify(const SigV4Request& request) const { return Verify(request, service_); }
+  // For a request to another service on the same listener (Application Auto Scaling beside
+  // SageMaker): the credential scope must name `service`.
+  AuthOutcome Verify(const SigV4Request& request, std::string_view service) const;
 
  private:
   const Credentials& credentials_;

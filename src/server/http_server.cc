@@ -139,8 +139,6 @@ std::string SerializeHead(const NativeResponse& r, const std::string& request_id
 
 namespace {
 
-constexpr std::string_view kTargetPrefix = "SageMaker.";
-
 std::string AsciiLower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -317,7 +315,9 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     if (stop_w_ >= 0) ::close(stop_w_);
   }
 
-  void SetApiHandler(ApiHandler h) { api_ = std::move(h); }
+  void AddApiHandler(std::string prefix, std::string service, ApiHandler h) {
+    apis_.push_back({std::move(prefix), std::move(service), std::move(h)});
+  }
 
   void AddRoute(std::string method, const std::string& pattern, RouteAuth auth, NativeHandler h,
                 AsyncHandler async) {
@@ -500,7 +500,8 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   }
 
   // Returns the account id, or the 403 to send.
-  std::variant<std::string, NativeResponse> Authenticate(Incoming& in) {
+  std::variant<std::string, NativeResponse> Authenticate(Incoming& in,
+                                                         std::string_view service = "sagemaker") {
     if (options_.insecure_no_auth) return options_.insecure_account_id;
     aws::SigV4Request sr;
     sr.method = in.method;
@@ -508,7 +509,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     sr.query = in.query;
     sr.headers = std::move(in.headers);  // Lent for verification, handed back below.
     sr.body = std::move(in.body);
-    aws::AuthOutcome outcome = verifier_.Verify(sr);
+    aws::AuthOutcome outcome = verifier_.Verify(sr, service);
     in.headers = std::move(sr.headers);
     in.body = std::move(sr.body);
     if (auto* caller = std::get_if<aws::VerifiedCaller>(&outcome)) return caller->account_id;
@@ -557,33 +558,43 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     std::string operation = "unknown";
     std::string code;
     NativeResponse res{200, "", kAmzJson};
-    auto account = Authenticate(in);
+    const std::string target = in.Header("X-Amz-Target");
+    const std::string_view op(target);
+    const ApiTarget* api = nullptr;
+    std::string expected;
+    for (const ApiTarget& t : apis_) {
+      expected += (expected.empty() ? "" : " or ") + t.prefix + "<Operation>";
+      if (op.starts_with(t.prefix) && IsOperationName(op.substr(t.prefix.size()))) {
+        api = &t;
+        operation = std::string(op.substr(t.prefix.size()));
+      }
+    }
+    // Each service's requests are signed for it; an unknown target is checked as SageMaker's.
+    auto account = Authenticate(in, api != nullptr ? api->service : "sagemaker");
     if (auto* denied = std::get_if<NativeResponse>(&account)) {
       res = std::move(*denied);
       code = res.headers.back().second;
+      operation = "unknown";
+    } else if (api != nullptr) {
+      ApiResponse out =
+          api->handler(ApiRequest{operation, in.body.empty() ? "{}" : std::move(in.body),
+                                  std::get<std::string>(account), request_id});
+      res.http_status = out.http_status;
+      if (!out.error_type.empty()) res.headers.emplace_back("X-Amzn-Errortype", out.error_type);
+      res.body = std::move(out.body);
+      code = out.error_type.empty() ? std::to_string(out.http_status) : out.error_type;
+      // Unknown names stay out of the operation label so it keeps a bounded cardinality.
+      if (out.error_type == "UnknownOperationException") operation = "unknown";
     } else {
-      const std::string target = in.Header("X-Amz-Target");
-      std::string_view op(target);
-      if (op.substr(0, kTargetPrefix.size()) == kTargetPrefix &&
-          IsOperationName(op.substr(kTargetPrefix.size())) && api_) {
-        operation = std::string(op.substr(kTargetPrefix.size()));
-        ApiResponse out = api_(ApiRequest{operation, in.body.empty() ? "{}" : std::move(in.body),
-                                          std::get<std::string>(account), request_id});
-        res.http_status = out.http_status;
-        if (!out.error_type.empty()) res.headers.emplace_back("X-Amzn-Errortype", out.error_type);
-        res.body = std::move(out.body);
-        code = out.error_type.empty() ? std::to_string(out.http_status) : out.error_type;
-        // Unknown names stay out of the operation label so it keeps a bounded cardinality.
-        if (out.error_type == "UnknownOperationException") operation = "unknown";
-      } else {
-        res.http_status = 400;
-        code = "UnknownOperationException";
-        res.headers.emplace_back("X-Amzn-Errortype", code);
-        res.body = ErrorBody(code, target.empty() ? "Missing X-Amz-Target header"
-                                                  : "Operation '" + target +
-                                                        "' is not supported; expected "
-                                                        "X-Amz-Target: SageMaker.<Operation>");
-      }
+      operation = "unknown";
+      res.http_status = 400;
+      code = "UnknownOperationException";
+      res.headers.emplace_back("X-Amzn-Errortype", code);
+      res.body = ErrorBody(code, target.empty() ? "Missing X-Amz-Target header"
+                                                : "Operation '" + target +
+                                                      "' is not supported; expected "
+                                                      "X-Amz-Target: " +
+                                                      expected);
     }
     const double seconds = std::chrono::duration<double>(clock_.Now() - started).count();
     requests_.Increment({operation, code});
@@ -600,8 +611,13 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   Gauge& open_;
   Gauge& queued_;
   Counter& refused_;
-  ApiHandler api_;             // Set before Start; read-only afterwards.
-  std::vector<Route> routes_;  // Set before Start; read-only afterwards.
+  struct ApiTarget {
+    std::string prefix;   // X-Amz-Target prefix, with the dot.
+    std::string service;  // The SigV4 service its requests are signed for.
+    ApiHandler handler;
+  };
+  std::vector<ApiTarget> apis_;  // Set before Start; read-only afterwards.
+  std::vector<Route> routes_;    // Set before Start; read-only afterwards.
   asio::io_context loop_{1};
   std::shared_ptr<http_internal::LoopGate> gate_ = std::make_shared<http_internal::LoopGate>(loop_);
   tcp::acceptor acceptor_;
@@ -631,7 +647,14 @@ HttpServer::~HttpServer() {
   impl_->Wait();
 }
 
-void HttpServer::SetApiHandler(ApiHandler handler) { impl_->SetApiHandler(std::move(handler)); }
+void HttpServer::SetApiHandler(ApiHandler handler) {
+  impl_->AddApiHandler("SageMaker.", "sagemaker", std::move(handler));
+}
+
+void HttpServer::AddApiHandler(std::string target_prefix, std::string signing_service,
+                               ApiHandler handler) {
+  impl_->AddApiHandler(std::move(target_prefix), std::move(signing_service), std::move(handler));
+}
 
 void HttpServer::AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
                           NativeHandler handler) {

@@ -140,7 +140,12 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // The SageMaker API: X-Amz-Target "SageMaker.<Operation>".
   void SetApiHandler(ApiHandler handler);
+  // Another awsJson1.1 service on the same `POST /`, by its X-Amz-Target prefix (with the dot:
+  // "AnyScaleFrontendService." for Application Auto Scaling) and the SigV4 service its requests
+  // are signed for ("application-autoscaling").
+  void AddApiHandler(std::string target_prefix, std::string signing_service, ApiHandler handler);
   // `method` is GET, POST, PUT or DELETE.
   void AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
                 NativeHandler handler);

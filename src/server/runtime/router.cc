@@ -102,13 +102,18 @@ Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
   call.labels = {call.endpoint, route.component};
   in_flight_.Add(call.labels, 1);
   call.counted_in_flight = true;
+  call.key = {request.account_id, call.endpoint, route.component};
+  if (options_.stats != nullptr) options_.stats->Started(call.key);
   return route;
 }
 
 NativeResponse Router::Finish(Call& call, NativeResponse response) {
   if (call.finished) return response;
   call.finished = true;
-  if (call.counted_in_flight) in_flight_.Add(call.labels, -1);
+  if (call.counted_in_flight) {
+    in_flight_.Add(call.labels, -1);
+    if (options_.stats != nullptr) options_.stats->Finished(call.key);
+  }
   std::string code = std::to_string(response.http_status);
   for (const auto& [name, value] : response.headers) {
     if (name == "X-Amzn-ErrorType") {
@@ -129,6 +134,13 @@ void Router::CountAttempt(const Call& call, const std::string& copy, int attempt
 
 NativeResponse Router::Fail(Call& call, const RuntimeError& error) {
   return Finish(call, ErrorResponse(error));
+}
+
+NativeResponse Router::NoCopy(Call& call, const RouteInfo& route) {
+  if (options_.stats != nullptr) options_.stats->NoCapacity(call.key);
+  return Fail(call,
+              ModelNotReady("Endpoint " + call.endpoint + " has no copy of " + CopyName(route) +
+                            " in service; wait for copies to start and retry."));
 }
 
 NativeResponse Router::Invoke(const NativeRequest& request) {
@@ -180,12 +192,9 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
     }
     return Finish(call, std::move(out));
   }
+  if (!last && route.copies.empty()) return NoCopy(call, route);
   if (!last) {
-    return Fail(call, ModelNotReady(
-                          route.copies.empty()
-                              ? "Endpoint " + call.endpoint + " has no copy of " + CopyName(route) +
-                                    " in service; wait for copies to start and retry."
-                              : "All " + std::to_string(route.copies.size()) + " copies of " +
+    return Fail(call, ModelNotReady("All " + std::to_string(route.copies.size()) + " copies of " +
                                     CopyName(route) + " of endpoint " + call.endpoint +
                                     " are out of rotation after failed connections; retry "
                                     "shortly."));

@@ -39,6 +39,7 @@
 #include "server/runtime/copy_balancer.h"
 #include "server/runtime/copy_client.h"
 #include "server/runtime/copy_directory.h"
+#include "server/runtime/invocation_stats.h"
 #include "server/runtime/runtime_error.h"
 
 namespace carve::server::runtime {
@@ -50,6 +51,7 @@ struct RouterOptions {
   size_t max_body_bytes = 6291456;             // InvokeEndpoint's documented payload limit.
   const Clock* clock = nullptr;                // nullptr: SystemClock.
   uint64_t seed = 0;                           // Tie-breaking RNG; 0: random.
+  InvocationStats* stats = nullptr;            // Autoscaling's signals; nullptr: none kept.
 };
 
 class Router {
@@ -71,6 +73,7 @@ class Router {
     std::chrono::steady_clock::time_point started;
     std::string endpoint;        // As requested.
     LabelValues labels{"", ""};  // {endpoint, component} once resolved; "" before.
+    InvocationStats::Key key;    // For options_.stats, once resolved.
     bool counted_in_flight = false;
     bool finished = false;
   };
@@ -83,6 +86,8 @@ class Router {
   // Counts one try on `copy` (and a retry when it was not the request's first).
   void CountAttempt(const Call& call, const std::string& copy, int attempt, const char* outcome);
   NativeResponse Fail(Call& call, const RuntimeError& error);
+  // ModelNotReady for a request that found no copy in service: also a NoCapacityInvocationFailure.
+  NativeResponse NoCopy(Call& call, const RouteInfo& route);
 
   CopyDirectory& directory_;
   const RouterOptions options_;

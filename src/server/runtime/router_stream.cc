@@ -183,6 +183,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     };
     return out;
   }
+  if (!unanswered && route.copies.empty()) return NoCopy(*call, route);
   if (!unanswered) {
     return Fail(*call, ModelNotReady("Endpoint " + call->endpoint + " has no copy of " +
                                      CopyName(route) + " in rotation; retry shortly."));
