@@ -13,9 +13,11 @@
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
 #include "app/data_dir.h"
+#include "app/scalable_resources.h"
 #include "app/server_routes.h"
 #include "aws/credentials.h"
 #include "protocol/signed_client.h"
+#include "server/autoscaling/autoscaling_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/nodes/agent_node_driver.h"
@@ -25,6 +27,7 @@
 #include "server/nodes/node_registry.h"
 #include "server/queues/queue_routes.h"
 #include "server/queues/queue_service.h"
+#include "server/runtime/invocation_stats.h"
 #include "server/runtime/router.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
@@ -50,7 +53,10 @@ struct ServerApp::Parts {
   std::unique_ptr<server::queues::QueueService> queues;
   server::MetricsRegistry metrics;
   std::unique_ptr<ServiceCopyDirectory> directory;
+  server::runtime::InvocationStats invocation_stats;
   std::unique_ptr<server::runtime::Router> router;
+  std::unique_ptr<SageMakerScalableResources> scalable;
+  std::unique_ptr<server::autoscaling::AutoScalingService> autoscaling;
   std::unique_ptr<server::HttpServer> http;
   std::unique_ptr<server::ui::Dashboard> dashboard;
   std::unique_ptr<agent::node::HttpControlPlane> control;
@@ -155,7 +161,17 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   RegisterServerMetrics(p->metrics, *p->sagemaker, *p->registry);
   server::queues::RegisterQueueMetrics(p->metrics, *p->queues);
   p->directory = std::make_unique<ServiceCopyDirectory>(p->sagemaker->routes());
-  p->router = std::make_unique<server::runtime::Router>(*p->directory, p->metrics);
+  server::runtime::RouterOptions router_options;
+  router_options.stats = &p->invocation_stats;
+  p->router = std::make_unique<server::runtime::Router>(*p->directory, p->metrics, router_options);
+  p->scalable = std::make_unique<SageMakerScalableResources>(*p->sagemaker);
+  server::autoscaling::AutoScalingOptions scaling;
+  scaling.region = c.region;
+  scaling.sample_interval = c.autoscaling_sample;
+  scaling.scale_out_evaluation = c.scale_out_evaluation;
+  scaling.scale_in_evaluation = c.scale_in_evaluation;
+  p->autoscaling = std::make_unique<server::autoscaling::AutoScalingService>(
+      *p->store, *p->scalable, p->invocation_stats, scaling);
   server::HttpServerOptions http_options;
   http_options.insecure_no_auth = c.insecure_no_auth;
   http_options.max_connections = c.max_connections;
@@ -164,6 +180,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
   p->http->SetApiHandler(
       [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
+  p->http->AddApiHandler(
+      "AnyScaleFrontendService.", "application-autoscaling",
+      [svc = p->autoscaling.get()](const server::ApiRequest& r) { return svc->Handle(r); });
   server::nodes::RegisterAgentRoutes(*p->http, *p->registry);
   server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
   server::queues::RegisterQueueRoutes(*p->http, *p->queues);
@@ -205,6 +224,7 @@ Result<int> ServerApp::Start() {
   }
   p.sagemaker->Start();
   p.queues->Start();
+  p.autoscaling->Start();
   return p.port;
 }
 
@@ -214,6 +234,7 @@ void ServerApp::Stop() {
   p.stopped = true;
   // The reconcilers stop first: once the listener closes, agents cannot report, and a reconciler
   // still running would declare their nodes NotReady and reschedule every copy on the way out.
+  p.autoscaling->Stop();
   p.queues->Stop();
   p.sagemaker->Stop();
   if (p.started) {

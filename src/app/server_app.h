@@ -43,6 +43,11 @@ struct ServerConfig {
   // libcarve-mgpu.so for the embedded agents' mGPU shares; "": interposer-enforced shares fail
   // to start, naming why (`carve server` finds it beside the binary unless --interposer).
   std::string interposer_path;
+  // Application Auto Scaling (server/autoscaling): how often it samples the router's signals,
+  // and how long a metric must stay above (below) its target before a policy scales out (in).
+  std::chrono::milliseconds autoscaling_sample{10'000};
+  std::chrono::milliseconds scale_out_evaluation{std::chrono::minutes(3)};
+  std::chrono::milliseconds scale_in_evaluation{std::chrono::minutes(15)};
 };
 
 class ServerApp {

@@ -24,6 +24,9 @@ struct ServerFlags {
   int64_t heartbeat_ms = 2000;
   int64_t header_timeout_ms = 10000;
   int64_t max_body_mib = 16;
+  int64_t autoscaling_sample_ms = 10'000;
+  int64_t scale_out_evaluation_s = 180;
+  int64_t scale_in_evaluation_s = 900;
 };
 
 // SIGTERM and SIGINT write one byte here; the main thread blocks reading it (write() is
@@ -63,6 +66,9 @@ int RunServer(ServerFlags f) {
   f.config.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
   f.config.header_timeout = std::chrono::milliseconds(f.header_timeout_ms);
   f.config.max_body_bytes = static_cast<size_t>(f.max_body_mib) * 1024 * 1024;
+  f.config.autoscaling_sample = std::chrono::milliseconds(f.autoscaling_sample_ms);
+  f.config.scale_out_evaluation = std::chrono::seconds(f.scale_out_evaluation_s);
+  f.config.scale_in_evaluation = std::chrono::seconds(f.scale_in_evaluation_s);
   std::error_code ec;
   f.config.carve_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (f.config.interposer_path.empty()) {
@@ -151,6 +157,18 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "Largest request body; a larger one is answered 413")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  cmd->add_option("--autoscaling-sample-ms", flags->autoscaling_sample_ms,
+                  "How often Application Auto Scaling samples the invocation signals")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
+  cmd->add_option("--scale-out-evaluation-s", flags->scale_out_evaluation_s,
+                  "A target-tracking metric above its target this long scales out")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400}));
+  cmd->add_option("--scale-in-evaluation-s", flags->scale_in_evaluation_s,
+                  "A target-tracking metric below 90% of its target this long scales in")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400}));
   cmd->callback([flags, &ctx] { ctx.exit_code = RunServer(*flags); });
 }
 

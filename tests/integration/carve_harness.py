@@ -227,9 +227,9 @@ class CarveServer:
                     "AWS_MAX_ATTEMPTS": "1"})
         return env
 
-    def aws(self, *args, profile="default", check=True):
-        """Runs `aws sagemaker <args> --endpoint-url ...`; returns parsed JSON stdout (or {})."""
-        cmd = ["aws", "sagemaker", *args, "--endpoint-url", self.url, "--output", "json"]
+    def aws(self, *args, profile="default", check=True, service="sagemaker"):
+        """Runs `aws <service> <args> --endpoint-url ...`; returns parsed JSON stdout (or {})."""
+        cmd = ["aws", service, *args, "--endpoint-url", self.url, "--output", "json"]
         p = subprocess.run(cmd, env=self.aws_env(profile), capture_output=True, text=True,
                            timeout=120)
         if check and p.returncode != 0:

@@ -1,0 +1,353 @@
+// AutoScalingService over a FakeStore, a fake clock, real InvocationStats and a fake set of
+// scalable resources: the operations' validation and errors, and the engine's decisions tick by
+// tick (sample every 10 s, scale out after 30 s above the target, in after 60 s below it).
+#include "server/autoscaling/autoscaling_service.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "store/fake_store.h"
+
+namespace carve::server::autoscaling {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kAccount[] = "111111111111";
+constexpr char kIc[] = "inference-component/ic";
+
+class FakeResources final : public ScalableResources {
+ public:
+  Result<Capacity> Get(const std::string&, const ScalableKey& key) override {
+    auto it = capacity.find(key.resource_id);
+    if (it == capacity.end()) return NotFound("Could not find " + key.resource_id);
+    return it->second;
+  }
+  Status Set(const std::string&, const ScalableKey& key, int desired) override {
+    sets.push_back(desired);
+    Capacity& c = capacity[key.resource_id];
+    c.desired = desired;
+    if (instant) c.current = desired;
+    return OkStatus();
+  }
+  std::map<std::string, Capacity> capacity;
+  std::vector<int> sets;
+  bool instant = true;  // The resource reaches the new capacity at once.
+};
+
+class AutoScalingServiceTest : public ::testing::Test {
+ protected:
+  AutoScalingServiceTest() : store_(clock_) {
+    resources_.capacity[kIc] = {1, 1, "ep", ""};
+    resources_.capacity["endpoint/ep/variant/AllTraffic"] = {2, 2, "ep", ""};
+    Restart();
+  }
+  void Restart() {
+    AutoScalingOptions o;
+    o.clock = &clock_;
+    o.sample_interval = 10s;
+    o.scale_out_evaluation = 30s;
+    o.scale_in_evaluation = 60s;
+    service_ = std::make_unique<AutoScalingService>(store_, resources_, stats_, o);
+  }
+  ApiResponse Call(const std::string& op, const json& body) {
+    return service_->Handle({op, body.dump(), kAccount, "req"});
+  }
+  json Ok(const std::string& op, const json& body) {
+    ApiResponse r = Call(op, body);
+    EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
+    return json::parse(r.body);
+  }
+  // The error type and message of a call expected to fail.
+  std::pair<std::string, std::string> Fails(const std::string& op, const json& body) {
+    ApiResponse r = Call(op, body);
+    EXPECT_NE(r.http_status, 200) << op << ": " << r.body;
+    json j = json::parse(r.body);
+    return {r.error_type, j.value("message", "")};
+  }
+  static json Key(const std::string& id = kIc, const std::string& dim = std::string(kCopyCount)) {
+    return {{"ServiceNamespace", "sagemaker"}, {"ResourceId", id}, {"ScalableDimension", dim}};
+  }
+  void Register(int min, int max) {
+    json b = Key();
+    b["MinCapacity"] = min;
+    b["MaxCapacity"] = max;
+    Ok("RegisterScalableTarget", b);
+  }
+  void TrackInvocations(double target, json extra = json::object()) {
+    json b = Key();
+    b["PolicyName"] = "per-copy";
+    b["PolicyType"] = "TargetTrackingScaling";
+    json c = {{"TargetValue", target},
+              {"PredefinedMetricSpecification",
+               {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}},
+              {"ScaleOutCooldown", 60},
+              {"ScaleInCooldown", 60}};
+    c.update(extra);
+    b["TargetTrackingScalingPolicyConfiguration"] = c;
+    Ok("PutScalingPolicy", b);
+  }
+  // `per_tick` invocations in each 10 s, for `ticks` ticks.
+  void Traffic(int per_tick, int ticks) {
+    for (int t = 0; t < ticks; ++t) {
+      for (int i = 0; i < per_tick; ++i) {
+        stats_.Started({kAccount, "ep", "ic"});
+        stats_.Finished({kAccount, "ep", "ic"});
+      }
+      clock_.Advance(10s);
+      service_->Tick();
+    }
+  }
+  json Activities() {
+    json b = Key();
+    return Ok("DescribeScalingActivities", b)["ScalingActivities"];
+  }
+
+  FakeClock clock_;
+  store::FakeStore store_;
+  FakeResources resources_;
+  runtime::InvocationStats stats_;
+  std::unique_ptr<AutoScalingService> service_;
+};
+
+TEST_F(AutoScalingServiceTest, RegisteringValidatesAsTheServiceDoes) {
+  auto [type, msg] = Fails("RegisterScalableTarget", Key());
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_NE(msg.find("MinCapacity and MaxCapacity are required"), std::string::npos) << msg;
+  json b = Key();
+  b["MinCapacity"] = 5;
+  b["MaxCapacity"] = 2;
+  std::tie(type, msg) = Fails("RegisterScalableTarget", b);
+  EXPECT_NE(msg.find("Minimum capacity 5 cannot be greater than maximum capacity 2"),
+            std::string::npos)
+      << msg;
+  b = Key("inference-component/nope");
+  b["MinCapacity"] = 0;
+  b["MaxCapacity"] = 2;
+  std::tie(type, msg) = Fails("RegisterScalableTarget", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_NE(msg.find("Could not find inference-component/nope"), std::string::npos) << msg;
+  b = Key();
+  b["ServiceNamespace"] = "ecs";
+  std::tie(type, msg) = Fails("RegisterScalableTarget", b);
+  EXPECT_NE(msg.find("at 'serviceNamespace'"), std::string::npos) << msg;
+  std::tie(type, msg) = Fails("DeregisterScalableTarget", Key());
+  EXPECT_EQ(type, "ObjectNotFoundException");
+  EXPECT_NE(msg.find("No scalable target registered for service namespace: sagemaker, resource "
+                     "ID: inference-component/ic"),
+            std::string::npos)
+      << msg;
+  std::tie(type, msg) = Fails("GetPredictiveScalingForecast", Key());
+  EXPECT_EQ(type, "UnknownOperationException");
+}
+
+TEST_F(AutoScalingServiceTest, RegisteringBringsTheCapacityWithinTheBoundsAndUpdatesThem) {
+  Register(2, 4);
+  EXPECT_EQ(resources_.sets, std::vector<int>{2});
+  json b = Key();
+  b["MaxCapacity"] = 6;  // An update needs only what changes.
+  Ok("RegisterScalableTarget", b);
+  json t = Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}})["ScalableTargets"];
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["MinCapacity"], 2);
+  EXPECT_EQ(t[0]["MaxCapacity"], 6);
+  EXPECT_FALSE(t[0].contains("Carve"));
+}
+
+TEST_F(AutoScalingServiceTest, PoliciesAreCheckedAgainstTheirTarget) {
+  json b = Key();
+  b["PolicyName"] = "p";
+  b["PolicyType"] = "TargetTrackingScaling";
+  b["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 5},
+      {"PredefinedMetricSpecification",
+       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "ObjectNotFoundException") << msg;
+  Register(0, 4);
+  b["TargetTrackingScalingPolicyConfiguration"]["PredefinedMetricSpecification"]
+   ["PredefinedMetricType"] = "SageMakerVariantInvocationsPerInstance";
+  std::tie(type, msg) = Fails("PutScalingPolicy", b);
+  EXPECT_NE(msg.find("applies to scalable dimension sagemaker:variant:DesiredInstanceCount"),
+            std::string::npos)
+      << msg;
+  b["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"] = {
+      {"MetricName", "x"}};
+  std::tie(type, msg) = Fails("PutScalingPolicy", b);
+  EXPECT_NE(msg.find("carve does not support CustomizedMetricSpecification"), std::string::npos)
+      << msg;
+  json del = Key();
+  del["PolicyName"] = "p";
+  std::tie(type, msg) = Fails("DeleteScalingPolicy", del);
+  EXPECT_EQ(type, "ObjectNotFoundException");
+}
+
+TEST_F(AutoScalingServiceTest, LoadAboveTheTargetScalesOutOnceItLastedTheEvaluationPeriod) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10);  // Invocations per copy per minute.
+  Traffic(5, 3);         // 30 per minute on one copy, for 30 s: the window is not covered yet.
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(5, 1);
+  ASSERT_EQ(resources_.sets, std::vector<int>{3});  // ceil(1 * 30 / 10)
+  json a = Activities();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["Description"], "Setting desired copy count to 3.");
+  EXPECT_NE(a[0]["Cause"].get<std::string>().find(
+                "monitor alarm TargetTracking-inference-component/ic-AlarmHigh-per-copy in state "
+                "ALARM triggered policy per-copy"),
+            std::string::npos)
+      << a[0].dump();
+  // Within the 60 s scale-out cooldown nothing more happens, whatever the load.
+  Traffic(60, 5);
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(60, 2);
+  ASSERT_EQ(resources_.sets.size(), 2u);
+  EXPECT_EQ(resources_.sets[1], 10);  // ceil(3 * 120 / 10) = 36, held to MaxCapacity.
+}
+
+TEST_F(AutoScalingServiceTest, NoLoadScalesInToTheMinimumAndDisableScaleInHoldsIt) {
+  Register(0, 10);
+  resources_.capacity[kIc] = {4, 4, "ep", ""};
+  TrackInvocations(10);
+  Traffic(0, 6);  // 60 s of samples, but the first does not cover the window yet.
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(0, 1);
+  EXPECT_EQ(resources_.sets, std::vector<int>{0});  // Scale to zero.
+  resources_.capacity[kIc] = {4, 4, "ep", ""};
+  TrackInvocations(10, {{"DisableScaleIn", true}});
+  resources_.sets.clear();
+  Traffic(0, 20);
+  EXPECT_TRUE(resources_.sets.empty());
+}
+
+TEST_F(AutoScalingServiceTest, AnInvocationThatFindsNoCopyScalesOutFromZeroByStepScaling) {
+  Register(0, 4);
+  resources_.capacity[kIc] = {0, 0, "ep", ""};
+  resources_.sets.clear();
+  json b = Key();
+  b["PolicyName"] = "from-zero";
+  b["PolicyType"] = "StepScaling";
+  b["StepScalingPolicyConfiguration"] = {
+      {"AdjustmentType", "ChangeInCapacity"},
+      {"MetricAggregationType", "Maximum"},
+      {"Cooldown", 60},
+      {"StepAdjustments", {{{"MetricIntervalLowerBound", 0}, {"ScalingAdjustment", 1}}}}};
+  Ok("PutScalingPolicy", b);
+  Traffic(0, 2);
+  EXPECT_TRUE(resources_.sets.empty());
+  stats_.NoCapacity({kAccount, "ep", "ic"});
+  Traffic(0, 1);
+  EXPECT_EQ(resources_.sets, std::vector<int>{1});
+  EXPECT_NE(Activities()[0]["Cause"].get<std::string>().find(
+                "NoCapacityInvocationFailures-inference-component/ic in state ALARM triggered "
+                "policy from-zero"),
+            std::string::npos);
+  // Step scaling on a variant is refused: its only alarm is a component's.
+  b = Key("endpoint/ep/variant/AllTraffic", std::string(kInstanceCount));
+  b["MinCapacity"] = 1;
+  b["MaxCapacity"] = 3;
+  Ok("RegisterScalableTarget", b);
+  b.erase("MinCapacity");
+  b.erase("MaxCapacity");
+  b["PolicyName"] = "steps";
+  b["StepScalingPolicyConfiguration"] = {
+      {"AdjustmentType", "ChangeInCapacity"},
+      {"StepAdjustments", {{{"MetricIntervalLowerBound", 0}, {"ScalingAdjustment", 1}}}}};
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_NE(msg.find("NoCapacityInvocationFailures only"), std::string::npos) << msg;
+}
+
+TEST_F(AutoScalingServiceTest, ARestartKeepsPoliciesAndDoesNotScaleOnItsFirstSamples) {
+  Register(1, 10);
+  TrackInvocations(10);
+  resources_.sets.clear();
+  Traffic(5, 3);
+  Restart();  // Samples are gone; the records stay.
+  json p = Ok("DescribeScalingPolicies", {{"ServiceNamespace", "sagemaker"}})["ScalingPolicies"];
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["PolicyName"], "per-copy");
+  Traffic(5, 3);
+  EXPECT_TRUE(resources_.sets.empty()) << "a fresh process must not scale on a partial window";
+  Traffic(5, 1);
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+}
+
+TEST_F(AutoScalingServiceTest, AScheduledActionSetsTheBoundsWhenItIsDue) {
+  Register(1, 3);
+  resources_.sets.clear();
+  const int64_t at_ms = clock_.UnixMillis() + 25'000;
+  const std::time_t at = at_ms / 1000 + 1;
+  std::tm tm{};
+  gmtime_r(&at, &tm);
+  char when[64];
+  std::strftime(when, sizeof when, "at(%Y-%m-%dT%H:%M:%S)", &tm);
+  json b = Key();
+  b["ScheduledActionName"] = "morning";
+  b["Schedule"] = when;
+  b["ScalableTargetAction"] = {{"MinCapacity", 2}, {"MaxCapacity", 5}};
+  Ok("PutScheduledAction", b);
+  Traffic(0, 2);
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(0, 1);
+  EXPECT_EQ(resources_.sets, std::vector<int>{2});
+  json t = Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}})["ScalableTargets"];
+  EXPECT_EQ(t[0]["MinCapacity"], 2);
+  EXPECT_EQ(t[0]["MaxCapacity"], 5);
+  json a = Activities();
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1]["Description"], "Setting min capacity to 2 and max capacity to 5");
+  EXPECT_NE(a[1]["Cause"].get<std::string>().find("scheduled action name morning was triggered"),
+            std::string::npos);
+  Traffic(0, 10);  // at() fires once.
+  EXPECT_EQ(resources_.sets, std::vector<int>{2});
+  b["Schedule"] = "cron(0 8 * * ? *)";
+  auto [type, msg] = Fails("PutScheduledAction", b);
+  EXPECT_NE(msg.find("does not implement cron"), std::string::npos) << msg;
+}
+
+TEST_F(AutoScalingServiceTest, AnActivityIsInProgressUntilTheCopiesServe) {
+  Register(1, 10);
+  TrackInvocations(10);
+  resources_.instant = false;
+  resources_.capacity[kIc].status_message = "2 of 3 copies are not placed: waiting for a partition";
+  Traffic(5, 4);
+  json a = Activities();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["StatusCode"], "InProgress");
+  Traffic(0, 1);
+  a = Activities();
+  EXPECT_EQ(a[0]["StatusMessage"], "2 of 3 copies are not placed: waiting for a partition");
+  resources_.capacity[kIc].current = 3;
+  Traffic(0, 1);
+  a = Activities();
+  EXPECT_EQ(a[0]["StatusCode"], "Successful");
+  EXPECT_TRUE(a[0].contains("EndTime"));
+}
+
+TEST_F(AutoScalingServiceTest, DescribeScalableTargetsPages) {
+  for (const char* ic : {"a", "b", "c"}) {
+    resources_.capacity[std::string("inference-component/") + ic] = {1, 1, "ep", ""};
+    json b = Key(std::string("inference-component/") + ic);
+    b["MinCapacity"] = 1;
+    b["MaxCapacity"] = 2;
+    Ok("RegisterScalableTarget", b);
+  }
+  json first =
+      Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}, {"MaxResults", 2}});
+  ASSERT_EQ(first["ScalableTargets"].size(), 2u);
+  ASSERT_TRUE(first.contains("NextToken"));
+  json second =
+      Ok("DescribeScalableTargets",
+         {{"ServiceNamespace", "sagemaker"}, {"MaxResults", 2}, {"NextToken", first["NextToken"]}});
+  ASSERT_EQ(second["ScalableTargets"].size(), 1u);
+  EXPECT_FALSE(second.contains("NextToken"));
+  EXPECT_EQ(second["ScalableTargets"][0]["ResourceId"], "inference-component/c");
+  auto [type, msg] =
+      Fails("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}, {"NextToken", "bogus"}});
+  EXPECT_EQ(type, "ValidationException");
+}
+
+}  // namespace
+}  // namespace carve::server::autoscaling

@@ -1,0 +1,390 @@
+// AutoScalingService's engine: sampling the invocation signals, the policies' decisions,
+// scheduled actions, and the activities that record every change.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "server/autoscaling/autoscaling_service.h"
+
+namespace carve::server::autoscaling {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kDefaultCooldownS = 300;
+constexpr double kScaleInFraction = 0.9;  // Scale in below 90% of the target, as AWS's alarms do.
+
+std::string Uuid() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng();
+  const uint64_t b = rng();
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xffff,
+                     b >> 48, b & 0xffffffffffffULL);
+}
+
+std::string UtcTime(int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(buf) + "Z";
+}
+
+int Cooldown(const json& config, const char* member) {
+  return config.contains(member) && config[member].is_number_integer() ? config[member].get<int>()
+                                                                       : kDefaultCooldownS;
+}
+
+}  // namespace
+
+AutoScalingService::AutoScalingService(store::Store& store, ScalableResources& resources,
+                                       const runtime::InvocationStats& stats,
+                                       AutoScalingOptions options)
+    : store_(store),
+      resources_(resources),
+      stats_(stats),
+      options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : SystemClock::Get()) {}
+
+AutoScalingService::~AutoScalingService() { Stop(); }
+
+void AutoScalingService::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(run_mu_);
+    while (!stop_) {
+      lock.unlock();
+      Tick();
+      lock.lock();
+      run_cv_.wait_for(lock, options_.sample_interval, [this] { return stop_; });
+    }
+  });
+}
+
+void AutoScalingService::Stop() {
+  {
+    std::lock_guard lock(run_mu_);
+    stop_ = true;
+  }
+  run_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AutoScalingService::Tick() {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.UnixMillis();
+  auto records = store_.ListAllAccounts(std::string(kTargetKind));
+  if (!records.has_value()) {
+    spdlog::warn("autoscaling: cannot list scalable targets: {}", records.error().message);
+    return;
+  }
+  const int64_t keep_ms =
+      std::max(options_.scale_in_evaluation, options_.scale_out_evaluation).count() +
+      2 * options_.sample_interval.count();
+  std::set<TargetId> present;
+  for (const auto& rec : *records) {
+    auto target = ScalableTarget::FromJson(json::parse(rec.body));
+    if (!target.has_value()) continue;
+    const std::string& account = rec.key.account;
+    present.insert({account, target->key});
+    auto capacity = resources_.Get(account, target->key);
+    if (!capacity.has_value()) continue;  // Its resource is gone; the target stays, inert.
+    const runtime::InvocationStats::Totals totals =
+        target->key.IsComponent()
+            ? stats_.Get({account, capacity->endpoint, target->key.Component()})
+            : stats_.EndpointTotals(account, target->key.Endpoint());
+    auto& samples = samples_[{account, target->key}];
+    samples.push_back(
+        {now, totals.invocations, totals.no_capacity, totals.in_flight, capacity->desired});
+    while (!samples.empty() && samples.front().at_ms < now - keep_ms) samples.pop_front();
+    UpdateActivities(account, target->key, *capacity);
+
+    // Scheduled actions due.
+    store::ListOptions lo;
+    lo.name_prefix = target->key.Name() + " ";
+    auto actions = store_.List(account, std::string(kScheduledKind), lo);
+    for (const auto& arec : actions.value_or(std::vector<store::Record>{})) {
+      auto a = ScheduledAction::FromJson(json::parse(arec.body));
+      if (!a.has_value()) continue;
+      auto next = a->NextRun(a->last_run_ms > 0 ? a->last_run_ms : a->created_ms - 1);
+      if (!next || *next > now || target->scheduled_suspended) continue;
+      ScalableTarget t = *target;
+      if (a->min) t.min = *a->min;
+      if (a->max) t.max = *a->max;
+      if (t.min > t.max) t.max = t.min;
+      a->last_run_ms = now;
+      auto tkey = store::Key{account, std::string(kTargetKind), t.key.Name()};
+      auto written = store_.Commit({store::Put{tkey, t.ToJson().dump(), rec.version},
+                                    store::Put{arec.key, a->ToJson().dump(), arec.version}});
+      if (!written.has_value()) {
+        spdlog::warn("autoscaling: scheduled action {} not applied: {}", a->name,
+                     written.error().message);
+        break;
+      }
+      const std::string cause =
+          fmt::format("At {} scheduled action name {} was triggered", UtcTime(now), a->name);
+      const int desired = std::clamp(capacity->desired, t.min, t.max);
+      ScalingActivity act;
+      act.key = t.key;
+      act.id = Uuid();
+      act.description =
+          fmt::format("Setting min capacity to {} and max capacity to {}", t.min, t.max);
+      act.cause = cause;
+      act.status = "Successful";
+      act.start_ms = now;
+      act.end_ms = now;
+      act.desired = capacity->desired;
+      RecordActivity(account, act);
+      if (desired != capacity->desired) Scale(account, t, capacity->desired, desired, cause);
+      *target = t;
+      break;  // The target's record changed version; the next action waits for the next tick.
+    }
+    EvaluateTarget(account, *target, *capacity);
+  }
+  std::erase_if(samples_, [&](const auto& kv) { return !present.contains(kv.first); });
+}
+
+void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarget target,
+                                        const ScalableResources::Capacity& capacity) {
+  const int64_t now = clock_.UnixMillis();
+  const std::deque<Sample>& samples = samples_[{account, target.key}];
+  store::ListOptions lo;
+  lo.name_prefix = target.key.Name() + " ";
+  auto policies = store_.List(account, std::string(kPolicyKind), lo);
+  if (!policies.has_value() || policies->empty() || samples.size() < 2) return;
+  const int desired = capacity.desired;
+
+  // Each sample's metric value (from the one before it); nullopt where no capacity.
+  auto metric_at = [&](const std::string& type, size_t i) -> std::optional<double> {
+    const Sample& s = samples[i];
+    const Sample& prev = samples[i - 1];
+    if (s.capacity <= 0) return std::nullopt;
+    if (type == "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution") {
+      return static_cast<double>(std::max<int64_t>(0, s.in_flight)) / s.capacity;
+    }
+    const double minutes = static_cast<double>(s.at_ms - prev.at_ms) / 60000.0;
+    if (minutes <= 0) return std::nullopt;
+    return static_cast<double>(s.invocations - prev.invocations) / minutes / s.capacity;
+  };
+  // The metric over the last `window`: every sample's value, or nullopt when the samples do
+  // not cover the whole window (just started, or restarted) or a sample has no value.
+  auto window_values = [&](const std::string& type,
+                           std::chrono::milliseconds window) -> std::optional<std::vector<double>> {
+    const int64_t from = now - window.count();
+    if (samples.front().at_ms > from) return std::nullopt;
+    std::vector<double> out;
+    for (size_t i = 1; i < samples.size(); ++i) {
+      if (samples[i].at_ms <= from) continue;
+      auto v = metric_at(type, i);
+      if (!v) return std::nullopt;
+      out.push_back(*v);
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+  };
+
+  struct Proposal {
+    int capacity = 0;
+    std::string cause;
+    store::Record record;
+    ScalingPolicy policy;
+    bool out = false;
+  };
+  std::optional<Proposal> out_best;
+  std::vector<Proposal> ins;
+  int tracking = 0;
+  for (const auto& rec : *policies) {
+    auto p = ScalingPolicy::FromJson(json::parse(rec.body));
+    if (!p.has_value()) continue;
+    const json& c = p->config;
+    if (p->type == "TargetTrackingScaling") {
+      ++tracking;
+      const std::string type = c["PredefinedMetricSpecification"]["PredefinedMetricType"];
+      const double target_value = c["TargetValue"].get<double>();
+      const int out_cd = Cooldown(c, "ScaleOutCooldown");
+      const int in_cd = Cooldown(c, "ScaleInCooldown");
+      const bool disable_in = c.value("DisableScaleIn", false);
+      const std::string alarm_base = fmt::format("TargetTracking-{}", target.key.resource_id);
+      if (auto high = window_values(type, options_.scale_out_evaluation);
+          high &&
+          std::all_of(high->begin(), high->end(), [&](double v) { return v > target_value; })) {
+        const double avg = std::accumulate(high->begin(), high->end(), 0.0) / high->size();
+        const int want = std::clamp(static_cast<int>(std::ceil(desired * avg / target_value)),
+                                    target.min, target.max);
+        if (want > desired && !target.scale_out_suspended &&
+            now >= p->last_scale_out_ms + int64_t{out_cd} * 1000) {
+          if (!out_best || want > out_best->capacity) {
+            out_best = Proposal{want,
+                                fmt::format("monitor alarm {}-AlarmHigh-{} in state ALARM "
+                                            "triggered policy {}",
+                                            alarm_base, p->name, p->name),
+                                rec, *p, true};
+          }
+        }
+        continue;
+      }
+      if (auto low = window_values(type, options_.scale_in_evaluation);
+          low && std::all_of(low->begin(), low->end(),
+                             [&](double v) { return v < kScaleInFraction * target_value; })) {
+        const double avg = std::accumulate(low->begin(), low->end(), 0.0) / low->size();
+        const int want = std::clamp(static_cast<int>(std::ceil(desired * avg / target_value)),
+                                    target.min, target.max);
+        if (want < desired && !disable_in && !target.scale_in_suspended &&
+            now >= p->last_scale_in_ms + int64_t{in_cd} * 1000 &&
+            now >= p->last_scale_out_ms + int64_t{out_cd} * 1000) {
+          ins.push_back(Proposal{want,
+                                 fmt::format("monitor alarm {}-AlarmLow-{} in state ALARM "
+                                             "triggered policy {}",
+                                             alarm_base, p->name, p->name),
+                                 rec, *p, false});
+        }
+      }
+      continue;
+    }
+    // StepScaling: in ALARM when an invocation found no copy in the last sample interval.
+    const Sample& last = samples.back();
+    const Sample& prev = samples[samples.size() - 2];
+    const double failures = static_cast<double>(last.no_capacity - prev.no_capacity);
+    if (failures <= 0 || target.scale_out_suspended) continue;
+    const int cooldown = Cooldown(c, "Cooldown");
+    if (now < p->last_scale_out_ms + int64_t{cooldown} * 1000) continue;
+    std::optional<int> adjustment;
+    for (const auto& step : c["StepAdjustments"]) {
+      const double lower = step.value("MetricIntervalLowerBound", -HUGE_VAL);
+      const double upper = step.value("MetricIntervalUpperBound", HUGE_VAL);
+      if (failures >= lower && failures < upper) {
+        adjustment = step["ScalingAdjustment"].get<int>();
+        break;
+      }
+    }
+    if (!adjustment) continue;
+    const std::string type = c.value("AdjustmentType", "ChangeInCapacity");
+    int want = desired;
+    if (type == "ExactCapacity") {
+      want = *adjustment;
+    } else if (type == "PercentChangeInCapacity") {
+      int delta = static_cast<int>(std::trunc(desired * *adjustment / 100.0));
+      const int min_mag = c.value("MinAdjustmentMagnitude", 0);
+      if (std::abs(delta) < min_mag) delta = *adjustment < 0 ? -min_mag : min_mag;
+      want = desired + delta;
+    } else {
+      want = desired + *adjustment;
+    }
+    want = std::clamp(want, target.min, target.max);
+    if (want > desired && (!out_best || want > out_best->capacity)) {
+      out_best = Proposal{want,
+                          fmt::format("monitor alarm NoCapacityInvocationFailures-{} in state "
+                                      "ALARM triggered policy {}",
+                                      target.key.resource_id, p->name),
+                          rec, *p, true};
+    }
+  }
+  std::optional<Proposal> chosen = out_best;
+  // Scale in only when every target-tracking policy wants to, and then to the largest capacity
+  // any of them wants.
+  if (!chosen && tracking > 0 && static_cast<int>(ins.size()) == tracking) {
+    chosen = *std::max_element(ins.begin(), ins.end(), [](const Proposal& a, const Proposal& b) {
+      return a.capacity < b.capacity;
+    });
+  }
+  if (!chosen) return;
+  if (!Scale(account, target, desired, chosen->capacity,
+             fmt::format("At {} a {}", UtcTime(now), chosen->cause))) {
+    return;
+  }
+  (chosen->out ? chosen->policy.last_scale_out_ms : chosen->policy.last_scale_in_ms) = now;
+  auto written =
+      store_.Update(chosen->record.key, chosen->policy.ToJson().dump(), chosen->record.version);
+  if (!written.has_value()) {
+    spdlog::warn("autoscaling: policy {}: cannot record its cooldown: {}", chosen->policy.name,
+                 written.error().message);
+  }
+}
+
+bool AutoScalingService::Scale(const std::string& account, const ScalableTarget& target, int from,
+                               int to, const std::string& cause) {
+  const int64_t now = clock_.UnixMillis();
+  Status set = resources_.Set(account, target.key, to);
+  ScalingActivity a;
+  a.key = target.key;
+  a.id = Uuid();
+  a.description = fmt::format("Setting desired {} count to {}.",
+                              target.key.IsComponent() ? "copy" : "instance", to);
+  a.cause = fmt::format("{} changing the desired capacity from {} to {}.", cause, from, to);
+  a.start_ms = now;
+  a.desired = to;
+  if (set.ok()) {
+    a.status = "InProgress";
+    spdlog::info("autoscaling: {} {} -> {}: {}", target.key.resource_id, from, to, cause);
+  } else {
+    a.status = "Failed";
+    a.end_ms = now;
+    a.status_message = set.error().message;
+    spdlog::warn("autoscaling: {} {} -> {} failed: {}", target.key.resource_id, from, to,
+                 set.error().message);
+  }
+  RecordActivity(account, a);
+  return set.ok();
+}
+
+void AutoScalingService::RecordActivity(const std::string& account, ScalingActivity a) {
+  a.seq = ++activity_seq_ % 100'000'000;
+  const store::Key key{account, std::string(kActivityKind), a.Name()};
+  std::vector<store::Mutation> writes{store::Put{key, a.ToJson().dump(), std::nullopt}};
+  store::ListOptions lo;
+  lo.name_prefix = a.key.Name() + " ";
+  if (auto older = store_.List(account, std::string(kActivityKind), lo); older.has_value()) {
+    // Keep the newest max_activities_per_target, this one included.
+    const size_t keep = options_.max_activities_per_target;
+    if (older->size() + 1 > keep) {
+      const size_t drop = older->size() + 1 - keep;
+      for (size_t i = 0; i < drop && i < older->size(); ++i) {
+        writes.push_back(store::Remove{(*older)[i].key, (*older)[i].version});
+      }
+    }
+  }
+  if (auto written = store_.Commit(std::move(writes)); !written.has_value()) {
+    spdlog::warn("autoscaling: cannot record activity '{}': {}", a.description,
+                 written.error().message);
+  }
+}
+
+void AutoScalingService::UpdateActivities(const std::string& account, const ScalableKey& key,
+                                          const ScalableResources::Capacity& capacity) {
+  store::ListOptions lo;
+  lo.name_prefix = key.Name() + " ";
+  auto records = store_.List(account, std::string(kActivityKind), lo);
+  if (!records.has_value()) return;
+  const int64_t now = clock_.UnixMillis();
+  for (size_t i = 0; i < records->size(); ++i) {
+    const store::Record& rec = (*records)[i];
+    auto a = ScalingActivity::FromJson(json::parse(rec.body));
+    if (!a.has_value() || a->status != "InProgress") continue;
+    const bool newer_exists = i + 1 < records->size();
+    if (capacity.desired != a->desired && newer_exists) {
+      a->status = "Overridden";
+      a->status_message = "a later scaling activity changed the desired capacity";
+      a->end_ms = now;
+    } else if (capacity.current == a->desired) {
+      a->status = "Successful";
+      a->status_message.clear();
+      a->end_ms = now;
+    } else {
+      const std::string msg = capacity.status_message.empty()
+                                  ? fmt::format("{} of {} in service", capacity.current, a->desired)
+                                  : capacity.status_message;
+      if (msg == a->status_message) continue;
+      a->status_message = msg;
+    }
+    (void)store_.Update(rec.key, a->ToJson().dump(), rec.version);
+  }
+}
+
+}  // namespace carve::server::autoscaling

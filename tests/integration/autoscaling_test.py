@@ -1,0 +1,215 @@
+"""Application Auto Scaling against the real `carve server`: the stock aws CLI (v1) and boto3
+register an inference component as a scalable target and put policies on it, and real traffic
+through the router moves its copy count. The server samples every 0.5 s and evaluates over 2 s
+(scale out) and 4 s (scale in), so each test is bounded to seconds.
+  - load drives copies up to meet the target, and they scale back in after it stops;
+  - Min and Max hold;
+  - scale to zero, and back out on the first invocation (step scaling on
+    NoCapacityInvocationFailures);
+  - a scheduled action fires;
+  - a restart keeps the policies and does not scale on its first samples."""
+
+import json
+import os
+import threading
+import time
+import unittest
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, component_spec,
+                           free_port, poll, seed_variant)
+
+RESOURCE = "inference-component/ic"
+DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+TARGET = {"ServiceNamespace": "sagemaker", "ResourceId": RESOURCE, "ScalableDimension": DIMENSION}
+
+
+class AutoScalingTest(unittest.TestCase):
+    def setUp(self):
+        self.server = CarveServer(port=free_port(), extra_args=[
+            "--autoscaling-sample-ms", "500", "--scale-out-evaluation-s", "2",
+            "--scale-in-evaluation-s", "4"]).start()
+        try:
+            self.sm = self.server.client()
+            ak, sk = self.server.profile_keys()
+            os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
+            session = boto3.session.Session()
+            config = botocore.config.Config(retries={"max_attempts": 1}, max_pool_connections=16)
+            self.rt = session.client("sagemaker-runtime", endpoint_url=self.server.url,
+                                     region_name=REGION, aws_access_key_id=ak,
+                                     aws_secret_access_key=sk, config=config)
+            self.aas = session.client("application-autoscaling", endpoint_url=self.server.url,
+                                      region_name=REGION, aws_access_key_id=ak,
+                                      aws_secret_access_key=sk, config=config)
+            # Slow tokens, so that each request stays in flight for a while.
+            self.sm.create_model(ModelName="m", PrimaryContainer={
+                "Image": "carve/testmodel", "Environment": {"CARVE_TESTMODEL_SPEED": "1"}})
+            self.sm.create_endpoint_config(EndpointConfigName="ep",
+                                           ProductionVariants=[seed_variant(SEED_LAYOUT)])
+            self.sm.create_endpoint(EndpointName="ep", EndpointConfigName="ep")
+            self.sm.get_waiter("endpoint_in_service").wait(
+                EndpointName="ep", WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+            self.sm.create_inference_component(
+                InferenceComponentName="ic", EndpointName="ep", VariantName="AllTraffic",
+                Specification=component_spec("m", "mig-1g.5gb", memory_mb=1024),
+                RuntimeConfig={"CopyCount": 1})
+            self.wait_copies(1)
+        except Exception:
+            self.server.cleanup()
+            raise
+
+    def tearDown(self):
+        self.server.cleanup()
+
+    def aws(self, *args):
+        return self.server.aws(*args, service="application-autoscaling")
+
+    def copies(self):
+        rc = self.sm.describe_inference_component(InferenceComponentName="ic")["RuntimeConfig"]
+        return rc["DesiredCopyCount"], rc["CurrentCopyCount"]
+
+    def wait_copies(self, n, timeout_s=60):
+        return poll(lambda: self.copies() == (n, n), timeout_s=timeout_s, interval_s=0.2,
+                    what=f"{n} copies serving")
+
+    def register(self, lo, hi):
+        self.aws("register-scalable-target", "--service-namespace", "sagemaker",
+                 "--resource-id", RESOURCE, "--scalable-dimension", DIMENSION,
+                 "--min-capacity", str(lo), "--max-capacity", str(hi))
+
+    def track_concurrency(self, target=1.0):
+        config = {"TargetValue": target,
+                  "PredefinedMetricSpecification": {
+                      "PredefinedMetricType":
+                          "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"},
+                  "ScaleOutCooldown": 1, "ScaleInCooldown": 1}
+        out = self.aws("put-scaling-policy", "--policy-name", "concurrency",
+                       "--service-namespace", "sagemaker", "--resource-id", RESOURCE,
+                       "--scalable-dimension", DIMENSION, "--policy-type",
+                       "TargetTrackingScaling", "--target-tracking-scaling-policy-configuration",
+                       json.dumps(config))
+        self.assertIn(":policyName/concurrency", out["PolicyARN"])
+
+    def activities(self):
+        return self.aws("describe-scaling-activities", "--service-namespace", "sagemaker",
+                        "--resource-id", RESOURCE)["ScalingActivities"]
+
+    def load(self, threads):
+        """Starts `threads` clients, each with one long request in flight at a time."""
+        stop = threading.Event()
+        errors = []
+
+        def run():
+            while not stop.is_set():
+                try:
+                    self.rt.invoke_endpoint(
+                        EndpointName="ep", InferenceComponentName="ic",
+                        ContentType="application/json",
+                        Body=json.dumps({"inputs": "hi", "parameters": {"max_new_tokens": 60}}))
+                except botocore.exceptions.ClientError as e:
+                    errors.append(e.response["Error"])
+        workers = [threading.Thread(target=run) for _ in range(threads)]
+        for w in workers:
+            w.start()
+
+        def end():
+            stop.set()
+            for w in workers:
+                w.join()
+            return errors
+        return end
+
+    def test_load_scales_copies_out_to_the_target_and_back_in_within_min_and_max(self):
+        self.register(1, 3)
+        self.track_concurrency(1.0)
+        end = self.load(6)  # About 6 in flight on 1 copy: 6x the target, held to Max 3.
+        try:
+            self.wait_copies(3, timeout_s=60)
+            time.sleep(3)  # Beyond the evaluation period: Max holds under the same load.
+            self.assertEqual(self.copies(), (3, 3))
+        finally:
+            errors = end()
+        self.assertEqual([e for e in errors if e["Code"] != "ModelNotReadyException"], [])
+        self.wait_copies(1, timeout_s=60)  # Idle: back in, to Min 1 and no lower.
+        time.sleep(3)
+        self.assertEqual(self.copies(), (1, 1))
+        acts = self.activities()
+        descriptions = [a["Description"] for a in acts]
+        self.assertIn("Setting desired copy count to 3.", descriptions)
+        self.assertIn("Setting desired copy count to 1.", descriptions)
+        out = next(a for a in acts if a["Description"] == "Setting desired copy count to 3.")
+        self.assertRegex(out["Cause"], r"^At \S+Z a monitor alarm TargetTracking-"
+                         r"inference-component/ic-AlarmHigh-concurrency in state ALARM "
+                         r"triggered policy concurrency changing the desired capacity from 1 "
+                         r"to 3\.$")
+        self.assertEqual(out["StatusCode"], "Successful")
+        # boto3 reads the same records.
+        t = self.aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+        self.assertEqual([(x["ResourceId"], x["MinCapacity"], x["MaxCapacity"]) for x in t],
+                         [(RESOURCE, 1, 3)])
+
+    def test_scale_to_zero_and_back_out_on_the_first_invocation(self):
+        self.register(0, 2)
+        self.track_concurrency(1.0)
+        self.aas.put_scaling_policy(
+            PolicyName="from-zero", PolicyType="StepScaling", **TARGET,
+            StepScalingPolicyConfiguration={
+                "AdjustmentType": "ChangeInCapacity", "MetricAggregationType": "Maximum",
+                "Cooldown": 1,
+                "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]})
+        self.wait_copies(0, timeout_s=60)  # No traffic: in to zero.
+        with self.assertRaises(botocore.exceptions.ClientError) as ctx:
+            self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
+                                    ContentType="application/json", Body=b'{"inputs": "hi"}')
+        self.assertEqual(ctx.exception.response["Error"]["Code"], "ModelNotReadyException")
+        self.wait_copies(1, timeout_s=60)  # That failure scaled it out.
+        self.rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
+                                ContentType="application/json", Body=b'{"inputs": "hi"}')
+        causes = [a["Cause"] for a in self.activities()]
+        self.assertTrue(any("NoCapacityInvocationFailures-inference-component/ic in state ALARM "
+                            "triggered policy from-zero" in c for c in causes), causes)
+
+    def test_a_scheduled_action_sets_the_bounds_when_it_is_due(self):
+        self.register(1, 4)
+        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 2))
+        self.aws("put-scheduled-action", "--service-namespace", "sagemaker",
+                 "--resource-id", RESOURCE, "--scalable-dimension", DIMENSION,
+                 "--scheduled-action-name", "peak", "--schedule", f"at({at})",
+                 "--scalable-target-action", "MinCapacity=2,MaxCapacity=4")
+        actions = self.aws("describe-scheduled-actions", "--service-namespace",
+                           "sagemaker")["ScheduledActions"]
+        self.assertEqual([a["ScheduledActionName"] for a in actions], ["peak"])
+        self.wait_copies(2, timeout_s=30)
+        acts = self.activities()
+        self.assertIn("Setting min capacity to 2 and max capacity to 4",
+                      [a["Description"] for a in acts])
+
+    def test_a_restart_keeps_policies_and_does_not_scale_on_its_first_samples(self):
+        self.register(1, 3)
+        self.track_concurrency(1.0)
+        self.sm.update_inference_component_runtime_config(
+            InferenceComponentName="ic", DesiredRuntimeConfig={"CopyCount": 2})
+        self.wait_copies(2)
+        self.server.stop()
+        self.server.start()
+        restarted = time.monotonic()
+
+        def activities():  # boto3: quicker than the CLI's start, so the timing below holds.
+            return self.aas.describe_scaling_activities(
+                ServiceNamespace="sagemaker", ResourceId=RESOURCE)["ScalingActivities"]
+        before = activities()
+        policies = self.aas.describe_scaling_policies(ServiceNamespace="sagemaker")
+        self.assertEqual([p["PolicyName"] for p in policies["ScalingPolicies"]], ["concurrency"])
+        # Idle with 2 copies over a Min of 1, but under the 4 s scale-in evaluation since the
+        # restart: no whole window of samples yet, so no scaling.
+        time.sleep(max(0.0, 2.5 - (time.monotonic() - restarted)))
+        self.assertEqual(activities(), before)
+        self.assertEqual(self.copies(), (2, 2))
+        self.wait_copies(1, timeout_s=30)  # Then idle scales in, as it should.
+
+
+if __name__ == "__main__":
+    unittest.main()
