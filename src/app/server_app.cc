@@ -165,13 +165,14 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   router_options.stats = &p->invocation_stats;
   p->router = std::make_unique<server::runtime::Router>(*p->directory, p->metrics, router_options);
   p->scalable = std::make_unique<SageMakerScalableResources>(*p->sagemaker);
-  server::autoscaling::AutoScalingOptions scaling;
+  server::autoscaling::AutoScalingOptions scaling;  // Before the routes: its metrics read it.
   scaling.region = c.region;
   scaling.sample_interval = c.autoscaling_sample;
   scaling.scale_out_evaluation = c.scale_out_evaluation;
   scaling.scale_in_evaluation = c.scale_in_evaluation;
   p->autoscaling = std::make_unique<server::autoscaling::AutoScalingService>(
       *p->store, *p->scalable, p->invocation_stats, scaling);
+  RegisterAutoScalingMetrics(p->metrics, *p->autoscaling);
   server::HttpServerOptions http_options;
   http_options.insecure_no_auth = c.insecure_no_auth;
   http_options.max_connections = c.max_connections;

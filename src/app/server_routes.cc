@@ -116,12 +116,12 @@ Result<server::runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::stri
 void RegisterServerMetrics(server::MetricsRegistry& registry,
                            server::sagemaker::SageMakerService& svc,
                            server::nodes::NodeRegistry& nodes) {
-  auto& total = registry.AddGauge("carve_partitions_total",
+  auto& total = registry.AddGauge("carve_partitions",
                                   "Partitions carved on the fleet, per GPU model and profile",
-                                  {"modelName", "GPU_I_PROFILE"});
+                                  {"gpu_model", "profile"});
   auto& used = registry.AddGauge("carve_partitions_used",
                                  "Partitions occupied by inference-component copies",
-                                 {"modelName", "GPU_I_PROFILE"});
+                                 {"gpu_model", "profile"});
   auto& copies = registry.AddGauge("carve_inference_component_copies",
                                    "Inference-component copies, desired and current",
                                    {"account", "inference_component", "state"});
@@ -154,6 +154,39 @@ void RegisterServerMetrics(server::MetricsRegistry& registry,
       gap.Set({g.node, g.workload, "gap"}, static_cast<double>(g.gap_mib));
       gap.Set({g.node, g.workload, "ledger"}, static_cast<double>(g.ledger_mib));
       gap.Set({g.node, g.workload, "nvml"}, static_cast<double>(g.nvml_mib));
+    }
+  });
+}
+
+void RegisterAutoScalingMetrics(server::MetricsRegistry& registry,
+                                server::autoscaling::AutoScalingService& autoscaling) {
+  auto& per_copy = registry.AddGauge(
+      "carve_autoscaling_invocations_per_copy",
+      "Invocations per minute per copy of a scalable inference component, as its policies read "
+      "it (SageMakerInferenceComponentInvocationsPerCopy)",
+      {"account", "inference_component"});
+  auto& concurrent =
+      registry.AddGauge("carve_autoscaling_concurrent_requests_per_copy",
+                        "Requests in flight per copy of a scalable inference component "
+                        "(SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution)",
+                        {"account", "inference_component"});
+  auto& per_instance =
+      registry.AddGauge("carve_autoscaling_invocations_per_instance",
+                        "Invocations per minute per instance of a scalable variant "
+                        "(SageMakerVariantInvocationsPerInstance)",
+                        {"account", "endpoint", "variant"});
+  registry.AddCollector([&] {
+    per_copy.Clear();
+    concurrent.Clear();
+    per_instance.Clear();
+    for (const auto& s : autoscaling.Signals()) {
+      if (s.capacity <= 0) continue;
+      if (s.key.IsComponent()) {
+        per_copy.Set({s.account, s.key.Component()}, s.invocations_per_unit);
+        concurrent.Set({s.account, s.key.Component()}, s.concurrent_per_copy);
+      } else {
+        per_instance.Set({s.account, s.key.Endpoint(), s.key.Variant()}, s.invocations_per_unit);
+      }
     }
   });
 }

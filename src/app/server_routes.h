@@ -4,6 +4,7 @@
 // endpoint's partitions from the SageMaker service and a queue's cards from the queues.
 #pragma once
 
+#include "server/autoscaling/autoscaling_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/nodes/node_registry.h"
@@ -26,11 +27,16 @@ class ServiceCopyDirectory final : public server::runtime::CopyDirectory {
   const server::sagemaker::RouteTable& table_;
 };
 
-// carve_partitions_total / _used, carve_inference_component_copies, carve_endpoints, and the
+// carve_partitions / _used, carve_inference_component_copies, carve_endpoints, and the
 // mGPU ledger-vs-NVML gap per worker.
 void RegisterServerMetrics(server::MetricsRegistry& metrics,
                            server::sagemaker::SageMakerService& sagemaker,
                            server::nodes::NodeRegistry& registry);
+
+// The signals Application Auto Scaling's policies read, per scalable target:
+// carve_autoscaling_invocations_per_copy, _concurrent_requests_per_copy, _invocations_per_instance.
+void RegisterAutoScalingMetrics(server::MetricsRegistry& metrics,
+                                server::autoscaling::AutoScalingService& autoscaling);
 
 // GET /v1/fleet, GET /v1/fragmentation and GET /v1/endpoints/{name}/carve, scoped to the
 // caller's account.

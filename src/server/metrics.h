@@ -5,9 +5,11 @@
 // VALUES in the declared order. Passing the wrong number of label values is a programmer error
 // (assert). Declaring a name twice with the same type and label names returns the same family;
 // a clash (other type or labels) is a programmer error. Families live as long as the registry.
-// Label conventions (docs/design.md, reference section 6): snake_case `carve_*` names, base units
-// (`_seconds`, `_bytes`), counters end in `_total`, GPU labels `gpu`, `UUID`, `modelName`,
-// `GPU_I_PROFILE`, `GPU_I_ID` as dcgm-exporter spells them.
+// Conventions (docs/design.md, reference section 6): snake_case `carve_*` names and labels, base
+// units (`_seconds`, `_bytes`), only counters end in `_total`; `promtool check metrics` reports
+// nothing on GET /metrics (tests/integration/metrics_lint_test.py). GPU labels are `gpu_model` and
+// `profile`, not dcgm-exporter's camelCase `modelName` / `GPU_I_PROFILE`, which promtool flags;
+// join with DCGM series through label_replace.
 // Thread-safe: every family has its own mutex; Expose() may run concurrently with updates.
 #pragma once
 

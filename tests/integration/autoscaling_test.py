@@ -37,7 +37,9 @@ class AutoScalingTest(unittest.TestCase):
             ak, sk = self.server.profile_keys()
             os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
             session = boto3.session.Session()
-            config = botocore.config.Config(retries={"max_attempts": 1}, max_pool_connections=16)
+            # One attempt: a retry could land on a copy the first failure scaled out.
+            config = botocore.config.Config(retries={"total_max_attempts": 1},
+                                            max_pool_connections=16)
             self.rt = session.client("sagemaker-runtime", endpoint_url=self.server.url,
                                      region_name=REGION, aws_access_key_id=ak,
                                      aws_secret_access_key=sk, config=config)

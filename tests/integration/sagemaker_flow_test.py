@@ -267,8 +267,8 @@ class SageMakerFlowTest(unittest.TestCase):
         return 0.0
 
     def test_metrics_report_partitions_copies_and_endpoints(self):
-        def p(profile, gauge="carve_partitions_total"):
-            return self.metric(f'{gauge}{{modelName="a100-40gb",GPU_I_PROFILE="{profile}"}}')
+        def p(profile, gauge="carve_partitions"):
+            return self.metric(f'{gauge}{{gpu_model="a100-40gb",profile="{profile}"}}')
         in_service = 'carve_endpoints{status="InService"}'
         before = {x: p(x) for x in SEED_PROFILES}
         used_before = p("1g.5gb", "carve_partitions_used")

@@ -89,6 +89,18 @@ class AutoScalingService {
 
   ApiResponse Handle(const ApiRequest& request);
 
+  // The last sample's metric values of every scalable target, as the policies read them (for
+  // /metrics): invocations per minute per unit of capacity (copy or instance) and, for
+  // components, requests in flight per copy. Units are absent while the capacity is 0.
+  struct Signal {
+    std::string account;
+    ScalableKey key;
+    int capacity = 0;
+    double invocations_per_unit = 0;
+    double concurrent_per_copy = 0;
+  };
+  std::vector<Signal> Signals();
+
   void Start();
   void Stop();
   // One sample of every target's signals and one evaluation of its policies and scheduled

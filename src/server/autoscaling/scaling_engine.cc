@@ -77,6 +77,25 @@ void AutoScalingService::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::vector<AutoScalingService::Signal> AutoScalingService::Signals() {
+  std::lock_guard lock(mu_);
+  std::vector<Signal> out;
+  for (const auto& [id, samples] : samples_) {
+    if (samples.size() < 2) continue;
+    const Sample& s = samples.back();
+    const Sample& prev = samples[samples.size() - 2];
+    Signal sig{id.first, id.second, s.capacity, 0, 0};
+    const double minutes = static_cast<double>(s.at_ms - prev.at_ms) / 60000.0;
+    if (s.capacity > 0 && minutes > 0) {
+      sig.invocations_per_unit =
+          static_cast<double>(s.invocations - prev.invocations) / minutes / s.capacity;
+      sig.concurrent_per_copy = static_cast<double>(std::max<int64_t>(0, s.in_flight)) / s.capacity;
+    }
+    out.push_back(std::move(sig));
+  }
+  return out;
+}
+
 void AutoScalingService::Tick() {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.UnixMillis();

@@ -63,6 +63,16 @@ Router::Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions
       latency_(metrics.AddHistogram("carve_runtime_request_duration_seconds",
                                     "Runtime invocation latency to the last byte.",
                                     {"endpoint", "component"})),
+      model_latency_(metrics.AddHistogram(
+          "carve_runtime_model_latency_seconds",
+          "The answering copy's share of an invocation: from sending it the request to its last "
+          "byte (SageMaker's ModelLatency).",
+          {"endpoint", "component"})),
+      overhead_latency_(metrics.AddHistogram(
+          "carve_runtime_overhead_latency_seconds",
+          "What the router adds to an answered invocation: resolving, balancing, failed tries, "
+          "relaying (SageMaker's OverheadLatency).",
+          {"endpoint", "component"})),
       attempts_(metrics.AddCounter("carve_runtime_copy_attempts_total",
                                    "Tries of runtime invocations on each model copy, by outcome "
                                    "(answered, unanswered, 5xx, failed).",
@@ -71,6 +81,11 @@ Router::Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions
           "carve_runtime_retries_total",
           "Runtime invocation tries on another copy after a copy did not answer or answered 5xx.",
           {"endpoint", "component"})),
+      no_capacity_(
+          metrics.AddCounter("carve_runtime_no_capacity_invocation_failures_total",
+                             "Invocations that found no copy of their component in service "
+                             "(SageMaker's NoCapacityInvocationFailures).",
+                             {"endpoint", "component"})),
       balancer_(clock_, options_.quarantine,
                 &metrics.AddGauge("carve_runtime_copy_in_flight",
                                   "Invocations in progress per model copy.", {"component", "copy"}),
@@ -122,7 +137,12 @@ NativeResponse Router::Finish(Call& call, NativeResponse response) {
     }
   }
   requests_.Increment({call.labels[0], call.labels[1], code});
-  latency_.Observe(call.labels, std::chrono::duration<double>(clock_.Now() - call.started).count());
+  const double total = std::chrono::duration<double>(clock_.Now() - call.started).count();
+  latency_.Observe(call.labels, total);
+  if (call.model_seconds >= 0) {
+    model_latency_.Observe(call.labels, call.model_seconds);
+    overhead_latency_.Observe(call.labels, std::max(0.0, total - call.model_seconds));
+  }
   return response;
 }
 
@@ -138,6 +158,7 @@ NativeResponse Router::Fail(Call& call, const RuntimeError& error) {
 
 NativeResponse Router::NoCopy(Call& call, const RouteInfo& route) {
   if (options_.stats != nullptr) options_.stats->NoCapacity(call.key);
+  no_capacity_.Increment(call.labels);
   return Fail(call,
               ModelNotReady("Endpoint " + call.endpoint + " has no copy of " + CopyName(route) +
                             " in service; wait for copies to start and retry."));
@@ -164,7 +185,9 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
     auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
     if (!lease) break;
     tried.insert(lease->copy().id);
+    const auto sent = clock_.Now();
     CopyReply reply = client_.Call(lease->copy().address, req);
+    const double copy_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
     if (FailedBeforeAnswering(reply)) {
       CountAttempt(call, lease->copy().id, attempt, "unanswered");
       balancer_.Quarantine(lease->copy().id);
@@ -182,6 +205,7 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
     if (reply.outcome != CopyOutcome::kOk || reply.status < 200 || reply.status >= 300) {
       return Fail(call, ModelErrorFor(route, call.endpoint, reply));
     }
+    call.model_seconds = copy_seconds;
     NativeResponse out;
     out.body = std::move(reply.body);
     out.content_type =

@@ -18,13 +18,18 @@
 // ModelStreamError frame; one whose copy answers non-2xx before any byte gets a ModelError.
 // Metrics: carve_runtime_requests_total{endpoint,component,code},
 // carve_runtime_errors_total{endpoint,component,type}, carve_runtime_in_flight{endpoint,component},
-// carve_runtime_request_duration_seconds{endpoint,component} (to the last byte),
+// carve_runtime_request_duration_seconds{endpoint,component} (to the last byte), split for the
+// requests a copy answered into carve_runtime_model_latency_seconds (the copy's time, from
+// sending it the request to its last byte) and carve_runtime_overhead_latency_seconds (the
+// rest: resolving, balancing, tries that failed, relaying),
 // carve_runtime_copy_in_flight{component,copy},
 // carve_runtime_copy_attempts_total{component,copy,outcome}: each try of a request on a copy, by
 // outcome: "answered" (a status below 500), "unanswered" (refused, or broken before the status
 // line: the request moved on), "5xx" (InvokeEndpoint moves on to another copy), "failed" (timed
 // out, or broke after the status line);
-// carve_runtime_retries_total{endpoint,component}: tries beyond each request's first.
+// carve_runtime_retries_total{endpoint,component}: tries beyond each request's first;
+// carve_runtime_no_capacity_invocation_failures_total{endpoint,component}: invocations that
+// found no copy in service (SageMaker's NoCapacityInvocationFailures).
 // Thread-safe; the directory and metrics registry must outlive the router.
 #pragma once
 
@@ -74,6 +79,9 @@ class Router {
     std::string endpoint;        // As requested.
     LabelValues labels{"", ""};  // {endpoint, component} once resolved; "" before.
     InvocationStats::Key key;    // For options_.stats, once resolved.
+    // The copy's own share of the time: from sending the request to the copy that answered
+    // until its last byte (SageMaker's ModelLatency); < 0 when no copy answered.
+    double model_seconds = -1;
     bool counted_in_flight = false;
     bool finished = false;
   };
@@ -96,8 +104,11 @@ class Router {
   Counter& errors_;
   Gauge& in_flight_;
   Histogram& latency_;
+  Histogram& model_latency_;
+  Histogram& overhead_latency_;
   Counter& attempts_;
   Counter& retries_;
+  Counter& no_capacity_;
   CopyBalancer balancer_;
   CopyClient client_;
 };

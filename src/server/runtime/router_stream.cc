@@ -131,6 +131,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
     if (!lease) break;
     tried.insert(lease->copy().id);
+    const auto sent = clock_.Now();
     auto upstream = std::make_shared<Upstream>(client_, lease->copy().address, req);
     CopyReply head = upstream->WaitForHead();
     if (!upstream->HasHead()) {
@@ -163,7 +164,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     std::shared_ptr<void> finisher(nullptr, [this, call](void*) {
       if (!call->finished) Finish(*call, NativeResponse{});
     });
-    out.stream = [this, call, upstream, held, finisher, sse](const StreamWriter& write) {
+    out.stream = [this, call, upstream, held, finisher, sse, sent](const StreamWriter& write) {
       StreamRelay relay(sse);
       CopyReply final;
       bool client_ok = true;
@@ -177,6 +178,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
         if (!tail.empty()) write(tail);
       }
       *held = CopyBalancer::Lease();  // The copy is free once its stream ended.
+      call->model_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
       NativeResponse done;
       if (relay.failed()) done.headers.emplace_back("X-Amzn-ErrorType", "ModelStreamError");
       Finish(*call, std::move(done));
