@@ -28,5 +28,6 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx);  // agent (the node age
 void RegisterFleetSimCommands(CLI::App& app, Context& ctx);  // fleet-sim (N simulated agents)
 void RegisterLogsCommands(CLI::App& app, Context& ctx);   // logs NAME [--copy N]
 void RegisterQueueCommands(CLI::App& app, Context& ctx);  // queue ..., job ... (mGPU queues)
+void RegisterTokenCommands(CLI::App& app, Context& ctx);  // token (OpenAI route bearer tokens)
 
 }  // namespace carve::cli

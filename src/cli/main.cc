@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   carve::cli::RegisterLogsCommands(app, ctx);
   carve::cli::RegisterBenchCommands(app, ctx);
   carve::cli::RegisterQueueCommands(app, ctx);
+  carve::cli::RegisterTokenCommands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "aws/bearer_token.h"
 #include "aws/sigv4.h"
 #include "server/http_connection.h"
 #include "server/http_internal.h"
@@ -291,6 +292,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   Impl(HttpServerOptions options, const aws::Credentials& credentials, MetricsRegistry& metrics)
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
+        credentials_(credentials),
         verifier_(credentials, clock_, options_.signing_service, options_.max_clock_skew),
         metrics_(metrics),
         requests_(metrics.AddCounter("carve_api_requests_total",
@@ -519,6 +521,41 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     return res;
   }
 
+  // A bearer token's account (and endpoint limit) into `nr`; the 403 to send when it fails.
+  std::optional<NativeResponse> AuthenticateBearer(std::string_view token, NativeRequest& nr) {
+    if (options_.insecure_no_auth) {
+      nr.account_id = options_.insecure_account_id;
+      return std::nullopt;
+    }
+    auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service);
+    if (auto* ok = std::get_if<aws::VerifiedBearer>(&outcome)) {
+      nr.account_id = ok->caller.account_id;
+      nr.bearer_endpoint = ok->endpoint;
+      return std::nullopt;
+    }
+    const auto& f = std::get<aws::AuthFailure>(outcome);
+    NativeResponse denied{f.http_status, ErrorBody(f.type, f.message), kAmzJson};
+    denied.headers.emplace_back("X-Amzn-Errortype", f.type);
+    return OpenAiDenied(denied);
+  }
+  // An authentication failure in OpenAI's error shape, for the OpenAI-compatible route.
+  static NativeResponse OpenAiDenied(const NativeResponse& aws) {
+    const auto j = nlohmann::json::parse(aws.body, nullptr, false);
+    const std::string type =
+        aws.headers.empty() ? "AccessDeniedException" : aws.headers.back().second;
+    const std::string message = j.is_object() ? j.value("message", aws.body) : aws.body;
+    NativeResponse out{aws.http_status,
+                       nlohmann::json{{"error",
+                                       {{"message", message},
+                                        {"type", "authentication_error"},
+                                        {"param", nullptr},
+                                        {"code", type}}}}
+                           .dump(),
+                       "application/json"};
+    out.headers.emplace_back("X-Amzn-Errortype", type);
+    return out;
+  }
+
   // The answer, or nullopt when an async route took `respond`.
   std::optional<NativeResponse> Dispatch(Incoming& in, const std::string& request_id,
                                          Responder& respond, std::function<void()>& taken_async) {
@@ -531,9 +568,16 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     for (const Route& r : routes_) {
       NativeRequest nr;
       if (!r.Match(in.method, segs, nr.path_params)) continue;
-      if (r.auth == RouteAuth::kSigV4) {
+      const std::string authorization = in.Header("Authorization");
+      if (r.auth == RouteAuth::kSigV4OrBearer && authorization.starts_with("Bearer ")) {
+        auto bearer = AuthenticateBearer(authorization.substr(7), nr);
+        if (bearer) return std::move(*bearer);
+      } else if (r.auth != RouteAuth::kPublic) {
         auto account = Authenticate(in);
-        if (auto* denied = std::get_if<NativeResponse>(&account)) return std::move(*denied);
+        if (auto* denied = std::get_if<NativeResponse>(&account)) {
+          if (r.auth == RouteAuth::kSigV4OrBearer) return OpenAiDenied(*denied);
+          return std::move(*denied);
+        }
         nr.account_id = std::get<std::string>(std::move(account));
       }
       nr.method = in.method;
@@ -604,6 +648,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
 
   const HttpServerOptions options_;
   const Clock& clock_;
+  const aws::Credentials& credentials_;
   const aws::SigV4Verifier verifier_;
   MetricsRegistry& metrics_;
   Counter& requests_;

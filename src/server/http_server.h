@@ -98,6 +98,8 @@ struct NativeRequest {
   std::multimap<std::string, std::string> query;   // Decoded query parameters.
   std::string body;
   std::string account_id;  // "" on public routes.
+  // kSigV4OrBearer routes called with a bearer token limited to one endpoint: that endpoint.
+  std::string bearer_endpoint;
   std::string request_id;
   // Request headers with lowercased names (a repeated name keeps its last value).
   std::map<std::string, std::string> headers{};
@@ -128,7 +130,9 @@ using Responder = std::function<void(NativeResponse)>;
 // waiter with a deadline). It runs on a worker thread.
 using AsyncHandler = std::function<void(NativeRequest request, Responder respond)>;
 
-enum class RouteAuth { kSigV4, kPublic };
+// kSigV4OrBearer: SigV4, or `Authorization: Bearer <token>` (aws/bearer_token.h) for the
+// OpenAI-compatible route; its authentication failures are in OpenAI's error shape.
+enum class RouteAuth { kSigV4, kSigV4OrBearer, kPublic };
 
 class HttpServer {
  public:

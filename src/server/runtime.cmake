@@ -4,7 +4,8 @@ set(rt ${CMAKE_CURRENT_SOURCE_DIR}/runtime)
 find_package(ZLIB REQUIRED)
 carve_library(carve_runtime
   SRCS ${rt}/copy_balancer.cc ${rt}/copy_client.cc ${rt}/runtime_error.cc ${rt}/stream_relay.cc
-       ${rt}/router.cc ${rt}/router_stream.cc ${rt}/invocation_stats.cc
+       ${rt}/router.cc ${rt}/router_stream.cc ${rt}/router_openai.cc
+       ${rt}/invocation_stats.cc
   DEPS carve_aws carve_server_infra nlohmann_json::nlohmann_json
        Threads::Threads)
 

@@ -238,6 +238,9 @@ void RegisterRuntimeRoutes(HttpServer& server, Router& router) {
   server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream",
                   RouteAuth::kSigV4,
                   [&router](const NativeRequest& r) { return router.InvokeStream(r); });
+  server.AddRoute("POST", "/endpoints/{EndpointName}/openai/v1/chat/completions",
+                  RouteAuth::kSigV4OrBearer,
+                  [&router](const NativeRequest& r) { return router.ChatCompletions(r); });
 }
 
 }  // namespace carve::server::runtime

@@ -69,6 +69,8 @@ class Router {
   // Handlers for the two routes; `request.path_params` holds "EndpointName".
   NativeResponse Invoke(const NativeRequest& request);
   NativeResponse InvokeStream(const NativeRequest& request);
+  // POST /endpoints/{EndpointName}/openai/v1/chat/completions (router_openai.cc).
+  NativeResponse ChatCompletions(const NativeRequest& request);
 
   const CopyBalancer& balancer() const { return balancer_; }
 
@@ -94,6 +96,8 @@ class Router {
   // Counts one try on `copy` (and a retry when it was not the request's first).
   void CountAttempt(const Call& call, const std::string& copy, int attempt, const char* outcome);
   NativeResponse Fail(Call& call, const RuntimeError& error);
+  // The same, in OpenAI's error shape.
+  NativeResponse OpenAiFail(Call& call, const RuntimeError& error);
   // ModelNotReady for a request that found no copy in service: also a NoCapacityInvocationFailure.
   NativeResponse NoCopy(Call& call, const RouteInfo& route);
 
@@ -113,7 +117,8 @@ class Router {
   CopyClient client_;
 };
 
-// Adds the two runtime routes (RouteAuth::kSigV4) to `server`; call before server.Start().
+// Adds the runtime routes to `server` (InvokeEndpoint and its stream with RouteAuth::kSigV4, the
+// OpenAI-compatible route with kSigV4OrBearer); call before server.Start().
 void RegisterRuntimeRoutes(HttpServer& server, Router& router);
 
 }  // namespace carve::server::runtime
