@@ -70,9 +70,12 @@ class ComputeShareTest(PreloadTest):
         self.assertLessEqual(total, upper_bound(wall), results)
 
     def test_without_a_core_limit_the_fake_device_is_saturated(self):
+        # The control for the tests above: without a limit the device is far busier than any
+        # 30% share. Twice the share, not 90%: on a 2-core machine shared with a browser test
+        # the probe itself is descheduled now and then (0.84 was seen under ctest -j2).
         ledger = self.ledger(1 << 20, core=100)
         results = self.run_parallel([("whole", ledger, "direct", "kernel")], 0.5)
-        self.assertGreater(float(results["whole"]["busy_fraction"]), 0.9)
+        self.assertGreater(float(results["whole"]["busy_fraction"]), 0.6)
 
 
 class StreamSemanticsTest(PreloadTest):
