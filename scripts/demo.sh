@@ -50,7 +50,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$carve" server --listen 127.0.0.1:0 --data-dir "$data" --log-level warn >"$log" 2>&1 &
+# Short autoscaling windows so the scaling part below takes seconds, not minutes (defaults: sample
+# every 10 s, scale out after 180 s above the target, in after 900 s below it).
+"$carve" server --listen 127.0.0.1:0 --data-dir "$data" --log-level warn \
+  --autoscaling-sample-ms 1000 --scale-out-evaluation-s 5 --scale-in-evaluation-s 10 >"$log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 300); do
@@ -226,6 +229,55 @@ echo "\$ carve bench compare A.json B.json"
 "$carve" bench compare "$out/bench-h100-3g.40gb/bench.json" "$out/bench-a100/bench.json" \
   --out "$out/compare"
 echo "plots and tables: $(ls "$out"/compare/*.svg "$out"/bench-*/*.svg 2>/dev/null | tr '\n' ' ')"
+
+echo
+echo "== Application Auto Scaling: a target-tracking policy follows carve bench's load =="
+echo "(demo windows: sampled every 1 s, out after 5 s above the target, in after 10 s below it)"
+sm create-inference-component --inference-component-name chat --endpoint-name bench-p5 \
+  --variant-name AllTraffic --runtime-config CopyCount=1 \
+  --specification "ModelName=bench-llama,ComputeResourceRequirements={AcceleratorPartitionType=mig-3g.40gb,NumberOfAcceleratorDevicesRequired=1,NumberOfCpuCoresRequired=1,MinMemoryRequiredInMb=4096}" >/dev/null
+wait_status inference-component chat InferenceComponentStatus InService
+aas() {
+  echo "\$ aws application-autoscaling $1 ..." >&2
+  aws application-autoscaling "$@" --endpoint-url "$url" --output json
+}
+aas register-scalable-target --service-namespace sagemaker --resource-id inference-component/chat \
+  --scalable-dimension sagemaker:inference-component:DesiredCopyCount \
+  --min-capacity 1 --max-capacity 4 >/dev/null
+aas put-scaling-policy --policy-name concurrency --policy-type TargetTrackingScaling \
+  --service-namespace sagemaker --resource-id inference-component/chat \
+  --scalable-dimension sagemaker:inference-component:DesiredCopyCount \
+  --target-tracking-scaling-policy-configuration '{"TargetValue": 2,
+    "PredefinedMetricSpecification": {"PredefinedMetricType":
+      "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"},
+    "ScaleOutCooldown": 5, "ScaleInCooldown": 5}' >/dev/null
+copies() {
+  aws sagemaker describe-inference-component --inference-component-name chat --endpoint-url "$url" \
+    --query 'RuntimeConfig.[DesiredCopyCount,CurrentCopyCount]' --output text | tr '\t' /
+}
+echo "\$ carve bench --endpoint bench-p5 --component chat --concurrency 8 ... (in the background)"
+"$carve" bench --endpoint-url "$url" --credentials "$AWS_SHARED_CREDENTIALS_FILE" \
+  --model llama-3.1-8b --scenario "D(200,200)" --concurrency 8 --requests 96 \
+  --endpoint bench-p5 --component chat --instance-type ml.p5.48xlarge --partition mig-3g.40gb \
+  --out "$out/bench-autoscaling" >/dev/null &
+bench_pid=$!
+for _ in $(seq 1 120); do
+  echo "  copies (desired/current): $(copies)"
+  kill -0 "$bench_pid" 2>/dev/null || break
+  sleep 2
+done
+wait "$bench_pid"
+echo "load over; waiting for scale-in to the minimum"
+for _ in $(seq 1 60); do
+  c=$(copies)
+  echo "  copies (desired/current): $c"
+  [[ "$c" == "1/1" ]] && break
+  sleep 2
+done
+echo "\$ aws application-autoscaling describe-scaling-activities --resource-id inference-component/chat ..."
+aws application-autoscaling describe-scaling-activities --endpoint-url "$url" \
+  --service-namespace sagemaker --resource-id inference-component/chat \
+  --query 'ScalingActivities[].[StatusCode,Description,Cause]' --output text
 
 echo
 echo "stopping the server (it stops every copy and task process it started)"
