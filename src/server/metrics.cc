@@ -230,4 +230,46 @@ std::string MetricsRegistry::Expose() const {
   return out;
 }
 
+std::vector<std::pair<LabelValues, double>> MetricFamily::Values() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<LabelValues, double>> out;
+  out.reserve(series_.size());
+  for (const auto& [labels, s] : series_) out.emplace_back(labels, s.value);
+  return out;
+}
+
+Result<MetricsRegistry::Reading> MetricsRegistry::Read(
+    const std::string& name, const std::map<std::string, std::string>& match, bool collect) const {
+  std::vector<std::function<void()>> collectors;
+  const MetricFamily* family = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    collectors = collectors_;
+    auto it = families_.find(name);
+    if (it == families_.end()) return NotFound("carve exports no metric " + name);
+    family = it->second.get();  // Families live as long as the registry.
+  }
+  if (family->type() == MetricFamily::Type::kHistogram) {
+    return InvalidArgument(name + " is a histogram; name a gauge or a counter");
+  }
+  std::vector<std::pair<size_t, std::string>> wanted;  // (label index, value)
+  const auto& labels = family->label_names();
+  for (const auto& [k, v] : match) {
+    auto at = std::find(labels.begin(), labels.end(), k);
+    if (at == labels.end()) return InvalidArgument(name + " has no label " + k);
+    wanted.emplace_back(static_cast<size_t>(at - labels.begin()), v);
+  }
+  if (collect) {
+    for (const auto& c : collectors) c();
+  }
+  Reading r;
+  r.type = family->type();
+  for (const auto& [values, value] : family->Values()) {
+    bool ok = true;
+    for (const auto& [i, v] : wanted) ok = ok && values[i] == v;
+    if (ok) r.values.push_back(value);
+  }
+  return r;
+}
+
 }  // namespace carve::server

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace carve::server {
 
 using LabelValues = std::vector<std::string>;
@@ -34,6 +36,8 @@ class MetricFamily {
   const std::vector<std::string>& label_names() const { return labels_; }
   // Appends this family's HELP, TYPE and sample lines.
   void AppendText(std::string& out) const;
+  // Every series' label values and value (a histogram's: its sum).
+  std::vector<std::pair<LabelValues, double>> Values() const;
 
  protected:
   struct Series {
@@ -97,6 +101,17 @@ class MetricsRegistry {
 
   // The whole registry in Prometheus text format 0.0.4, families sorted by name, ending in "\n".
   std::string Expose() const;
+
+  // One family's series whose labels have the given values (label name -> value), after running
+  // the collectors when `collect` (a caller holding a lock a collector takes passes false), for
+  // Application Auto Scaling's customized metrics. NotFound for an unknown family;
+  // InvalidArgument for a histogram or a label the family does not have.
+  struct Reading {
+    MetricFamily::Type type = MetricFamily::Type::kGauge;
+    std::vector<double> values;  // One per matching series.
+  };
+  Result<Reading> Read(const std::string& name, const std::map<std::string, std::string>& match,
+                       bool collect = true) const;
 
   static constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -189,6 +189,25 @@ class AutoScalingTest(unittest.TestCase):
         self.assertIn("Setting min capacity to 2 and max capacity to 4",
                       [a["Description"] for a in acts])
 
+    def test_a_customized_metric_names_one_of_carves_own_series(self):
+        self.register(1, 3)
+        config = {"TargetValue": 1.0, "ScaleOutCooldown": 1, "CustomizedMetricSpecification": {
+            "Namespace": "carve", "MetricName": "carve_runtime_in_flight", "Statistic": "Sum",
+            "Dimensions": [{"Name": "endpoint", "Value": "ep"},
+                           {"Name": "component", "Value": "ic"}]}}
+        self.aas.put_scaling_policy(PolicyName="in-flight", PolicyType="TargetTrackingScaling",
+                                    **TARGET, TargetTrackingScalingPolicyConfiguration=config)
+        end = self.load(3)  # 3 in flight, against a target of 1 in all.
+        try:
+            poll(lambda: self.copies()[0] == 3, timeout_s=60, what="scaled out to Max 3")
+        finally:
+            end()
+        config["CustomizedMetricSpecification"]["MetricName"] = "carve_runtime_request_duration_seconds"
+        with self.assertRaises(botocore.exceptions.ClientError) as ctx:
+            self.aas.put_scaling_policy(PolicyName="bad", PolicyType="TargetTrackingScaling",
+                                        **TARGET, TargetTrackingScalingPolicyConfiguration=config)
+        self.assertIn("is a histogram", ctx.exception.response["Error"]["Message"])
+
     def test_a_restart_keeps_policies_and_does_not_scale_on_its_first_samples(self):
         self.register(1, 3)
         self.track_concurrency(1.0)

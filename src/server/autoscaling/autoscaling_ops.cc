@@ -49,10 +49,11 @@ constexpr UnsupportedMember kUnsupportedRegister[] = {
 constexpr UnsupportedMember kUnsupportedPolicy[] = {
     {"PredictiveScalingPolicyConfiguration", "predictive scaling is not implemented"},
 };
-constexpr UnsupportedMember kUnsupportedTracking[] = {
-    {"CustomizedMetricSpecification",
-     "customized metrics are not implemented; use a PredefinedMetricSpecification"},
+constexpr UnsupportedMember kUnsupportedCustom[] = {
+    {"Metrics", "metric math is not implemented; name one series with MetricName"},
 };
+constexpr std::string_view kCustomNamespaces[] = {"carve"};
+constexpr std::string_view kStatistics[] = {"Average", "Minimum", "Maximum", "SampleCount", "Sum"};
 constexpr UnsupportedMember kUnsupportedPredefined[] = {
     {"ResourceLabel", "it applies to load-balancer metrics only"},
 };
@@ -157,13 +158,52 @@ bool Matches(const ScalableKey& k, const std::optional<std::string>& id,
   return (!id || k.resource_id == *id) && (!dim || k.dimension == *dim);
 }
 
-void ValidateTracking(Validator& v, const json& c, const ScalableKey& key) {
+// A CustomizedMetricSpecification: one of carve's own series, checked against the registry.
+void ValidateCustom(Validator& v, const json& cm, const std::string& p,
+                    const MetricsRegistry* metrics) {
+  v.Unsupported(cm, kUnsupportedCustom, p);
+  v.String(cm, "Namespace", p, EnumRule(kCustomNamespaces), true);
+  auto name = v.String(cm, "MetricName", p, LengthRule(1, 255), true);
+  v.String(cm, "Statistic", p, EnumRule(kStatistics), true);
+  v.String(cm, "Unit", p, LengthRule(1, 64), false);
+  std::map<std::string, std::string> match;
+  if (const json* dims = v.List(cm, "Dimensions", p, 0, 30, false)) {
+    for (size_t i = 0; i < dims->size(); ++i) {
+      const std::string dp = sagemaker::ElementPath(MemberPath(p, "Dimensions"), i);
+      auto n = v.String((*dims)[i], "Name", dp, LengthRule(1, 255), true);
+      auto val = v.String((*dims)[i], "Value", dp, LengthRule(0, 1024), true);
+      if (n && val) match[*n] = *val;
+    }
+  }
+  if (!name) return;
+  if (metrics == nullptr) {
+    v.Fail(MemberPath(p, "MetricName"), *name, "this server reads no customized metrics");
+    return;
+  }
+  // Without the collectors: the autoscaling one takes this service's lock, held here.
+  if (auto read = metrics->Read(*name, match, /*collect=*/false); !read.has_value()) {
+    v.Fail(
+        MemberPath(p, "MetricName"), *name,
+        read.error().message + "; name a gauge or counter of GET /metrics, Dimensions its labels");
+  }
+}
+
+void ValidateTracking(Validator& v, const json& c, const ScalableKey& key,
+                      const MetricsRegistry* metrics) {
   const std::string p = "targetTrackingScalingPolicyConfiguration";
-  v.Unsupported(c, kUnsupportedTracking, p);
   v.Number(c, "TargetValue", p, {8.515920e-109, 1.174271e+108}, true);
   v.Integer(c, "ScaleOutCooldown", p, {0, 86400}, false);
   v.Integer(c, "ScaleInCooldown", p, {0, 86400}, false);
   v.Bool(c, "DisableScaleIn", p, false);
+  const json* cm = v.Object(c, "CustomizedMetricSpecification", p, false);
+  if (cm != nullptr) {
+    if (c.contains("PredefinedMetricSpecification")) {
+      v.Fail(MemberPath(p, "CustomizedMetricSpecification"), "{...}",
+             "give PredefinedMetricSpecification or CustomizedMetricSpecification, not both");
+    }
+    ValidateCustom(v, *cm, MemberPath(p, "CustomizedMetricSpecification"), metrics);
+    return;
+  }
   const json* pm = v.Object(c, "PredefinedMetricSpecification", p, true);
   if (pm == nullptr) return;
   const std::string pp = MemberPath(p, "PredefinedMetricSpecification");
@@ -398,7 +438,7 @@ Result<json> AutoScalingService::PutScalingPolicy(const std::string& account, co
   if (policy_type == "StepScaling") {
     ValidateStep(v, *config, *key);
   } else {
-    ValidateTracking(v, *config, *key);
+    ValidateTracking(v, *config, *key, options_.metrics);
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   CARVE_RETURN_IF_ERROR(GetTarget(account, *key));

@@ -12,7 +12,10 @@
 // new count in its stride.
 //
 // Policies (docs/autoscaling.md):
-//   - TargetTrackingScaling on a predefined metric: SageMakerInferenceComponentInvocationsPerCopy
+//   - TargetTrackingScaling on a customized metric naming one of carve's own series
+//     (Namespace "carve", MetricName a gauge or counter of GET /metrics, Dimensions its labels,
+//     Statistic over the matching series; a counter is read as its rate per minute), or on a
+//     predefined metric: SageMakerInferenceComponentInvocationsPerCopy
 //     (invocations per minute per copy), SageMakerInferenceComponentConcurrentRequestsPerCopy
 //     HighResolution (requests in flight per copy), SageMakerVariantInvocationsPerInstance. The
 //     signals are sampled every sample_interval from the router's InvocationStats. It scales out
@@ -42,6 +45,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -49,6 +53,7 @@
 #include "common/result.h"
 #include "server/api.h"
 #include "server/autoscaling/scaling_records.h"
+#include "server/metrics.h"
 #include "server/runtime/invocation_stats.h"
 #include "store/store.h"
 
@@ -77,6 +82,8 @@ struct AutoScalingOptions {
   std::chrono::milliseconds scale_out_evaluation{std::chrono::minutes(3)};
   std::chrono::milliseconds scale_in_evaluation{std::chrono::minutes(15)};
   size_t max_activities_per_target = 100;  // Older ones are removed.
+  // Where customized metrics are read (carve's own Prometheus series); nullptr refuses them.
+  const MetricsRegistry* metrics = nullptr;
 };
 
 class AutoScalingService {
@@ -155,7 +162,14 @@ class AutoScalingService {
   const Clock& clock_;
   std::mutex mu_;                                   // Serialises operations and ticks.
   std::map<TargetId, std::deque<Sample>> samples_;  // Guarded by mu_.
-  uint32_t activity_seq_ = 0;                       // Guarded by mu_.
+  // Customized metrics' samples, by (account, policy record name): (millis, value or none).
+  struct CustomSample {
+    int64_t at_ms = 0;
+    std::optional<double> value;
+    bool counter = false;
+  };
+  std::map<std::pair<std::string, std::string>, std::deque<CustomSample>> custom_;  // mu_.
+  uint32_t activity_seq_ = 0;  // Guarded by mu_.
   std::mutex run_mu_;
   std::condition_variable run_cv_;
   bool stop_ = false;  // Guarded by run_mu_.

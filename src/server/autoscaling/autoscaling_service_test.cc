@@ -49,6 +49,7 @@ class AutoScalingServiceTest : public ::testing::Test {
     o.sample_interval = 10s;
     o.scale_out_evaluation = 30s;
     o.scale_in_evaluation = 60s;
+    o.metrics = &metrics_;
     service_ = std::make_unique<AutoScalingService>(store_, resources_, stats_, o);
   }
   ApiResponse Call(const std::string& op, const json& body) {
@@ -108,6 +109,8 @@ class AutoScalingServiceTest : public ::testing::Test {
   store::FakeStore store_;
   FakeResources resources_;
   runtime::InvocationStats stats_;
+  MetricsRegistry metrics_;
+  Gauge& depth_ = metrics_.AddGauge("carve_test_queue_depth", "Requests queued", {"component"});
   std::unique_ptr<AutoScalingService> service_;
 };
 
@@ -175,7 +178,9 @@ TEST_F(AutoScalingServiceTest, PoliciesAreCheckedAgainstTheirTarget) {
   b["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"] = {
       {"MetricName", "x"}};
   std::tie(type, msg) = Fails("PutScalingPolicy", b);
-  EXPECT_NE(msg.find("carve does not support CustomizedMetricSpecification"), std::string::npos)
+  EXPECT_NE(msg.find("give PredefinedMetricSpecification or CustomizedMetricSpecification, not "
+                     "both"),
+            std::string::npos)
       << msg;
   json del = Key();
   del["PolicyName"] = "p";
@@ -324,6 +329,43 @@ TEST_F(AutoScalingServiceTest, AnActivityIsInProgressUntilTheCopiesServe) {
   a = Activities();
   EXPECT_EQ(a[0]["StatusCode"], "Successful");
   EXPECT_TRUE(a[0].contains("EndTime"));
+}
+
+TEST_F(AutoScalingServiceTest, ACustomizedMetricNamesOneOfCarvesOwnSeries) {
+  Register(1, 10);
+  resources_.sets.clear();
+  json b = Key();
+  b["PolicyName"] = "queue";
+  b["PolicyType"] = "TargetTrackingScaling";
+  json custom = {{"Namespace", "carve"},
+                 {"MetricName", "carve_test_queue_depth"},
+                 {"Dimensions", {{{"Name", "component"}, {"Value", "ic"}}}},
+                 {"Statistic", "Average"}};
+  b["TargetTrackingScalingPolicyConfiguration"] = {{"TargetValue", 10},
+                                                   {"CustomizedMetricSpecification", custom}};
+  Ok("PutScalingPolicy", b);
+  depth_.Set({"ic"}, 30);
+  depth_.Set({"other"}, 1000);  // Not matched by the dimension.
+  Traffic(0, 3);
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(0, 1);
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});  // ceil(1 * 30 / 10)
+
+  for (auto [member, value, want] :
+       {std::tuple<std::string, json, std::string>{"MetricName", "carve_nope",
+                                                   "carve exports no metric carve_nope"},
+        {"Namespace", "AWS/SageMaker",
+         "at 'targetTrackingScalingPolicyConfiguration."
+         "customizedMetricSpecification.namespace'"},
+        {"Dimensions", json::array({{{"Name", "gpu"}, {"Value", "0"}}}),
+         "carve_test_queue_depth has no label gpu"}}) {
+    json bad = b;
+    bad["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"][member] =
+        value;
+    auto [type, msg] = Fails("PutScalingPolicy", bad);
+    EXPECT_EQ(type, "ValidationException") << msg;
+    EXPECT_NE(msg.find(want), std::string::npos) << member << ": " << msg;
+  }
 }
 
 TEST_F(AutoScalingServiceTest, DescribeScalableTargetsPages) {

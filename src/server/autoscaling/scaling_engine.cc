@@ -96,9 +96,58 @@ std::vector<AutoScalingService::Signal> AutoScalingService::Signals() {
   return out;
 }
 
+namespace {
+
+// A customized metric's value now: the Statistic over the matching series; nullopt when none
+// matches (no data) or it cannot be read.
+std::optional<std::pair<double, bool>> ReadCustom(const MetricsRegistry& metrics, const json& cm) {
+  std::map<std::string, std::string> match;
+  for (const auto& d : cm.value("Dimensions", json::array())) {
+    match[d.value("Name", "")] = d.value("Value", "");
+  }
+  auto read = metrics.Read(cm.value("MetricName", ""), match);
+  if (!read.has_value()) return std::nullopt;
+  const std::vector<double>& v = read->values;
+  const std::string stat = cm.value("Statistic", "Average");
+  const bool counter = read->type == MetricFamily::Type::kCounter;
+  if (stat == "SampleCount") return std::make_pair(static_cast<double>(v.size()), counter);
+  if (stat == "Sum") return std::make_pair(std::accumulate(v.begin(), v.end(), 0.0), counter);
+  if (v.empty()) return std::nullopt;
+  if (stat == "Minimum") return std::make_pair(*std::min_element(v.begin(), v.end()), counter);
+  if (stat == "Maximum") return std::make_pair(*std::max_element(v.begin(), v.end()), counter);
+  return std::make_pair(std::accumulate(v.begin(), v.end(), 0.0) / v.size(), counter);
+}
+
+}  // namespace
+
 void AutoScalingService::Tick() {
+  // Customized metrics first, outside mu_: reading them runs the registry's collectors, one of
+  // which (this service's Signals) takes mu_.
+  std::map<std::pair<std::string, std::string>, CustomSample> custom;
+  if (options_.metrics != nullptr) {
+    const int64_t at = clock_.UnixMillis();
+    for (const auto& rec :
+         store_.ListAllAccounts(std::string(kPolicyKind)).value_or(std::vector<store::Record>{})) {
+      const json j = json::parse(rec.body, nullptr, false);
+      if (!j.is_object() || !j.contains("TargetTrackingScalingPolicyConfiguration")) continue;
+      const json& c = j["TargetTrackingScalingPolicyConfiguration"];
+      if (!c.contains("CustomizedMetricSpecification")) continue;
+      auto v = ReadCustom(*options_.metrics, c["CustomizedMetricSpecification"]);
+      custom[{rec.key.account, rec.key.name}] =
+          CustomSample{at, v ? std::optional<double>(v->first) : std::nullopt, v && v->second};
+    }
+  }
   std::lock_guard lock(mu_);
   const int64_t now = clock_.UnixMillis();
+  for (auto& [id, s] : custom) {
+    auto& q = custom_[id];
+    q.push_back(s);
+    const int64_t keep =
+        std::max(options_.scale_in_evaluation, options_.scale_out_evaluation).count() +
+        2 * options_.sample_interval.count();
+    while (!q.empty() && q.front().at_ms < now - keep) q.pop_front();
+  }
+  std::erase_if(custom_, [&](const auto& kv) { return !custom.contains(kv.first); });
   auto records = store_.ListAllAccounts(std::string(kTargetKind));
   if (!records.has_value()) {
     spdlog::warn("autoscaling: cannot list scalable targets: {}", records.error().message);
@@ -180,30 +229,56 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
   if (!policies.has_value() || policies->empty() || samples.size() < 2) return;
   const int desired = capacity.desired;
 
-  // Each sample's metric value (from the one before it); nullopt where no capacity.
-  auto metric_at = [&](const std::string& type, size_t i) -> std::optional<double> {
-    const Sample& s = samples[i];
-    const Sample& prev = samples[i - 1];
-    if (s.capacity <= 0) return std::nullopt;
-    if (type == "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution") {
-      return static_cast<double>(std::max<int64_t>(0, s.in_flight)) / s.capacity;
+  // A policy's metric as (sample time, value) pairs; a value is nullopt where it is undefined
+  // (no capacity, or no data).
+  using Series = std::vector<std::pair<int64_t, std::optional<double>>>;
+  auto predefined = [&](const std::string& type) {
+    Series out;
+    out.emplace_back(samples.front().at_ms, std::nullopt);
+    for (size_t i = 1; i < samples.size(); ++i) {
+      const Sample& s = samples[i];
+      const Sample& prev = samples[i - 1];
+      std::optional<double> v;
+      const double minutes = static_cast<double>(s.at_ms - prev.at_ms) / 60000.0;
+      if (s.capacity > 0 &&
+          type == "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution") {
+        v = static_cast<double>(std::max<int64_t>(0, s.in_flight)) / s.capacity;
+      } else if (s.capacity > 0 && minutes > 0) {
+        v = static_cast<double>(s.invocations - prev.invocations) / minutes / s.capacity;
+      }
+      out.emplace_back(s.at_ms, v);
     }
-    const double minutes = static_cast<double>(s.at_ms - prev.at_ms) / 60000.0;
-    if (minutes <= 0) return std::nullopt;
-    return static_cast<double>(s.invocations - prev.invocations) / minutes / s.capacity;
+    return out;
   };
-  // The metric over the last `window`: every sample's value, or nullopt when the samples do
-  // not cover the whole window (just started, or restarted) or a sample has no value.
-  auto window_values = [&](const std::string& type,
+  auto customized = [&](const std::string& record_name) {
+    Series out;
+    auto it = custom_.find({account, record_name});
+    if (it == custom_.end() || it->second.empty()) return out;
+    const auto& q = it->second;
+    out.emplace_back(q.front().at_ms, q.front().counter ? std::nullopt : q.front().value);
+    for (size_t i = 1; i < q.size(); ++i) {
+      std::optional<double> v = q[i].value;
+      if (q[i].counter) {  // A counter is read as its rate per minute.
+        const double minutes = static_cast<double>(q[i].at_ms - q[i - 1].at_ms) / 60000.0;
+        v = q[i].value && q[i - 1].value && minutes > 0
+                ? std::optional<double>(std::max(0.0, *q[i].value - *q[i - 1].value) / minutes)
+                : std::nullopt;
+      }
+      out.emplace_back(q[i].at_ms, v);
+    }
+    return out;
+  };
+  // The metric over the last `window`: every value, or nullopt when the series does not cover
+  // the whole window (just started, or restarted) or a value in it is undefined.
+  auto window_values = [&](const Series& series,
                            std::chrono::milliseconds window) -> std::optional<std::vector<double>> {
     const int64_t from = now - window.count();
-    if (samples.front().at_ms > from) return std::nullopt;
+    if (series.empty() || series.front().first > from) return std::nullopt;
     std::vector<double> out;
-    for (size_t i = 1; i < samples.size(); ++i) {
-      if (samples[i].at_ms <= from) continue;
-      auto v = metric_at(type, i);
-      if (!v) return std::nullopt;
-      out.push_back(*v);
+    for (size_t i = 1; i < series.size(); ++i) {
+      if (series[i].first <= from) continue;
+      if (!series[i].second) return std::nullopt;
+      out.push_back(*series[i].second);
     }
     if (out.empty()) return std::nullopt;
     return out;
@@ -225,13 +300,16 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
     const json& c = p->config;
     if (p->type == "TargetTrackingScaling") {
       ++tracking;
-      const std::string type = c["PredefinedMetricSpecification"]["PredefinedMetricType"];
+      const Series series =
+          c.contains("CustomizedMetricSpecification")
+              ? customized(rec.key.name)
+              : predefined(c["PredefinedMetricSpecification"]["PredefinedMetricType"]);
       const double target_value = c["TargetValue"].get<double>();
       const int out_cd = Cooldown(c, "ScaleOutCooldown");
       const int in_cd = Cooldown(c, "ScaleInCooldown");
       const bool disable_in = c.value("DisableScaleIn", false);
       const std::string alarm_base = fmt::format("TargetTracking-{}", target.key.resource_id);
-      if (auto high = window_values(type, options_.scale_out_evaluation);
+      if (auto high = window_values(series, options_.scale_out_evaluation);
           high &&
           std::all_of(high->begin(), high->end(), [&](double v) { return v > target_value; })) {
         const double avg = std::accumulate(high->begin(), high->end(), 0.0) / high->size();
@@ -249,7 +327,7 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
         }
         continue;
       }
-      if (auto low = window_values(type, options_.scale_in_evaluation);
+      if (auto low = window_values(series, options_.scale_in_evaluation);
           low && std::all_of(low->begin(), low->end(),
                              [&](double v) { return v < kScaleInFraction * target_value; })) {
         const double avg = std::accumulate(low->begin(), low->end(), 0.0) / low->size();
