@@ -39,6 +39,7 @@ def trial(args):
     server = CarveServer(extra_args=[
         "--autoscaling-sample-ms", str(args.sample_ms),
         "--scale-out-evaluation-s", str(args.scale_out_s),
+        "--high-resolution-scale-out-evaluation-s", str(args.scale_out_s),
         "--scale-in-evaluation-s", "600"]).start()
     stop = threading.Event()
     try:

@@ -53,7 +53,8 @@ trap cleanup EXIT
 # Short autoscaling windows so the scaling part below takes seconds, not minutes (defaults: sample
 # every 10 s, scale out after 180 s above the target, in after 900 s below it).
 "$carve" server --listen 127.0.0.1:0 --data-dir "$data" --log-level warn \
-  --autoscaling-sample-ms 1000 --scale-out-evaluation-s 5 --scale-in-evaluation-s 10 >"$log" 2>&1 &
+  --autoscaling-sample-ms 1000 --scale-out-evaluation-s 5 \
+  --high-resolution-scale-out-evaluation-s 5 --scale-in-evaluation-s 10 >"$log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 300); do

@@ -170,6 +170,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   scaling.sample_interval = c.autoscaling_sample;
   scaling.scale_out_evaluation = c.scale_out_evaluation;
   scaling.scale_in_evaluation = c.scale_in_evaluation;
+  scaling.high_resolution_scale_out_evaluation = c.high_resolution_scale_out_evaluation;
   scaling.metrics = &p->metrics;  // Customized metrics name carve's own series.
   p->autoscaling = std::make_unique<server::autoscaling::AutoScalingService>(
       *p->store, *p->scalable, p->invocation_stats, scaling);

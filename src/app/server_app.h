@@ -47,6 +47,7 @@ struct ServerConfig {
   // and how long a metric must stay above (below) its target before a policy scales out (in).
   std::chrono::milliseconds autoscaling_sample{10'000};
   std::chrono::milliseconds scale_out_evaluation{std::chrono::minutes(3)};
+  std::chrono::milliseconds high_resolution_scale_out_evaluation{std::chrono::seconds(30)};
   std::chrono::milliseconds scale_in_evaluation{std::chrono::minutes(15)};
 };
 

@@ -27,6 +27,7 @@ struct ServerFlags {
   int64_t autoscaling_sample_ms = 10'000;
   int64_t scale_out_evaluation_s = 180;
   int64_t scale_in_evaluation_s = 900;
+  int64_t high_resolution_scale_out_evaluation_s = 30;
 };
 
 // SIGTERM and SIGINT write one byte here; the main thread blocks reading it (write() is
@@ -69,6 +70,8 @@ int RunServer(ServerFlags f) {
   f.config.autoscaling_sample = std::chrono::milliseconds(f.autoscaling_sample_ms);
   f.config.scale_out_evaluation = std::chrono::seconds(f.scale_out_evaluation_s);
   f.config.scale_in_evaluation = std::chrono::seconds(f.scale_in_evaluation_s);
+  f.config.high_resolution_scale_out_evaluation =
+      std::chrono::seconds(f.high_resolution_scale_out_evaluation_s);
   std::error_code ec;
   f.config.carve_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (f.config.interposer_path.empty()) {
@@ -162,7 +165,13 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   cmd->add_option("--scale-out-evaluation-s", flags->scale_out_evaluation_s,
-                  "A target-tracking metric above its target this long scales out")
+                  "A standard (1-minute) target-tracking metric above its target this long scales "
+                  "out")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400}));
+  cmd->add_option("--high-resolution-scale-out-evaluation-s",
+                  flags->high_resolution_scale_out_evaluation_s,
+                  "The same for a high-resolution (10 s) metric")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{86'400}));
   cmd->add_option("--scale-in-evaluation-s", flags->scale_in_evaluation_s,

@@ -31,6 +31,7 @@ class AutoScalingTest(unittest.TestCase):
     def setUp(self):
         self.server = CarveServer(port=free_port(), extra_args=[
             "--autoscaling-sample-ms", "500", "--scale-out-evaluation-s", "2",
+            "--high-resolution-scale-out-evaluation-s", "2",
             "--scale-in-evaluation-s", "4"]).start()
         try:
             self.sm = self.server.client()

@@ -19,7 +19,8 @@
 //     (invocations per minute per copy), SageMakerInferenceComponentConcurrentRequestsPerCopy
 //     HighResolution (requests in flight per copy), SageMakerVariantInvocationsPerInstance. The
 //     signals are sampled every sample_interval from the router's InvocationStats. It scales out
-//     when every sample of the last scale_out_evaluation is above the target, to
+//     when every sample of the last scale_out_evaluation (high_resolution_scale_out_evaluation
+//     for the HighResolution metric) is above the target, to
 //     ceil(capacity * metric / target), and in when every sample of the last scale_in_evaluation
 //     is below 90% of it; ScaleOutCooldown and ScaleInCooldown (default 300 s) apply, a scale-out
 //     cooldown also holds scale-in, and DisableScaleIn holds scale-in for good.
@@ -79,7 +80,12 @@ struct AutoScalingOptions {
   std::string region = "us-east-1";
   const Clock* clock = nullptr;  // nullptr: SystemClock.
   std::chrono::milliseconds sample_interval{10'000};
+  // Scale out after the metric is above its target this long: 3 datapoints, as AWS's alarms
+  // count them, of a standard metric's 1 minute, or of a high-resolution metric's 10 s.
   std::chrono::milliseconds scale_out_evaluation{std::chrono::minutes(3)};
+  std::chrono::milliseconds high_resolution_scale_out_evaluation{std::chrono::seconds(30)};
+  // Scale in after it is below 90% of the target this long, for every metric (AWS: high-resolution
+  // metrics scale in at the same rate as standard ones).
   std::chrono::milliseconds scale_in_evaluation{std::chrono::minutes(15)};
   size_t max_activities_per_target = 100;  // Older ones are removed.
   // Where customized metrics are read (carve's own Prometheus series); nullptr refuses them.

@@ -49,6 +49,7 @@ class AutoScalingServiceTest : public ::testing::Test {
     o.sample_interval = 10s;
     o.scale_out_evaluation = 30s;
     o.scale_in_evaluation = 60s;
+    o.high_resolution_scale_out_evaluation = 20s;
     o.metrics = &metrics_;
     service_ = std::make_unique<AutoScalingService>(store_, resources_, stats_, o);
   }
@@ -210,6 +211,24 @@ TEST_F(AutoScalingServiceTest, LoadAboveTheTargetScalesOutOnceItLastedTheEvaluat
   Traffic(60, 2);
   ASSERT_EQ(resources_.sets.size(), 2u);
   EXPECT_EQ(resources_.sets[1], 10);  // ceil(3 * 120 / 10) = 36, held to MaxCapacity.
+}
+
+TEST_F(AutoScalingServiceTest, TheHighResolutionMetricScalesOutAfterItsShorterWindow) {
+  Register(1, 10);
+  json b = Key();
+  b["PolicyName"] = "concurrency";
+  b["PolicyType"] = "TargetTrackingScaling";
+  b["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 1},
+      {"PredefinedMetricSpecification",
+       {{"PredefinedMetricType",
+         "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"}}}};
+  Ok("PutScalingPolicy", b);
+  for (int i = 0; i < 3; ++i) stats_.Started({kAccount, "ep", "ic"});  // 3 in flight, 1 copy.
+  Traffic(0, 2);
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(0, 1);  // 20 s of samples: the high-resolution window, not the standard 30 s.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
 }
 
 TEST_F(AutoScalingServiceTest, NoLoadScalesInToTheMinimumAndDisableScaleInHoldsIt) {

@@ -153,9 +153,10 @@ void AutoScalingService::Tick() {
     spdlog::warn("autoscaling: cannot list scalable targets: {}", records.error().message);
     return;
   }
-  const int64_t keep_ms =
-      std::max(options_.scale_in_evaluation, options_.scale_out_evaluation).count() +
-      2 * options_.sample_interval.count();
+  const int64_t keep_ms = std::max({options_.scale_in_evaluation, options_.scale_out_evaluation,
+                                    options_.high_resolution_scale_out_evaluation})
+                              .count() +
+                          2 * options_.sample_interval.count();
   std::set<TargetId> present;
   for (const auto& rec : *records) {
     auto target = ScalableTarget::FromJson(json::parse(rec.body));
@@ -300,16 +301,21 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
     const json& c = p->config;
     if (p->type == "TargetTrackingScaling") {
       ++tracking;
-      const Series series =
-          c.contains("CustomizedMetricSpecification")
-              ? customized(rec.key.name)
-              : predefined(c["PredefinedMetricSpecification"]["PredefinedMetricType"]);
+      const bool custom = c.contains("CustomizedMetricSpecification");
+      const std::string type =
+          custom ? ""
+                 : c["PredefinedMetricSpecification"]["PredefinedMetricType"].get<std::string>();
+      const Series series = custom ? customized(rec.key.name) : predefined(type);
+      const std::chrono::milliseconds out_window =
+          type == "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+              ? options_.high_resolution_scale_out_evaluation
+              : options_.scale_out_evaluation;
       const double target_value = c["TargetValue"].get<double>();
       const int out_cd = Cooldown(c, "ScaleOutCooldown");
       const int in_cd = Cooldown(c, "ScaleInCooldown");
       const bool disable_in = c.value("DisableScaleIn", false);
       const std::string alarm_base = fmt::format("TargetTracking-{}", target.key.resource_id);
-      if (auto high = window_values(series, options_.scale_out_evaluation);
+      if (auto high = window_values(series, out_window);
           high &&
           std::all_of(high->begin(), high->end(), [&](double v) { return v > target_value; })) {
         const double avg = std::accumulate(high->begin(), high->end(), 0.0) / high->size();
