@@ -10,17 +10,14 @@ through the router moves its copy count. The server samples every 0.5 s and eval
   - a restart keeps the policies and does not scale on its first samples."""
 
 import json
-import os
 import threading
 import time
 import unittest
 
-import boto3
-import botocore.config
 import botocore.exceptions
 
-from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, component_spec,
-                           free_port, poll, seed_variant)
+from carve_harness import (SEED_LAYOUT, CarveServer, component_spec, free_port, poll,
+                           seed_variant)
 
 RESOURCE = "inference-component/ic"
 DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
@@ -35,18 +32,9 @@ class AutoScalingTest(unittest.TestCase):
             "--scale-in-evaluation-s", "4"]).start()
         try:
             self.sm = self.server.client()
-            ak, sk = self.server.profile_keys()
-            os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
-            session = boto3.session.Session()
             # One attempt: a retry could land on a copy the first failure scaled out.
-            config = botocore.config.Config(retries={"total_max_attempts": 1},
-                                            max_pool_connections=16)
-            self.rt = session.client("sagemaker-runtime", endpoint_url=self.server.url,
-                                     region_name=REGION, aws_access_key_id=ak,
-                                     aws_secret_access_key=sk, config=config)
-            self.aas = session.client("application-autoscaling", endpoint_url=self.server.url,
-                                      region_name=REGION, aws_access_key_id=ak,
-                                      aws_secret_access_key=sk, config=config)
+            self.rt = self.server.boto_client("sagemaker-runtime", max_pool_connections=16)
+            self.aas = self.server.boto_client("application-autoscaling")
             # Slow tokens, so that each request stays in flight for a while.
             self.sm.create_model(ModelName="m", PrimaryContainer={
                 "Image": "carve/testmodel", "Environment": {"CARVE_TESTMODEL_SPEED": "1"}})

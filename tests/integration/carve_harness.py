@@ -219,6 +219,18 @@ class CarveServer:
             aws_access_key_id=access_key, aws_secret_access_key=secret_key,
             config=botocore.config.Config(retries={"max_attempts": 1}))
 
+    def boto_client(self, service, profile="default", attempts=1, max_pool_connections=10,
+                    read_timeout=60):
+        """A boto3 client of `service` (sagemaker-runtime, application-autoscaling, ...) for this
+        server, making `attempts` attempts per call (1: no retry)."""
+        ak, sk = self.profile_keys(profile)
+        os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
+        return boto3.session.Session().client(
+            service, endpoint_url=self.url, region_name=REGION, aws_access_key_id=ak,
+            aws_secret_access_key=sk, config=botocore.config.Config(
+                retries={"total_max_attempts": attempts},
+                max_pool_connections=max_pool_connections, read_timeout=read_timeout))
+
     def aws_env(self, profile="default"):
         env = dict(os.environ)
         env.update({"AWS_SHARED_CREDENTIALS_FILE": self.credentials_file,

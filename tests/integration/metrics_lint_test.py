@@ -4,19 +4,15 @@ answered, streamed and refused for want of a copy, and an autoscaling target, so
 family the server exports has series. Also checks the series the autoscaling issue added."""
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import unittest
 import urllib.request
 
-import boto3
-import botocore.config
 import botocore.exceptions
 
-from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, component_spec, poll,
-                           seed_variant)
+from carve_harness import SEED_LAYOUT, CarveServer, component_spec, poll, seed_variant
 
 
 @unittest.skipUnless(shutil.which("promtool"), "promtool is not installed (scripts/setup.sh)")
@@ -31,15 +27,8 @@ class MetricsLintTest(unittest.TestCase):
 
     def test_promtool_finds_nothing_to_report_on_a_busy_server(self):
         sm = self.server.client()
-        ak, sk = self.server.profile_keys()
-        os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
-        session = boto3.session.Session()
-        config = botocore.config.Config(retries={"total_max_attempts": 1})
-        rt = session.client("sagemaker-runtime", endpoint_url=self.server.url, region_name=REGION,
-                            aws_access_key_id=ak, aws_secret_access_key=sk, config=config)
-        aas = session.client("application-autoscaling", endpoint_url=self.server.url,
-                             region_name=REGION, aws_access_key_id=ak, aws_secret_access_key=sk,
-                             config=config)
+        rt = self.server.boto_client("sagemaker-runtime")
+        aas = self.server.boto_client("application-autoscaling")
         sm.create_model(ModelName="m", PrimaryContainer={"Image": "carve/testmodel"})
         sm.create_endpoint_config(EndpointConfigName="ep",
                                   ProductionVariants=[seed_variant(SEED_LAYOUT)])

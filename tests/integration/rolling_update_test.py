@@ -9,17 +9,13 @@ DeploymentConfig) against the real `carve server`, whose embedded agent runs eve
 Which specification each copy runs comes from GET /v1/inference-components/{name}/copies."""
 
 import json
-import os
 import threading
 import time
 import unittest
 
-import boto3
-import botocore.config
 import botocore.exceptions
 
-from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, free_port, poll,
-                           seed_variant)
+from carve_harness import SEED_LAYOUT, CarveServer, free_port, poll, seed_variant
 
 COPIES = 3
 
@@ -47,13 +43,7 @@ class RollingUpdateTest(unittest.TestCase):
         self.server = CarveServer(port=free_port()).start()
         try:
             self.sm = self.server.client()
-            ak, sk = self.server.profile_keys()
-            os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
-            self.rt = boto3.session.Session().client(
-                "sagemaker-runtime", endpoint_url=self.server.url, region_name=REGION,
-                aws_access_key_id=ak, aws_secret_access_key=sk,
-                config=botocore.config.Config(retries={"max_attempts": 1},
-                                              max_pool_connections=8))
+            self.rt = self.server.boto_client("sagemaker-runtime")
             self.sm.create_model(ModelName="m", PrimaryContainer={"Image": "carve/testmodel"})
             self.sm.create_endpoint_config(EndpointConfigName="ep",
                                            ProductionVariants=[seed_variant(SEED_LAYOUT)])

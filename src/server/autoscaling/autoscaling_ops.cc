@@ -159,6 +159,53 @@ bool Matches(const ScalableKey& k, const std::optional<std::string>& id,
 }
 
 // A CustomizedMetricSpecification: one of carve's own series, checked against the registry.
+// The filters of the Describe operations: the namespace (required), a resource id, a
+// dimension and, where the operation has one, a list of names.
+struct Filters {
+  std::optional<std::string> id;
+  std::optional<std::string> dim;
+  std::set<std::string> names;
+  bool Keep(const ScalableKey& k, const std::string& name = "") const {
+    return Matches(k, id, dim) && (names.empty() || names.contains(name));
+  }
+};
+Filters FiltersOf(Validator& v, const json& in, std::string_view names_member = "") {
+  Filters f;
+  v.String(in, "ServiceNamespace", "", EnumRule(kNamespaces), true);
+  f.id = v.String(in, "ResourceId", "", kIdRule, false);
+  f.dim = v.String(in, "ScalableDimension", "", EnumRule(kDimensions), false);
+  if (!names_member.empty()) {
+    if (const json* list = v.List(in, names_member, "", 0, 50, false)) {
+      for (const auto& n : *list) {
+        if (n.is_string()) f.names.insert(n.get<std::string>());
+      }
+    }
+  }
+  return f;
+}
+
+// Creates the record, or updates it at `version`.
+Status Write(store::Store& store, const store::Key& key, const std::string& body,
+             std::optional<int64_t> version) {
+  if (version) {
+    CARVE_RETURN_IF_ERROR(store.Update(key, body, *version));
+  } else {
+    CARVE_RETURN_IF_ERROR(store.Create(key, body));
+  }
+  return OkStatus();
+}
+
+// Removes a target's named record (a policy, a scheduled action); `missing` is the
+// ObjectNotFoundException message when there is none.
+Result<json> RemoveNamed(store::Store& store, const std::string& account, std::string_view kind,
+                         const ScalableKey& key, const std::string& name,
+                         const std::string& missing) {
+  auto rec = store.Get({account, std::string(kind), key.Name() + " " + name});
+  if (!rec.has_value()) return NotFound(missing);
+  CARVE_RETURN_IF_ERROR(store.Commit({store::Remove{rec->key, rec->version}}));
+  return json::object();
+}
+
 void ValidateCustom(Validator& v, const json& cm, const std::string& p,
                     const MetricsRegistry* metrics) {
   v.Unsupported(cm, kUnsupportedCustom, p);
@@ -359,12 +406,7 @@ Result<json> AutoScalingService::RegisterScalableTarget(const std::string& accou
     t.scale_out_suspended = suspended->value("DynamicScalingOutSuspended", t.scale_out_suspended);
     t.scheduled_suspended = suspended->value("ScheduledScalingSuspended", t.scheduled_suspended);
   }
-  const std::string body = t.ToJson().dump();
-  if (version) {
-    CARVE_RETURN_IF_ERROR(store_.Update(rkey, body, *version));
-  } else {
-    CARVE_RETURN_IF_ERROR(store_.Create(rkey, body));
-  }
+  CARVE_RETURN_IF_ERROR(Write(store_, rkey, t.ToJson().dump(), version));
   // A capacity outside the new bounds is brought within them, as the service does.
   const int desired = std::clamp(capacity->desired, t.min, t.max);
   if (desired != capacity->desired) {
@@ -466,12 +508,7 @@ Result<json> AutoScalingService::PutScalingPolicy(const std::string& account, co
   }
   p.type = policy_type;
   p.config = *config;
-  const std::string body = p.ToJson().dump();
-  if (version) {
-    CARVE_RETURN_IF_ERROR(store_.Update(rkey, body, *version));
-  } else {
-    CARVE_RETURN_IF_ERROR(store_.Create(rkey, body));
-  }
+  CARVE_RETURN_IF_ERROR(Write(store_, rkey, p.ToJson().dump(), version));
   // carve creates no CloudWatch alarms: its own evaluation stands in for them.
   return json{{"PolicyARN", p.arn}, {"Alarms", json::array()}};
 }
@@ -479,21 +516,11 @@ Result<json> AutoScalingService::PutScalingPolicy(const std::string& account, co
 Result<json> AutoScalingService::DescribeScalingPolicies(const std::string& account,
                                                          const json& in) {
   Validator v;
-  v.String(in, "ServiceNamespace", "", EnumRule(kNamespaces), true);
-  auto id = v.String(in, "ResourceId", "", kIdRule, false);
-  auto dim = v.String(in, "ScalableDimension", "", EnumRule(kDimensions), false);
-  std::set<std::string> names;
-  if (const json* list = v.List(in, "PolicyNames", "", 0, 50, false)) {
-    for (const auto& n : *list) {
-      if (n.is_string()) names.insert(n.get<std::string>());
-    }
-  }
+  const Filters f = FiltersOf(v, in, "PolicyNames");
   auto page = PageOf(v, in);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  return ListPage<ScalingPolicy>(
-      store_, account, kPolicyKind, *page, "ScalingPolicies", [&](const ScalingPolicy& p) {
-        return Matches(p.key, id, dim) && (names.empty() || names.contains(p.name));
-      });
+  return ListPage<ScalingPolicy>(store_, account, kPolicyKind, *page, "ScalingPolicies",
+                                 [&](const ScalingPolicy& p) { return f.Keep(p.key, p.name); });
 }
 
 Result<json> AutoScalingService::DeleteScalingPolicy(const std::string& account, const json& in) {
@@ -501,29 +528,22 @@ Result<json> AutoScalingService::DeleteScalingPolicy(const std::string& account,
   auto name = v.String(in, "PolicyName", "", kNameRule, true);
   auto key = KeyOf(v, in);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  auto rec = store_.Get({account, std::string(kPolicyKind), key->Name() + " " + *name});
-  if (!rec.has_value()) {
-    return NotFound(fmt::format(
-        "No scaling policy found for service namespace: {}, resource ID: {}, scalable dimension: "
-        "{}, policy name: {}",
-        kNamespace, key->resource_id, key->dimension, *name));
-  }
-  CARVE_RETURN_IF_ERROR(store_.Commit({store::Remove{rec->key, rec->version}}));
-  return json::object();
+  return RemoveNamed(store_, account, kPolicyKind, *key, *name,
+                     fmt::format("No scaling policy found for service namespace: {}, resource ID: "
+                                 "{}, scalable dimension: {}, policy name: {}",
+                                 kNamespace, key->resource_id, key->dimension, *name));
 }
 
 Result<json> AutoScalingService::DescribeScalingActivities(const std::string& account,
                                                            const json& in) {
   Validator v;
-  v.String(in, "ServiceNamespace", "", EnumRule(kNamespaces), true);
-  auto id = v.String(in, "ResourceId", "", kIdRule, false);
-  auto dim = v.String(in, "ScalableDimension", "", EnumRule(kDimensions), false);
+  const Filters f = FiltersOf(v, in);
   v.Unsupported(in, kUnsupportedActivities, "");
   auto page = PageOf(v, in);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   return ListPage<ScalingActivity>(
       store_, account, kActivityKind, *page, "ScalingActivities",
-      [&](const ScalingActivity& a) { return Matches(a.key, id, dim); }, /*newest_first=*/true);
+      [&](const ScalingActivity& a) { return f.Keep(a.key); }, /*newest_first=*/true);
 }
 
 Result<json> AutoScalingService::PutScheduledAction(const std::string& account, const json& in) {
@@ -573,33 +593,18 @@ Result<json> AutoScalingService::PutScheduledAction(const std::string& account, 
     a.min = min;
     a.max = max;
   }
-  const std::string body = a.ToJson().dump();
-  if (version) {
-    CARVE_RETURN_IF_ERROR(store_.Update(rkey, body, *version));
-  } else {
-    CARVE_RETURN_IF_ERROR(store_.Create(rkey, body));
-  }
+  CARVE_RETURN_IF_ERROR(Write(store_, rkey, a.ToJson().dump(), version));
   return json::object();
 }
 
 Result<json> AutoScalingService::DescribeScheduledActions(const std::string& account,
                                                           const json& in) {
   Validator v;
-  v.String(in, "ServiceNamespace", "", EnumRule(kNamespaces), true);
-  auto id = v.String(in, "ResourceId", "", kIdRule, false);
-  auto dim = v.String(in, "ScalableDimension", "", EnumRule(kDimensions), false);
-  std::set<std::string> names;
-  if (const json* list = v.List(in, "ScheduledActionNames", "", 0, 50, false)) {
-    for (const auto& n : *list) {
-      if (n.is_string()) names.insert(n.get<std::string>());
-    }
-  }
+  const Filters f = FiltersOf(v, in, "ScheduledActionNames");
   auto page = PageOf(v, in);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
-  return ListPage<ScheduledAction>(
-      store_, account, kScheduledKind, *page, "ScheduledActions", [&](const ScheduledAction& a) {
-        return Matches(a.key, id, dim) && (names.empty() || names.contains(a.name));
-      });
+  return ListPage<ScheduledAction>(store_, account, kScheduledKind, *page, "ScheduledActions",
+                                   [&](const ScheduledAction& a) { return f.Keep(a.key, a.name); });
 }
 
 Result<json> AutoScalingService::DeleteScheduledAction(const std::string& account, const json& in) {
