@@ -197,6 +197,32 @@ class AutoScalingTest(unittest.TestCase):
                                         **TARGET, TargetTrackingScalingPolicyConfiguration=config)
         self.assertIn("is a histogram", ctx.exception.response["Error"]["Message"])
 
+    def test_a_variants_instance_count_follows_invocations_per_instance(self):
+        variant = {"ServiceNamespace": "sagemaker", "ResourceId": "endpoint/ep/variant/AllTraffic",
+                   "ScalableDimension": "sagemaker:variant:DesiredInstanceCount"}
+        self.aas.register_scalable_target(**variant, MinCapacity=1, MaxCapacity=2)
+        self.aas.put_scaling_policy(
+            PolicyName="per-instance", PolicyType="TargetTrackingScaling", **variant,
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 30.0, "ScaleOutCooldown": 1, "ScaleInCooldown": 600,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}})
+
+        def instances():
+            v = self.sm.describe_endpoint(EndpointName="ep")["ProductionVariants"][0]
+            return v["DesiredInstanceCount"], v["CurrentInstanceCount"]
+        self.assertEqual(instances(), (1, 1))
+        end = self.load(4)  # Far above 30 invocations per minute on the one instance.
+        try:
+            poll(lambda: instances() == (2, 2), timeout_s=60, interval_s=0.2,
+                 what="a second instance claimed and carved")
+        finally:
+            end()
+        acts = self.aas.describe_scaling_activities(
+            ServiceNamespace="sagemaker", ResourceId="endpoint/ep/variant/AllTraffic")
+        self.assertEqual([a["Description"] for a in acts["ScalingActivities"]],
+                         ["Setting desired instance count to 2."])
+
     def test_a_restart_keeps_policies_and_does_not_scale_on_its_first_samples(self):
         self.register(1, 3)
         self.track_concurrency(1.0)

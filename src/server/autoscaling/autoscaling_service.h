@@ -18,10 +18,12 @@
 //     predefined metric: SageMakerInferenceComponentInvocationsPerCopy
 //     (invocations per minute per copy), SageMakerInferenceComponentConcurrentRequestsPerCopy
 //     HighResolution (requests in flight per copy), SageMakerVariantInvocationsPerInstance. The
-//     signals are sampled every sample_interval from the router's InvocationStats. It scales out
-//     when every sample of the last scale_out_evaluation (high_resolution_scale_out_evaluation
+//     signals are sampled every sample_interval from the router's InvocationStats and judged as
+//     CloudWatch alarms judge datapoints (3 periods of the window to scale out, 15 to scale in;
+//     a rate per period, a level's mean). It scales out when every datapoint of the last
+//     scale_out_evaluation (high_resolution_scale_out_evaluation
 //     for the HighResolution metric) is above the target, to
-//     ceil(capacity * metric / target), and in when every sample of the last scale_in_evaluation
+//     ceil(capacity * metric / target), and in when every datapoint of the last scale_in_evaluation
 //     is below 90% of it; ScaleOutCooldown and ScaleInCooldown (default 300 s) apply, a scale-out
 //     cooldown also holds scale-in, and DisableScaleIn holds scale-in for good.
 //   - StepScaling on a component: carve's stand-in for the CloudWatch alarm AWS users put on

@@ -230,58 +230,99 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
   if (!policies.has_value() || policies->empty() || samples.size() < 2) return;
   const int desired = capacity.desired;
 
-  // A policy's metric as (sample time, value) pairs; a value is nullopt where it is undefined
-  // (no capacity, or no data).
-  using Series = std::vector<std::pair<int64_t, std::optional<double>>>;
+  // A policy's metric as points in time: a cumulative count (read as its rate per minute) or a
+  // level, and the capacity it is divided by (0: undefined; -1: not divided, a customized
+  // metric's value is used as it is).
+  struct Point {
+    int64_t at_ms = 0;
+    std::optional<double> value;
+    int capacity = -1;
+  };
+  struct Series {
+    std::vector<Point> points;
+    bool rate = false;
+  };
   auto predefined = [&](const std::string& type) {
     Series out;
-    out.emplace_back(samples.front().at_ms, std::nullopt);
-    for (size_t i = 1; i < samples.size(); ++i) {
-      const Sample& s = samples[i];
-      const Sample& prev = samples[i - 1];
-      std::optional<double> v;
-      const double minutes = static_cast<double>(s.at_ms - prev.at_ms) / 60000.0;
-      if (s.capacity > 0 &&
-          type == "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution") {
-        v = static_cast<double>(std::max<int64_t>(0, s.in_flight)) / s.capacity;
-      } else if (s.capacity > 0 && minutes > 0) {
-        v = static_cast<double>(s.invocations - prev.invocations) / minutes / s.capacity;
-      }
-      out.emplace_back(s.at_ms, v);
+    out.rate = type != "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution";
+    for (const Sample& x : samples) {
+      const double v = out.rate ? static_cast<double>(x.invocations)
+                                : static_cast<double>(std::max<int64_t>(0, x.in_flight));
+      out.points.push_back({x.at_ms, v, x.capacity});
     }
     return out;
   };
   auto customized = [&](const std::string& record_name) {
     Series out;
     auto it = custom_.find({account, record_name});
-    if (it == custom_.end() || it->second.empty()) return out;
-    const auto& q = it->second;
-    out.emplace_back(q.front().at_ms, q.front().counter ? std::nullopt : q.front().value);
-    for (size_t i = 1; i < q.size(); ++i) {
-      std::optional<double> v = q[i].value;
-      if (q[i].counter) {  // A counter is read as its rate per minute.
-        const double minutes = static_cast<double>(q[i].at_ms - q[i - 1].at_ms) / 60000.0;
-        v = q[i].value && q[i - 1].value && minutes > 0
-                ? std::optional<double>(std::max(0.0, *q[i].value - *q[i - 1].value) / minutes)
-                : std::nullopt;
-      }
-      out.emplace_back(q[i].at_ms, v);
+    if (it == custom_.end()) return out;
+    for (const CustomSample& x : it->second) {
+      out.rate = x.counter;
+      out.points.push_back({x.at_ms, x.value, -1});
     }
     return out;
   };
-  // The metric over the last `window`: every value, or nullopt when the series does not cover
-  // the whole window (just started, or restarted) or a value in it is undefined.
-  auto window_values = [&](const Series& series,
-                           std::chrono::milliseconds window) -> std::optional<std::vector<double>> {
+  // The datapoints of the alarm AWS would create: `n` consecutive periods that together cover
+  // the last `window` (3 of a minute to scale out, 15 to scale in, 3 of 10 s for the
+  // high-resolution metric). A rate's datapoint is the count's increase over its period per
+  // minute, a level's the mean of its samples. nullopt when the samples do not reach back to
+  // the window's start (just started, or restarted) or a datapoint is undefined (no capacity,
+  // no data). A datapoint is never shorter than a sample interval.
+  auto datapoints = [&](const Series& series, std::chrono::milliseconds window,
+                        int n) -> std::optional<std::vector<double>> {
+    const std::vector<Point>& pts = series.points;
     const int64_t from = now - window.count();
-    if (series.empty() || series.front().first > from) return std::nullopt;
+    // No datapoint shorter than a sample (a window configured shorter than n samples).
+    n = static_cast<int>(
+        std::clamp<int64_t>(window.count() / options_.sample_interval.count(), 1, n));
+    if (pts.empty() || pts.front().at_ms > from) return std::nullopt;
+    // The last point at or before t.
+    auto at = [&](int64_t t) -> const Point* {
+      const Point* found = nullptr;
+      for (const Point& x : pts) {
+        if (x.at_ms > t) break;
+        found = &x;
+      }
+      return found;
+    };
+    auto per_unit = [](double v, int capacity) -> std::optional<double> {
+      if (capacity == 0) return std::nullopt;
+      return capacity < 0 ? v : v / capacity;
+    };
     std::vector<double> out;
-    for (size_t i = 1; i < series.size(); ++i) {
-      if (series[i].first <= from) continue;
-      if (!series[i].second) return std::nullopt;
-      out.push_back(*series[i].second);
+    for (int b = 0; b < n; ++b) {
+      const int64_t lo = from + window.count() * b / n;
+      const int64_t hi = from + window.count() * (b + 1) / n;
+      std::optional<double> v;
+      if (series.rate) {
+        const Point* p0 = at(lo);
+        const Point* p1 = at(hi);
+        if (p0 == nullptr || p1 == nullptr || p1->at_ms <= p0->at_ms || !p0->value || !p1->value) {
+          return std::nullopt;
+        }
+        const double minutes = static_cast<double>(p1->at_ms - p0->at_ms) / 60000.0;
+        v = per_unit(std::max(0.0, *p1->value - *p0->value) / minutes, p1->capacity);
+      } else {
+        double sum = 0;
+        int count = 0;
+        bool undefined = false;
+        for (const Point& x : pts) {
+          if (x.at_ms <= lo || x.at_ms > hi) continue;
+          auto u = x.value ? per_unit(*x.value, x.capacity) : std::nullopt;
+          if (!u) undefined = true;
+          sum += u.value_or(0);
+          ++count;
+        }
+        if (count == 0) {  // Sparser samples than datapoints: the level at the period's end.
+          const Point* p1 = at(hi);
+          if (p1 != nullptr && p1->value) v = per_unit(*p1->value, p1->capacity);
+        } else if (!undefined) {
+          v = sum / count;
+        }
+      }
+      if (!v) return std::nullopt;
+      out.push_back(*v);
     }
-    if (out.empty()) return std::nullopt;
     return out;
   };
 
@@ -315,7 +356,7 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
       const int in_cd = Cooldown(c, "ScaleInCooldown");
       const bool disable_in = c.value("DisableScaleIn", false);
       const std::string alarm_base = fmt::format("TargetTracking-{}", target.key.resource_id);
-      if (auto high = window_values(series, out_window);
+      if (auto high = datapoints(series, out_window, 3);
           high &&
           std::all_of(high->begin(), high->end(), [&](double v) { return v > target_value; })) {
         const double avg = std::accumulate(high->begin(), high->end(), 0.0) / high->size();
@@ -333,7 +374,7 @@ void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarg
         }
         continue;
       }
-      if (auto low = window_values(series, options_.scale_in_evaluation);
+      if (auto low = datapoints(series, options_.scale_in_evaluation, 15);
           low && std::all_of(low->begin(), low->end(),
                              [&](double v) { return v < kScaleInFraction * target_value; })) {
         const double avg = std::accumulate(low->begin(), low->end(), 0.0) / low->size();
