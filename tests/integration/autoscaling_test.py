@@ -165,7 +165,9 @@ class AutoScalingTest(unittest.TestCase):
 
     def test_a_scheduled_action_sets_the_bounds_when_it_is_due(self):
         self.register(1, 4)
-        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 2))
+        # Far enough ahead that the CLI's own start (seconds on a loaded machine) is over before
+        # it: an at() already past when the action is created never runs.
+        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 8))
         self.aws("put-scheduled-action", "--service-namespace", "sagemaker",
                  "--resource-id", RESOURCE, "--scalable-dimension", DIMENSION,
                  "--scheduled-action-name", "peak", "--schedule", f"at({at})",
@@ -173,7 +175,7 @@ class AutoScalingTest(unittest.TestCase):
         actions = self.aws("describe-scheduled-actions", "--service-namespace",
                            "sagemaker")["ScheduledActions"]
         self.assertEqual([a["ScheduledActionName"] for a in actions], ["peak"])
-        self.wait_copies(2, timeout_s=30)
+        self.wait_copies(2, timeout_s=60)
         acts = self.activities()
         self.assertIn("Setting min capacity to 2 and max capacity to 4",
                       [a["Description"] for a in acts])
