@@ -36,6 +36,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "common/clock.h"
@@ -88,6 +90,21 @@ class Router {
     bool finished = false;
   };
   class Upstream;
+  // A streamed request whose copy sent its status line.
+  struct Opened {
+    CopyBalancer::Lease lease;
+    std::shared_ptr<Upstream> upstream;
+    CopyReply head;
+    std::chrono::steady_clock::time_point sent;  // When the request went to that copy.
+  };
+  // Tries the route's copies in turn (up to max_attempts) until one sends its status line,
+  // counting each try. nullopt when none did: `failed` is then the ModelError of a copy that
+  // broke off after connecting, or else `unanswered` the last copy that did not answer (empty
+  // when no copy was tried). Shared by the two streaming routes.
+  std::optional<Opened> OpenStream(Call& call, const RouteInfo& route, Strategy strategy,
+                                   const CopyRequest& req, std::set<std::string>& tried,
+                                   std::optional<CopyReply>& unanswered,
+                                   std::optional<RuntimeError>& failed);
   // True when no byte of an answer arrived (refused, or broken before the status line): the
   // request may move to another copy.
   static bool FailedBeforeAnswering(const CopyReply& reply);

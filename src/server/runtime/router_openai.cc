@@ -95,25 +95,11 @@ NativeResponse Router::ChatCompletions(const NativeRequest& request) {
 
   std::set<std::string> tried;
   std::optional<CopyReply> unanswered;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
-    if (!lease) break;
-    tried.insert(lease->copy().id);
-    const auto sent = clock_.Now();
-    auto upstream = std::make_shared<Upstream>(client_, lease->copy().address, req);
-    CopyReply head = upstream->WaitForHead();
-    if (!upstream->HasHead()) {
-      if (FailedBeforeAnswering(head)) {
-        CountAttempt(*call, lease->copy().id, attempt, "unanswered");
-        balancer_.Quarantine(lease->copy().id);
-        client_.Forget(lease->copy().address);
-        unanswered = std::move(head);
-        continue;
-      }
-      CountAttempt(*call, lease->copy().id, attempt, "failed");
-      return OpenAiFail(*call, ModelErrorFor(route, call->endpoint, head));
-    }
-    CountAttempt(*call, lease->copy().id, attempt, head.status >= 500 ? "5xx" : "answered");
+  std::optional<RuntimeError> failed;
+  if (auto opened = OpenStream(*call, route, *strategy, req, tried, unanswered, failed)) {
+    const std::shared_ptr<Upstream> upstream = opened->upstream;
+    const CopyReply& head = opened->head;
+    const auto sent = opened->sent;
     NativeResponse out;
     out.http_status = head.status;
     out.content_type = head.content_type.empty() ? "application/json" : head.content_type;
@@ -131,7 +117,7 @@ NativeResponse Router::ChatCompletions(const NativeRequest& request) {
       return Finish(*call, std::move(out));
     }
     // Server-sent events, passed through byte for byte.
-    auto held = std::make_shared<CopyBalancer::Lease>(std::move(*lease));
+    auto held = std::make_shared<CopyBalancer::Lease>(std::move(opened->lease));
     std::shared_ptr<void> finisher(nullptr, [this, call](void*) {
       if (!call->finished) Finish(*call, NativeResponse{});
     });
@@ -150,6 +136,7 @@ NativeResponse Router::ChatCompletions(const NativeRequest& request) {
     };
     return out;
   }
+  if (failed) return OpenAiFail(*call, *failed);
   if (!unanswered && route.copies.empty()) {
     if (options_.stats != nullptr) options_.stats->NoCapacity(call->key);
     no_capacity_.Increment(call->labels);

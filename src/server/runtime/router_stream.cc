@@ -17,6 +17,36 @@
 
 namespace carve::server::runtime {
 
+std::optional<Router::Opened> Router::OpenStream(Call& call, const RouteInfo& route,
+                                                 Strategy strategy, const CopyRequest& req,
+                                                 std::set<std::string>& tried,
+                                                 std::optional<CopyReply>& unanswered,
+                                                 std::optional<RuntimeError>& failed) {
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    auto lease = balancer_.Acquire(route.component, strategy, route.copies, tried);
+    if (!lease) break;
+    tried.insert(lease->copy().id);
+    const auto sent = clock_.Now();
+    auto upstream = std::make_shared<Upstream>(client_, lease->copy().address, req);
+    CopyReply head = upstream->WaitForHead();
+    if (!upstream->HasHead()) {
+      if (FailedBeforeAnswering(head)) {
+        CountAttempt(call, lease->copy().id, attempt, "unanswered");
+        balancer_.Quarantine(lease->copy().id);
+        client_.Forget(lease->copy().address);
+        unanswered = std::move(head);
+        continue;
+      }
+      CountAttempt(call, lease->copy().id, attempt, "failed");
+      failed = ModelErrorFor(route, call.endpoint, head);
+      return std::nullopt;
+    }
+    CountAttempt(call, lease->copy().id, attempt, head.status >= 500 ? "5xx" : "answered");
+    return Opened{std::move(*lease), std::move(upstream), std::move(head), sent};
+  }
+  return std::nullopt;
+}
+
 NativeResponse Router::InvokeStream(const NativeRequest& request) {
   auto call = std::make_shared<Call>();
   auto resolved = Prepare(request, *call);
@@ -38,25 +68,11 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
 
   std::set<std::string> tried;
   std::optional<CopyReply> unanswered;  // The last copy that failed before answering.
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
-    if (!lease) break;
-    tried.insert(lease->copy().id);
-    const auto sent = clock_.Now();
-    auto upstream = std::make_shared<Upstream>(client_, lease->copy().address, req);
-    CopyReply head = upstream->WaitForHead();
-    if (!upstream->HasHead()) {
-      if (FailedBeforeAnswering(head)) {
-        CountAttempt(*call, lease->copy().id, attempt, "unanswered");
-        balancer_.Quarantine(lease->copy().id);
-        client_.Forget(lease->copy().address);
-        unanswered = std::move(head);
-        continue;
-      }
-      CountAttempt(*call, lease->copy().id, attempt, "failed");
-      return Fail(*call, ModelErrorFor(route, call->endpoint, head));
-    }
-    CountAttempt(*call, lease->copy().id, attempt, head.status >= 500 ? "5xx" : "answered");
+  std::optional<RuntimeError> failed;
+  if (auto opened = OpenStream(*call, route, *strategy, req, tried, unanswered, failed)) {
+    const std::shared_ptr<Upstream> upstream = opened->upstream;
+    const CopyReply& head = opened->head;
+    const auto sent = opened->sent;
     if (head.status < 200 || head.status >= 300) {
       return Fail(*call, ModelErrorFor(route, call->endpoint, upstream->WaitDone()));
     }
@@ -70,7 +86,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
       out.headers.emplace_back("X-Amzn-SageMaker-Custom-Attributes", head.custom_attributes);
     }
     const bool sse = head.content_type.rfind("text/event-stream", 0) == 0;
-    auto held = std::make_shared<CopyBalancer::Lease>(std::move(*lease));
+    auto held = std::make_shared<CopyBalancer::Lease>(std::move(opened->lease));
     // Accounts for the call even if the server never runs the stream (client already gone).
     std::shared_ptr<void> finisher(nullptr, [this, call](void*) {
       if (!call->finished) Finish(*call, NativeResponse{});
@@ -96,6 +112,7 @@ NativeResponse Router::InvokeStream(const NativeRequest& request) {
     };
     return out;
   }
+  if (failed) return Fail(*call, *failed);
   if (!unanswered && route.copies.empty()) return NoCopy(*call, route);
   if (!unanswered) {
     return Fail(*call, ModelNotReady("Endpoint " + call->endpoint + " has no copy of " +
