@@ -11,6 +11,7 @@
 #include "common/fake_clock.h"
 #include "server/nodes/agent_node_driver.h"
 #include "server/nodes/node_registry.h"
+#include "server/sagemaker/fake_agents_test_util.h"
 #include "server/sagemaker/service.h"
 #include "store/fake_store.h"
 
@@ -64,42 +65,21 @@ class AgentModeTest : public ::testing::Test {
         std::lock_guard lock(mu_);
         if (!healthy_.contains(id)) continue;
       }
-      auto d = registry_.WaitDesired(id, registry_.epoch(), 0, 0ms);
-      if (!d.has_value()) continue;
-      protocol::StatusReport s;
-      s.node_id = id;
-      s.epoch = registry_.epoch();
-      s.applied_version = d->version;
+      // A misreporting agent says "applied" with every partition at start 0.
       const bool misreports = id == "node-b" && node_b_misreports_;
-      for (const auto& g : d->gpus) {
-        protocol::GpuStatus gs;
-        gs.index = g.index;
-        gs.mig = g.mig;
-        gs.applied = true;
-        for (const auto& p : g.partitions) {
-          // A misreporting agent says "applied" with every partition at start 0.
-          gs.partitions.push_back(
-              {p.profile, misreports ? 0 : p.start, "MIG-" + id + "-" + p.profile});
-        }
-        s.gpus.push_back(gs);
-      }
-      int port = 9000;
-      for (const auto& w : d->workloads) {
-        protocol::WorkloadStatus ws;
-        ws.id = w.id;
-        ws.state = serving_ ? "running" : "starting";
-        if (crashing_) {  // Exits at once, every time: the agent backs off between restarts.
-          ws.state = "backoff";
-          ws.restarts = 2;
-          ws.message = "exited with status 3, restarting in 4000 ms";
-          ws.ever_healthy = served_before_;
-          ws.log_tail = "ImportError: No module named 'vllm'";
-        }
-        ws.port = ++port;
-        ws.address = "127.0.0.1:" + std::to_string(port);
-        s.workloads.push_back(ws);
-      }
-      registry_.ReportStatus(s);
+      ReportApplied(
+          registry_, id,
+          [this](const protocol::WorkloadDesired&, protocol::WorkloadStatus& ws) {
+            ws.state = serving_ ? "running" : "starting";
+            if (crashing_) {  // Exits at once, every time: the agent backs off between restarts.
+              ws.state = "backoff";
+              ws.restarts = 2;
+              ws.message = "exited with status 3, restarting in 4000 ms";
+              ws.ever_healthy = served_before_;
+              ws.log_tail = "ImportError: No module named 'vllm'";
+            }
+          },
+          misreports);
     }
   }
 
@@ -214,10 +194,11 @@ TEST_F(AgentModeTest, ACopyThatNeverAnswersPingFailsAtTheStartupTimeout) {
   wait(1);
   json d = Describe();
   EXPECT_EQ(d["InferenceComponentStatus"], "Failed") << d.dump();
-  EXPECT_NE(std::string(d["FailureReason"]).find(
-                "did not pass its health check (GET /ping) within the 60 s startup health-check "
+  EXPECT_NE(
+      std::string(d["FailureReason"])
+          .find("did not pass its health check (GET /ping) within the 60 s startup health-check "
                 "timeout; it is starting"),
-            std::string::npos)
+      std::string::npos)
       << d.dump();
 }
 

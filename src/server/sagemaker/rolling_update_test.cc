@@ -12,6 +12,7 @@
 #include "common/fake_clock.h"
 #include "server/nodes/agent_node_driver.h"
 #include "server/nodes/node_registry.h"
+#include "server/sagemaker/fake_agents_test_util.h"
 #include "server/sagemaker/service.h"
 #include "store/fake_store.h"
 
@@ -66,40 +67,18 @@ class RollingUpdateTest : public ::testing::Test {
   void Pump() {
     for (const auto& view : registry_.Nodes()) {
       const std::string& id = view.registration.node_id;
-      auto d = registry_.WaitDesired(id, registry_.epoch(), 0, 0ms);
-      if (!d.has_value()) continue;
-      protocol::StatusReport s;
-      s.node_id = id;
-      s.epoch = registry_.epoch();
-      s.applied_version = d->version;
-      for (const auto& g : d->gpus) {
-        protocol::GpuStatus gs;
-        gs.index = g.index;
-        gs.mig = g.mig;
-        gs.applied = true;
-        for (const auto& p : g.partitions) {
-          gs.partitions.push_back({p.profile, p.start, "MIG-" + id + "-" + p.profile});
-        }
-        s.gpus.push_back(gs);
-      }
-      int port = 9000;
-      for (const auto& w : d->workloads) {
-        protocol::WorkloadStatus ws;
-        ws.id = w.id;
-        auto health = w.environment.find("CARVE_TEST_HEALTH");
-        const std::string how = health == w.environment.end() ? "" : health->second;
-        ws.state = how == "slow" ? "starting" : "running";
-        if (how == "crash") {
-          ws.state = "backoff";
-          ws.restarts = 2;
-          ws.message = "exited with status 1, restarting in 4000 ms";
-          ws.log_tail = "RuntimeError: CUDA error: no kernel image is available";
-        }
-        ws.port = ++port;
-        ws.address = "127.0.0.1:" + std::to_string(port);
-        s.workloads.push_back(ws);
-      }
-      registry_.ReportStatus(s);
+      ReportApplied(registry_, id,
+                    [](const protocol::WorkloadDesired& w, protocol::WorkloadStatus& ws) {
+                      auto health = w.environment.find("CARVE_TEST_HEALTH");
+                      const std::string how = health == w.environment.end() ? "" : health->second;
+                      if (how == "slow") ws.state = "starting";
+                      if (how == "crash") {
+                        ws.state = "backoff";
+                        ws.restarts = 2;
+                        ws.message = "exited with status 1, restarting in 4000 ms";
+                        ws.log_tail = "RuntimeError: CUDA error: no kernel image is available";
+                      }
+                    });
     }
   }
 
