@@ -80,8 +80,12 @@ Result<std::string> ReadConfig(const std::string& path) {
 // Blocks until every node of `fleet` has registered with this server process, or the deadline.
 void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const server::nodes::FleetConfig& fleet,
                      std::chrono::seconds timeout) {
-  auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
-  registry.AddListener([state] { state->second.notify_all(); });
+  std::mutex mu;
+  std::condition_variable registered;
+  const auto subscription = registry.AddListener([&] {
+    std::lock_guard lock(mu);  // So a registration between a check and the wait is not missed.
+    registered.notify_all();
+  });
   auto all_connected = [&] {
     for (const auto& node : fleet.nodes) {
       auto view = registry.Node(node.id);
@@ -89,8 +93,8 @@ void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const server::nodes:
     }
     return true;
   };
-  std::unique_lock lock(state->first);
-  if (!state->second.wait_for(lock, timeout, all_connected)) {
+  std::unique_lock lock(mu);
+  if (!registered.wait_for(lock, timeout, all_connected)) {
     spdlog::warn("not every local node registered within {} s; carrying on", timeout.count());
   }
 }

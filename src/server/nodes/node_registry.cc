@@ -490,18 +490,41 @@ std::vector<NodeId> NodeRegistry::Sweep() {
   return lost;
 }
 
-void NodeRegistry::AddListener(std::function<void()> listener) {
+NodeRegistry::Subscription& NodeRegistry::Subscription::operator=(Subscription&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    listener_ = std::move(other.listener_);
+  }
+  return *this;
+}
+
+void NodeRegistry::Subscription::Reset() {
+  if (listener_ == nullptr) return;
+  std::lock_guard lock(listener_->mu);  // Waits out a call in flight.
+  listener_->call = nullptr;
+  listener_.reset();
+}
+
+NodeRegistry::Subscription NodeRegistry::AddListener(std::function<void()> listener) {
+  auto l = std::make_shared<Subscription::Listener>();
+  l->call = std::move(listener);
   std::lock_guard lock(mu_);
-  listeners_.push_back(std::move(listener));
+  listeners_.push_back(l);
+  return Subscription(std::move(l));
 }
 
 void NodeRegistry::NotifyListeners() {
-  std::vector<std::function<void()>> copy;
+  std::vector<std::shared_ptr<Subscription::Listener>> live;
   {
     std::lock_guard lock(mu_);
-    copy = listeners_;
+    // A listener only its registry still holds has been detached: drop it.
+    std::erase_if(listeners_, [](const auto& l) { return l.use_count() == 1; });
+    live = listeners_;
   }
-  for (const auto& l : copy) l();
+  for (const auto& l : live) {
+    std::lock_guard lock(l->mu);
+    if (l->call) l->call();
+  }
 }
 
 }  // namespace carve::server::nodes

@@ -24,7 +24,9 @@
 // since their last pass (Subscribe/TakeChanges) instead of re-reading every node.
 //
 // Thread-safe. Listeners are called without the registry's lock held, on the calling thread
-// (an HTTP worker or the sweeper), so they may call back into the registry.
+// (an HTTP worker or the sweeper), so they may call back into the registry. A listener lives as
+// long as the Subscription AddListener returns: once that is destroyed the listener is never
+// called again, and a call already under way has returned.
 #pragma once
 
 #include <atomic>
@@ -183,7 +185,29 @@ class NodeRegistry {
   };
   std::vector<LedgerGap> LedgerGaps() const;
 
-  void AddListener(std::function<void()> listener);
+  // Calls `listener` after every change worth reacting to until the result is destroyed.
+  class Subscription {
+   public:
+    Subscription() = default;
+    Subscription(Subscription&&) noexcept = default;
+    Subscription& operator=(Subscription&& other) noexcept;
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+    ~Subscription() { Reset(); }
+
+    // Detaches now; waits for a call of the listener under way on another thread.
+    void Reset();
+
+   private:
+    friend class NodeRegistry;
+    struct Listener {
+      std::mutex mu;
+      std::function<void()> call;  // guarded by mu; empty once detached
+    };
+    explicit Subscription(std::shared_ptr<Listener> l) : listener_(std::move(l)) {}
+    std::shared_ptr<Listener> listener_;
+  };
+  [[nodiscard]] Subscription AddListener(std::function<void()> listener);
 
   const std::string& epoch() const { return epoch_; }
   const NodeRegistryOptions& options() const { return options_; }
@@ -235,7 +259,7 @@ class NodeRegistry {
   mutable std::mutex mu_;
   std::condition_variable changed_;          // any desired or status change
   std::map<std::string, Entry> nodes_;       // guarded by mu_
-  std::vector<std::function<void()>> listeners_;
+  std::vector<std::shared_ptr<Subscription::Listener>> listeners_;  // guarded by mu_
   // Long-poll waiters by id, and their deadlines; guarded by mu_.
   std::unordered_map<uint64_t, Waiter> waiters_;
   std::multimap<std::chrono::steady_clock::time_point, uint64_t> deadlines_;

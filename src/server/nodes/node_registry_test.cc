@@ -122,7 +122,7 @@ TEST_F(NodeRegistryTest, AnotherEpochAnswersAtOnce) {
 TEST_F(NodeRegistryTest, SilenceMakesANodeNotReadyAndAReportMakesItReady) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
   int notified = 0;
-  registry_.AddListener([&] { ++notified; });
+  const auto subscription = registry_.AddListener([&] { ++notified; });
   clock_.Advance(9s);
   EXPECT_TRUE(registry_.Sweep().empty());
   clock_.Advance(2s);
@@ -136,6 +136,29 @@ TEST_F(NodeRegistryTest, SilenceMakesANodeNotReadyAndAReportMakesItReady) {
   EXPECT_FALSE(registry_.ReportStatus(Report("a")).reregister);
   EXPECT_TRUE(registry_.IsReady(NodeId("a")));
   EXPECT_EQ(notified, 2);
+}
+
+// A service destroyed before the registry (a restart in one process) must not be woken: its
+// subscription's end detaches the listener, and the registry forgets it.
+TEST_F(NodeRegistryTest, AListenerIsNeverCalledOnceItsSubscriptionEnds) {
+  int first = 0;
+  int second = 0;
+  auto a = registry_.AddListener([&] { ++first; });
+  {
+    const auto b = registry_.AddListener([&] { ++second; });
+    ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  }
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 1);
+  ASSERT_TRUE(registry_.Register(P4d("b")).has_value());
+  EXPECT_EQ(first, 2);
+  EXPECT_EQ(second, 1);
+  auto moved = std::move(a);  // Moving keeps it subscribed; Reset ends it.
+  ASSERT_TRUE(registry_.Register(P4d("c")).has_value());
+  EXPECT_EQ(first, 3);
+  moved.Reset();
+  ASSERT_TRUE(registry_.Register(P4d("d")).has_value());
+  EXPECT_EQ(first, 3);
 }
 
 TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {

@@ -9,13 +9,6 @@
 
 namespace carve::server::queues {
 
-// The registry keeps its listeners for its whole life and has no way to remove one, so the
-// listener holds this hook and the service detaches itself from it when destroyed.
-struct WakeHook {
-  std::mutex mu;
-  QueueService* service = nullptr;  // guarded by mu
-};
-
 namespace {
 
 std::string JobId(int64_t seq) { return fmt::format("job-{:04d}", seq); }
@@ -34,20 +27,11 @@ QueueService::QueueService(store::Store& store, nodes::NodeRegistry& registry,
       claims_(claims),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
-      hook_(std::make_shared<WakeHook>()),
-      loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }) {
-  hook_->service = this;
-  registry_.AddListener([hook = hook_] {
-    std::lock_guard lock(hook->mu);
-    if (hook->service != nullptr) hook->service->Wake();
-  });
-}
+      loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }),
+      wake_(registry_.AddListener([this] { Wake(); })) {}
 
 QueueService::~QueueService() {
-  {
-    std::lock_guard lock(hook_->mu);
-    hook_->service = nullptr;
-  }
+  wake_.Reset();  // Before anything a wake would touch goes.
   Stop();
 }
 

@@ -69,8 +69,6 @@ struct QueueOptions {
 
 inline constexpr std::string_view kWorkloadSource = "queues";
 
-struct WakeHook;
-
 class QueueService {
  public:
   // All three must outlive the service. Registers a listener on `registry`. `claims` is shared
@@ -164,8 +162,8 @@ class QueueService {
   std::map<QueueKey, QueueState> queues_;                                    // guarded by mu_
   std::map<std::string, std::vector<protocol::WorkloadDesired>> published_;  // guarded by mu_
 
-  std::shared_ptr<WakeHook> hook_;
   ReconcilerLoop loop_;
+  nodes::NodeRegistry::Subscription wake_;  // Last: detached first.
 };
 
 }  // namespace carve::server::queues

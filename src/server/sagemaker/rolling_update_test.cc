@@ -164,9 +164,9 @@ class RollingUpdateTest : public ::testing::Test {
   std::multiset<std::string> RunningVersions() {
     std::multiset<std::string> out;
     for (const char* node : {"node-a", "node-b"}) {
-      for (const auto& w : registry_.WaitDesired(node, registry_.epoch(), 0, 0ms)->workloads) {
-        out.insert(w.environment.at("VERSION"));
-      }
+      // Held in a local: a range-for over `WaitDesired(...)->workloads` would outlive the Result.
+      const auto desired = registry_.WaitDesired(node, registry_.epoch(), 0, 0ms);
+      for (const auto& w : desired->workloads) out.insert(w.environment.at("VERSION"));
     }
     return out;
   }

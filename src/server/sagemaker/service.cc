@@ -25,11 +25,14 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
   if (options_.registry != nullptr) {
     publisher_.emplace(store, *options_.registry, options_.runtimes, routes_);
     // Agent reports that change a copy's state or a node's readiness wake the reconciler.
-    options_.registry->AddListener([this] { loop_.Wake(); });
+    wake_ = options_.registry->AddListener([this] { loop_.Wake(); });
   }
 }
 
-SageMakerService::~SageMakerService() { Stop(); }
+SageMakerService::~SageMakerService() {
+  wake_.Reset();  // Before anything a wake would touch goes.
+  Stop();
+}
 
 Result<std::vector<EndpointEntry>> SageMakerService::LoadEndpoints() const {
   CARVE_ASSIGN_OR_RETURN(auto records, store_.ListAllAccounts(std::string(kEndpoint)));

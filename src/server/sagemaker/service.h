@@ -145,6 +145,7 @@ class SageMakerService {
   ComponentPlacement placement_;
   std::optional<WorkloadPublisher> publisher_;  // Agent mode only.
   ReconcilerLoop loop_;
+  nodes::NodeRegistry::Subscription wake_;  // Agent mode only. Last: detached first.
 };
 
 }  // namespace carve::server::sagemaker
