@@ -57,14 +57,14 @@ class AgentModeTest : public ::testing::Test {
     return o;
   }
 
-  // Every healthy node's agent applies its desired state and reports it.
+  // Every healthy node's agent applies its desired state and reports it. mu_ is held across the
+  // check and the report, so once a test takes a node out of healthy_ no report of it is still
+  // on its way (one landing after the test advanced the clock would keep the node Ready).
   void Pump() {
+    std::lock_guard lock(mu_);
     for (const auto& view : registry_.Nodes()) {
       const std::string& id = view.registration.node_id;
-      {
-        std::lock_guard lock(mu_);
-        if (!healthy_.contains(id)) continue;
-      }
+      if (!healthy_.contains(id)) continue;
       // A misreporting agent says "applied" with every partition at start 0.
       const bool misreports = id == "node-b" && node_b_misreports_;
       ReportApplied(
@@ -139,7 +139,7 @@ class AgentModeTest : public ::testing::Test {
   nodes::NodeClaims claims_;  // Filled from the registry by the service's passes.
   std::unique_ptr<SageMakerService> service_;
   std::mutex mu_;
-  std::set<std::string> healthy_;  // Guarded by mu_.
+  std::set<std::string> healthy_;  // Guarded by mu_, which Pump holds throughout.
   std::atomic<bool> serving_{true};
   std::atomic<bool> crashing_{false};
   std::atomic<bool> served_before_{false};
