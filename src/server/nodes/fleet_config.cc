@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/utf8.h"
+#include "common/yaml_text.h"
 
 namespace carve::server::nodes {
 namespace {
@@ -48,14 +49,18 @@ Result<FleetConfig> ParseFleetNode(const YAML::Node& fleet) {
     if (!n["instance_type"]) {
       return InvalidArgument(fmt::format("fleet.nodes[{}].instance_type: required", i));
     }
-    std::string type = n["instance_type"].as<std::string>();
+    CARVE_ASSIGN_OR_RETURN(
+        const std::string type,
+        YamlText(n["instance_type"], fmt::format("fleet.nodes[{}].instance_type", i)));
     if (n["name"]) {
       if (n["count"] && n["count"].as<int>() != 1) {
         return InvalidArgument(
             fmt::format("fleet.nodes[{}]: name and count {} conflict; a named entry is one node", i,
                         n["count"].as<int>()));
       }
-      config.nodes.push_back({NodeId(n["name"].as<std::string>()), type});
+      CARVE_ASSIGN_OR_RETURN(auto name,
+                             YamlText(n["name"], fmt::format("fleet.nodes[{}].name", i)));
+      config.nodes.push_back({NodeId(std::move(name)), type});
       continue;
     }
     int count = n["count"] ? n["count"].as<int>() : 1;

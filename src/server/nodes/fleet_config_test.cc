@@ -45,6 +45,16 @@ TEST(FleetConfig, RejectsANonPositiveCountNamingTheKey) {
   EXPECT_EQ(c.error().message, "fleet.nodes[0].count: 0 must be >= 1");
 }
 
+// yaml-cpp decodes "\N" in a double-quoted scalar to the lone byte 85, which is not UTF-8.
+TEST(FleetConfig, RejectsANameWhoseEscapeDecodesToAByteThatIsNotText) {
+  auto c = ParseFleetConfig(
+      "fleet:\n  nodes:\n    - instance_type: ml.p5.48xlarge\n      name: \"gpu\\N1\"\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(
+      c.error().message.rfind("fleet.nodes[0].name: byte 3 of the value is not UTF-8 text", 0), 0u)
+      << c.error().message;
+}
+
 TEST(FleetConfig, RejectsDuplicateNodeNames) {
   auto c = ParseFleetConfig(R"(
 fleet:

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/utf8.h"
+#include "common/yaml_text.h"
 
 namespace carve::server::sagemaker {
 
@@ -27,9 +28,10 @@ RuntimeCatalog BuiltinRuntimes(bool simulate_all) {
   RuntimeCatalog c;
   // The simulator's default model is small enough for the smallest partition (1g.5gb); a
   // model's Environment sets CARVE_MODEL to simulate another.
-  c.runtimes.push_back({std::string(kTestmodelImage),
-                        {"{carve}", "testmodel", "--port", "{port}", "--model-data", "{model_data}"},
-                        {{"CARVE_MODEL", "llama-3.2-1b"}}});
+  c.runtimes.push_back(
+      {std::string(kTestmodelImage),
+       {"{carve}", "testmodel", "--port", "{port}", "--model-data", "{model_data}"},
+       {{"CARVE_MODEL", "llama-3.2-1b"}}});
   if (simulate_all) c.default_runtime = std::string(kTestmodelImage);
   return c;
 }
@@ -60,15 +62,21 @@ Result<RuntimeCatalog> ParseRuntimeConfig(std::string_view yaml_text) {
           return InvalidArgument(where + ".image: is required");
         }
         Runtime r;
-        r.image = n["image"].as<std::string>();
+        CARVE_ASSIGN_OR_RETURN(r.image, YamlText(n["image"], where + ".image"));
         if (!n["command"] || !n["command"].IsSequence() || n["command"].size() == 0) {
           return InvalidArgument(where + ".command: must be a non-empty list of arguments");
         }
-        for (const auto& arg : n["command"]) r.command.push_back(arg.as<std::string>());
+        for (size_t j = 0; j < n["command"].size(); ++j) {
+          CARVE_ASSIGN_OR_RETURN(
+              auto arg, YamlText(n["command"][j], fmt::format("{}.command[{}]", where, j)));
+          r.command.push_back(std::move(arg));
+        }
         if (const YAML::Node env = n["environment"]) {
           if (!env.IsMap()) return InvalidArgument(where + ".environment: must be a mapping");
           for (const auto& kv : env) {
-            r.environment[kv.first.as<std::string>()] = kv.second.as<std::string>();
+            CARVE_ASSIGN_OR_RETURN(auto name, YamlText(kv.first, where + ".environment"));
+            CARVE_ASSIGN_OR_RETURN(r.environment[name],
+                                   YamlText(kv.second, where + ".environment." + name));
           }
         }
         std::erase_if(out.runtimes, [&](const Runtime& x) { return x.image == r.image; });
@@ -76,7 +84,7 @@ Result<RuntimeCatalog> ParseRuntimeConfig(std::string_view yaml_text) {
       }
     }
     if (const YAML::Node d = section["default_runtime"]) {
-      out.default_runtime = d.as<std::string>();
+      CARVE_ASSIGN_OR_RETURN(out.default_runtime, YamlText(d, "runtimes.default_runtime"));
       bool known = false;
       for (const auto& r : out.runtimes) known = known || r.image == out.default_runtime;
       if (!known) {
