@@ -210,14 +210,23 @@ class AutoScalingTest(unittest.TestCase):
                 "PredefinedMetricSpecification": {
                     "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}})
 
+        seen = []
+
         def instances():
             v = self.sm.describe_endpoint(EndpointName="ep")["ProductionVariants"][0]
-            return v["DesiredInstanceCount"], v["CurrentInstanceCount"]
+            seen.append((v["DesiredInstanceCount"], v["CurrentInstanceCount"],
+                         v.get("VariantStatus")))
+            return seen[-1][:2]
         self.assertEqual(instances(), (1, 1))
         end = self.load(4)  # Far above 30 invocations per minute on the one instance.
         try:
-            poll(lambda: instances() == (2, 2), timeout_s=60, interval_s=0.2,
-                 what="a second instance claimed and carved")
+            try:
+                poll(lambda: instances() == (2, 2), timeout_s=60, interval_s=0.2,
+                     what="a second instance claimed and carved")
+            except AssertionError as e:  # Say where it stopped: (desired, current, status).
+                acts = self.aas.describe_scaling_activities(ServiceNamespace="sagemaker")
+                raise AssertionError(f"{e}; the variant was {seen[-1]!r}; "
+                                     f"activities: {acts['ScalingActivities']!r}") from None
         finally:
             end()
         acts = self.aas.describe_scaling_activities(
