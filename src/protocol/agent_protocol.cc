@@ -34,7 +34,8 @@ void from_json(const nlohmann::json& j, DeviceRequest& v) {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadDesired, id, kind, name, index, command,
                                                 values, image, environment, device, cpu_milli,
-                                                memory_mib, restart, max_retries, health_check)
+                                                memory_mib, restart, max_retries, health_check,
+                                                ports, files, status_url)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredState, node_id, epoch, version, gpus,
                                                 workloads)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CarvedPartition, profile, start, uuid)
@@ -45,7 +46,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStatus, index, mig, partition
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadStatus, id, state, pid, port, address,
                                                 restarts, exit_codes, message, log_dir,
                                                 ever_healthy, log_tail, core_used_percent,
-                                                memory_used_mib)
+                                                memory_used_mib, ports, status_body)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReport, node_id, epoch, status_version,
                                                 applied_version,
                                                 gpus, workloads, events)
@@ -120,6 +121,13 @@ Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j) {
 Result<StatusReport> StatusReportFromJson(const nlohmann::json& j) {
   CARVE_ASSIGN_OR_RETURN(auto r, Parse<StatusReport>(j, "status report"));
   if (r.node_id.empty()) return InvalidArgument("status report: node_id must not be empty");
+  for (const auto& w : r.workloads) {
+    if (w.status_body.size() > kMaxStatusBody) {
+      return InvalidArgument("status report: workloads[" + w.id + "].status_body is " +
+                             std::to_string(w.status_body.size()) + " bytes; at most " +
+                             std::to_string(kMaxStatusBody));
+    }
+  }
   return r;
 }
 Result<StatusReply> StatusReplyFromJson(const nlohmann::json& j) {

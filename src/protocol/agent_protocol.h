@@ -127,6 +127,16 @@ struct WorkloadDesired {
   std::string restart = "always";  // "always" (copies), "on-failure", "never"
   int max_retries = -1;            // on-failure: -1 unlimited
   bool health_check = true;        // running only after GET /ping answers 200
+  // More ports the agent picks, by name ([a-z0-9_]): each is the placeholder {port_NAME} and is
+  // reported in WorkloadStatus.ports (a Ray head's dashboard, a Serve ingress).
+  std::vector<std::string> ports;
+  // Files the agent writes for the workload, by name ([a-z0-9_]) -> contents: each is written
+  // under the workload's directory and its path is the placeholder {file_NAME}.
+  std::map<std::string, std::string> files;
+  // A template (same placeholders) of an http://127.0.0.1 URL the agent reads while the process
+  // runs, reporting the body (at most kMaxStatusBody bytes) as WorkloadStatus.status_body; ""
+  // reads nothing. A Ray head's Serve applications (GET /api/serve/applications/).
+  std::string status_url;
   friend bool operator==(const WorkloadDesired&, const WorkloadDesired&) = default;
 };
 
@@ -188,10 +198,15 @@ struct WorkloadStatus {
   // that cannot start.
   bool ever_healthy = false;
   std::string log_tail;
+  std::map<std::string, int> ports;  // WorkloadDesired.ports, as picked
+  // The last answer from WorkloadDesired.status_url: "" until one came; "error: ..." when the
+  // last read failed.
+  std::string status_body;
   friend bool operator==(const WorkloadStatus&, const WorkloadStatus&) = default;
 };
 
 inline constexpr size_t kMaxLogTail = 1024;
+inline constexpr size_t kMaxStatusBody = 16 * 1024;
 
 struct StatusReport {
   std::string node_id;

@@ -27,6 +27,9 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
   w.restart = "on-failure";
   w.max_retries = 3;
   w.health_check = false;
+  w.ports = {"dashboard", "serve"};
+  w.files = {{"serve_config", "applications: []\n"}};
+  w.status_url = "http://127.0.0.1:{port_dashboard}/api/serve/applications/";
   d.workloads = {w};
 
   auto back = DesiredStateFromJson(nlohmann::json::parse(ToJson(d).dump()));
@@ -74,9 +77,21 @@ TEST(AgentProtocol, StatusReportRoundTrips) {
   g.applied = true;
   g.processes = {{42, 100}};
   s.gpus = {g};
-  WorkloadStatus w{"id",       "backoff", 10,   5000,  "127.0.0.1:5000", 1,
-                   {3},        "ok",      "/d", 29.5, 900,              true,
-                   "Traceback: boom"};
+  WorkloadStatus w{"id",
+                   "backoff",
+                   10,
+                   5000,
+                   "127.0.0.1:5000",
+                   1,
+                   {3},
+                   "ok",
+                   "/d",
+                   29.5,
+                   900,
+                   true,
+                   "Traceback: boom",
+                   {{"dashboard", 8265}},
+                   R"({"applications": {}})"};
   s.workloads = {w};
   s.events = {"copy restarted"};
   auto back = StatusReportFromJson(ToJson(s));
@@ -86,6 +101,20 @@ TEST(AgentProtocol, StatusReportRoundTrips) {
   EXPECT_EQ(back->gpus[0].partitions[0].uuid, "MIG-abc");
   EXPECT_EQ(back->gpus[0].processes[0].pid, 42u);
   EXPECT_EQ(back->events, s.events);
+}
+
+TEST(AgentProtocol, AStatusBodyOverItsCapIsRefused) {
+  StatusReport s;
+  s.node_id = "n";
+  WorkloadStatus w;
+  w.id = "acct/q/job-0001/head-0.1";
+  w.status_body = std::string(kMaxStatusBody + 1, 'x');
+  s.workloads = {w};
+  auto back = StatusReportFromJson(ToJson(s));
+  ASSERT_FALSE(back.has_value());
+  EXPECT_EQ(back.error().message,
+            "status report: workloads[acct/q/job-0001/head-0.1].status_body is 16385 bytes; at "
+            "most 16384");
 }
 
 // A float converts to an integer field with a cast that is undefined out of range (1.8e19 into

@@ -17,7 +17,8 @@ Status WritePidFile(const std::string& path, const PidRecord& r) {
     std::ofstream out(tmp, std::ios::trunc);
     out << nlohmann::json{{"pid", r.process.pid},
                           {"start_time", r.process.start_time},
-                          {"port", r.port}}
+                          {"port", r.port},
+                          {"ports", r.ports}}
                .dump()
         << "\n";
     if (!out.flush()) return Internal("cannot write pid file " + tmp);
@@ -36,8 +37,20 @@ Result<std::optional<PidRecord>> ReadPidFile(const std::string& path) {
       !j["start_time"].is_number_unsigned() || j["pid"].get<int>() <= 0) {
     return InvalidArgument("pid file " + path + " is not a pid record: " + text);
   }
-  return std::optional<PidRecord>(
-      PidRecord{{j["pid"].get<int>(), j["start_time"].get<uint64_t>()}, j.value("port", 0)});
+  PidRecord record{{j["pid"].get<int>(), j["start_time"].get<uint64_t>()}, 0, {}};
+  if (j["port"].is_number_integer()) record.port = j["port"].get<int>();
+  // A file from before named ports has none; a malformed map is refused, not half-read.
+  if (j.contains("ports")) {
+    const auto& ports = j["ports"];
+    bool ok = ports.is_object();
+    for (auto it = ports.begin(); ok && it != ports.end(); ++it) {
+      ok = it->is_number_integer();
+      if (ok) record.ports[it.key()] = it->get<int>();
+    }
+    if (!ok)
+      return InvalidArgument("pid file " + path + ": 'ports' is not a map of ports: " + text);
+  }
+  return std::optional<PidRecord>(std::move(record));
 }
 
 Result<ReconcileResult> ReconcilePidFile(const std::string& path, Launcher& launcher, bool wanted,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,7 @@ namespace carve::launch {
 struct PidRecord {
   ProcessId process;
   int port = 0;  // where the copy serves, so an adopted copy is routed to again
+  std::map<std::string, int> ports;  // its named ports (WorkloadDesired.ports), likewise
   friend bool operator==(const PidRecord&, const PidRecord&) = default;
 };
 

@@ -17,11 +17,25 @@ using namespace std::chrono_literals;
 
 TEST(PidFile, RoundTrips) {
   const std::string path = TempDir() + "/copies/ic-a-0.pid";
-  PidRecord r{{1234, 987654321}, 8080};
+  PidRecord r{{1234, 987654321}, 8080, {{"dashboard", 8265}, {"serve", 8000}}};
   ASSERT_TRUE(WritePidFile(path, r).ok());
   auto back = ReadPidFile(path);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->value(), r);
+}
+
+TEST(PidFile, ReadsAFileWrittenBeforeNamedPortsAndRefusesABadPortsMap) {
+  const std::string dir = TempDir();
+  std::ofstream(dir + "/old.pid") << R"({"pid": 7, "start_time": 9, "port": 8080})";
+  auto old = ReadPidFile(dir + "/old.pid");
+  ASSERT_TRUE(old.has_value()) << old.error().message;
+  EXPECT_EQ(old->value().port, 8080);
+  EXPECT_TRUE(old->value().ports.empty());
+
+  std::ofstream(dir + "/bad.pid") << R"({"pid": 7, "start_time": 9, "ports": {"serve": "x"}})";
+  auto bad = ReadPidFile(dir + "/bad.pid");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("'ports'"), std::string::npos) << bad.error().message;
 }
 
 TEST(PidFile, RejectsAFileThatIsNotARecord) {
@@ -36,7 +50,7 @@ TEST(PidFile, AdoptsALiveWantedCopyWithoutStartingAnother) {
   const std::string dir = TempDir();
   ProcessLauncher launcher;
   auto p = launcher.Start(Shell(dir, "sleep 60")).value();
-  ASSERT_TRUE(WritePidFile(dir + "/c.pid", {p, 9000}).ok());
+  ASSERT_TRUE(WritePidFile(dir + "/c.pid", {p, 9000, {}}).ok());
   auto r = ReconcilePidFile(dir + "/c.pid", launcher, /*wanted=*/true, 2s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome, Reconcile::kAdopted);
@@ -49,7 +63,7 @@ TEST(PidFile, KillsALiveCopyThatIsNoLongerWanted) {
   const std::string dir = TempDir();
   ProcessLauncher launcher;
   auto p = launcher.Start(Shell(dir, "sleep 60 & wait")).value();
-  ASSERT_TRUE(WritePidFile(dir + "/c.pid", {p, 0}).ok());
+  ASSERT_TRUE(WritePidFile(dir + "/c.pid", {p, 0, {}}).ok());
   auto r = ReconcilePidFile(dir + "/c.pid", launcher, /*wanted=*/false, 2s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome, Reconcile::kKilled);
@@ -62,7 +76,7 @@ TEST(PidFile, NeverAdoptsAStrangerThatReusedThePid) {
   const std::string dir = TempDir();
   ProcessLauncher launcher;
   auto p = launcher.Start(Shell(dir, "sleep 60")).value();
-  ASSERT_TRUE(WritePidFile(dir + "/c.pid", {{p.pid, p.start_time + 1}, 0}).ok());
+  ASSERT_TRUE(WritePidFile(dir + "/c.pid", {{p.pid, p.start_time + 1}, 0, {}}).ok());
   auto r = ReconcilePidFile(dir + "/c.pid", launcher, /*wanted=*/false, 2s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome, Reconcile::kGone);

@@ -36,7 +36,7 @@ struct Node {
   launch::ProcessId StartWorkload(const std::string& name) {
     auto p = launcher.Start(launch::testing::Shell(dir, "trap '' TERM; sleep 60 & wait")).value();
     std::filesystem::create_directories(dir + "/workloads/" + name);
-    EXPECT_TRUE(launch::WritePidFile(dir + "/workloads/" + name + "/pid", {p, 0}).ok());
+    EXPECT_TRUE(launch::WritePidFile(dir + "/workloads/" + name + "/pid", {p, 0, {}}).ok());
     return p;
   }
   std::future<int> Watch() {

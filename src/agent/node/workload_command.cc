@@ -183,7 +183,7 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   for (const auto& kv : w.environment) spec.environment.push_back(kv);
   spec.binding = binding;
   spec.data_dir = ctx.data_dir;
-  if (!w.command.empty()) {
+  if (!w.command.empty() && w.image.empty()) {
     spec.command_template = w.command;
     return launch::MakeLaunchRequest(spec);
   }
@@ -201,16 +201,29 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   CARVE_ASSIGN_OR_RETURN(std::vector<std::string> model, ModelDataArgs(spec.values["model_data"]));
   CARVE_ASSIGN_OR_RETURN(std::vector<std::string> share, ShareArgs(w, binding, ctx));
   // Braces in values would be read as placeholders; the image reference and names have none.
-  spec.command_template = {runtime, "run", "--rm", "--name", "carve-" + WorkloadDirName(w.id),
-                           "-p", fmt::format("127.0.0.1:{}:8080", port)};
+  // A serving container publishes its 8080 on the copy's port. A command run in an image (a Ray
+  // process) shares the node's network: it listens on the ports carve picked for it.
+  const bool serving = w.command.empty();
+  spec.command_template = {runtime, "run", "--rm", "--name", "carve-" + WorkloadDirName(w.id)};
+  if (serving) {
+    spec.command_template.push_back("-p");
+    spec.command_template.push_back(fmt::format("127.0.0.1:{}:8080", port));
+  } else {
+    spec.command_template.push_back("--network=host");
+  }
   auto append = [&](const std::vector<std::string>& args) {
     spec.command_template.insert(spec.command_template.end(), args.begin(), args.end());
   };
   append(devices.args);
   append(model);
   append(share);
+  if (!w.files.empty()) {  // {file_NAME} paths name the agent's files at the same place inside.
+    const std::string files =
+        (fs::path(ctx.data_dir) / "workloads" / WorkloadDirName(w.id) / "files").string();
+    append({"-v", files + ":" + files + ":ro"});
+  }
   // SageMaker's port variable, as it sets it for the containers it runs.
-  const bool set_port = !w.environment.contains("SAGEMAKER_BIND_TO_PORT");
+  const bool set_port = serving && !w.environment.contains("SAGEMAKER_BIND_TO_PORT");
   if (set_port) spec.environment.emplace_back("SAGEMAKER_BIND_TO_PORT", "8080");
   auto pass = [&](const std::string& name) {
     spec.command_template.push_back("-e");
@@ -221,8 +234,13 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
     if (!w.environment.contains(kv.first)) pass(kv.first);
   }
   if (set_port) pass("SAGEMAKER_BIND_TO_PORT");
+  if (!serving) pass("CARVE_PORT");
   spec.command_template.push_back(w.image);
-  spec.command_template.push_back("serve");
+  if (serving) {
+    spec.command_template.push_back("serve");
+  } else {
+    spec.command_template.insert(spec.command_template.end(), w.command.begin(), w.command.end());
+  }
   CARVE_ASSIGN_OR_RETURN(launch::LaunchRequest request, launch::MakeLaunchRequest(spec));
   // The copy's own log says how it got its GPU, the first thing to check when it sees none.
   std::error_code ec;

@@ -42,6 +42,9 @@ std::string FindOnPath(const std::string& name, const std::string& search_path);
 //     LD_PRELOAD is still limited); for MPS the pipe directory and --ipc=host. The container
 //     gets the Environment, the binding variables and SAGEMAKER_BIND_TO_PORT=8080 by name. The
 //     copy's stdout log starts with a line that says how the device was passed.
+//   image and command (a Ray process in a container): the same run with `--network=host` instead
+//     of -p, no SAGEMAKER_BIND_TO_PORT, CARVE_PORT passed, the workload's files directory mounted
+//     at its own path, and the expanded command after the image instead of `serve`.
 // Errors: FailedPrecondition "image <ref> needs podman or docker on node <id>; neither is
 // installed", podman without CDI names for the devices, or model data carve cannot mount (an
 // s3:// or https:// URL, a path that is not a directory); InvalidArgument when neither command

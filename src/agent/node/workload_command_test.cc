@@ -189,6 +189,28 @@ TEST_F(ContainerTest, AnMgpuShareReachesTheContainerThroughLdSoPreloadAndTheLedg
   EXPECT_TRUE(has("CARVE_MGPU_LEDGER"));
 }
 
+TEST_F(ContainerTest, ACommandInAnImageSharesTheHostNetworkAndRunsTheExpandedCommand) {
+  Install("podman");
+  Cdi({"GPU-card"});
+  protocol::WorkloadDesired w = Image("reg/ray:2.9");
+  w.command = {"ray", "start", "--head", "--port={port}", "--dashboard-port={port_dashboard}"};
+  w.values["port_dashboard"] = "8265";
+  w.files["serve_config"] = "applications: []\n";
+  auto r = BuildLaunchRequest(w, 6379, launch::GpuBinding{{"GPU-card"}, {}}, Ctx());
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const std::string files = root_ + "/data/workloads/" + WorkloadDirName("acct/ic/1") + "/files";
+  EXPECT_EQ(std::vector<std::string>(r->argv.begin() + 1, r->argv.begin() + 10),
+            (std::vector<std::string>{
+                "run", "--rm", "--name", "carve-" + WorkloadDirName("acct/ic/1"), "--network=host",
+                "--device", "nvidia.com/gpu=GPU-card", "-v", files + ":" + files + ":ro"}));
+  EXPECT_EQ(
+      std::vector<std::string>(r->argv.end() - 10, r->argv.end()),
+      (std::vector<std::string>{"-e", "CUDA_VISIBLE_DEVICES", "-e", "CARVE_PORT", "reg/ray:2.9",
+                                "ray", "start", "--head", "--port=6379", "--dashboard-port=8265"}));
+  EXPECT_EQ(Env(*r, "CARVE_PORT"), "6379");
+  EXPECT_EQ(std::find(r->argv.begin(), r->argv.end(), "SAGEMAKER_BIND_TO_PORT"), r->argv.end());
+}
+
 TEST(BuildLaunchRequest, AnImageWithoutAContainerRuntimeIsAClearError) {
   auto r = BuildLaunchRequest(Image("reg/m:1"), 9000, std::monostate{},
                               {"node-7", "/data", "/opt/carve", "/nowhere"});

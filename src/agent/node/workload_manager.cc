@@ -5,15 +5,18 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "agent/launch/health.h"
 #include "agent/launch/pid_file.h"
-#include "agent/mps/enforcement.h"
 #include "agent/launch/workload_logs.h"
+#include "agent/launch/workload_spec.h"
+#include "agent/mps/enforcement.h"
 #include "interposer/process_probe.h"
 
 namespace carve::agent::node {
@@ -38,6 +41,10 @@ struct WorkloadManager::Workload {
   std::optional<launch::ProcessId> process;    // as last written to the pid file
   std::unique_ptr<interposer::Ledger> ledger;  // interposer shares
   std::optional<BusyRate> core_rate;           // interposer shares with a compute limit
+  std::map<std::string, int> ports;            // desired.ports, as picked
+  std::string status_url;                      // desired.status_url, expanded
+  std::string status_body;
+  std::chrono::steady_clock::time_point next_status_read{};
 };
 
 namespace {
@@ -65,6 +72,45 @@ std::string LogTail(const std::string& log_dir) {
     return text;
   }
   return "";
+}
+
+// The names of named ports and files become placeholders, so they follow the placeholder rule.
+Status CheckName(std::string_view what, const std::string& name, const std::string& id) {
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (ok) return OkStatus();
+  return InvalidArgument(
+      fmt::format("workload {}: {} name '{}' must be 1 or more of [a-z0-9_]", id, what, name));
+}
+
+// GET of an http://127.0.0.1:PORT/PATH (or localhost) URL: the body, at most kMaxStatusBody
+// bytes, or "error: ..." saying why there is none.
+std::string ReadStatusUrl(const std::string& url) {
+  std::string rest;
+  for (std::string_view prefix : {"http://127.0.0.1:", "http://localhost:"}) {
+    if (url.starts_with(prefix)) rest = url.substr(prefix.size());
+  }
+  const size_t slash = rest.find('/');
+  int port = 0;
+  const std::string port_text = rest.substr(0, slash);
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (rest.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
+      port <= 0 || port > 65535) {
+    return "error: status_url " + url + " is not http://127.0.0.1:PORT/PATH";
+  }
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(0, 300'000);
+  client.set_read_timeout(1, 0);
+  auto r = client.Get(slash == std::string::npos ? "/" : rest.substr(slash));
+  if (!r) return "error: GET " + url + ": " + httplib::to_string(r.error());
+  if (r->status != 200) return fmt::format("error: GET {} answered {}", url, r->status);
+  std::string body = std::move(r->body);
+  if (body.size() > protocol::kMaxStatusBody) {
+    return fmt::format("error: GET {} answered {} bytes, more than the {} reported", url,
+                       body.size(), protocol::kMaxStatusBody);
+  }
+  return body;
 }
 
 launch::RestartPolicy PolicyOf(const std::string& restart) {
@@ -282,8 +328,43 @@ void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt)
     if (!free_port) return fail(free_port.error());
     port = *free_port;
   }
-  Result<launch::LaunchRequest> request =
-      BuildLaunchRequest(w.desired, port, *binding, options_.command);
+  // Named ports and files become values of the command's template. An adopted process keeps the
+  // ports it was started with.
+  protocol::WorkloadDesired run = w.desired;
+  w.ports.clear();
+  for (const auto& name : w.desired.ports) {
+    if (Status s = CheckName("port", name, w.desired.id); !s) return fail(s.error());
+    int picked = 0;
+    if (adopt && adopt->ports.contains(name)) {
+      picked = adopt->ports.at(name);
+    } else {
+      Result<int> free_port = launch::FindFreePort();
+      if (!free_port) return fail(free_port.error());
+      picked = *free_port;
+    }
+    w.ports[name] = picked;
+    run.values["port_" + name] = std::to_string(picked);
+  }
+  for (const auto& [name, contents] : w.desired.files) {
+    if (Status s = CheckName("file", name, w.desired.id); !s) return fail(s.error());
+    const fs::path path = fs::path(w.dir) / "files" / name;
+    fs::create_directories(path.parent_path(), ec);
+    std::ofstream out(path, std::ios::trunc);
+    out << contents;
+    if (!out.flush()) {
+      return fail(Internal(fmt::format("cannot write {} for {}", path.string(), w.desired.id)));
+    }
+    run.values["file_" + name] = path.string();
+  }
+  w.status_url.clear();
+  if (!w.desired.status_url.empty()) {
+    auto values = run.values;
+    values["port"] = std::to_string(port);
+    Result<std::vector<std::string>> url = launch::ExpandCommand({w.desired.status_url}, values);
+    if (!url) return fail(url.error());
+    w.status_url = url->front();
+  }
+  Result<launch::LaunchRequest> request = BuildLaunchRequest(run, port, *binding, options_.command);
   if (!request) return fail(request.error());
   w.log_dir = fs::path(request->stdout_path).parent_path().string();
   launch::RestartRules rules;
@@ -331,7 +412,7 @@ void WorkloadManager::PollOne(Workload& w) {
     if (!p) {
       fs::remove(w.dir + "/pid", ec);
     } else {
-      if (Status s = launch::WritePidFile(w.dir + "/pid", {*p, w.port}); !s) {
+      if (Status s = launch::WritePidFile(w.dir + "/pid", {*p, w.port, w.ports}); !s) {
         spdlog::warn("{}: {}", w.desired.id, s.error().message);
       }
       if (w.desired.cpu_milli > 0 || w.desired.memory_mib > 0) {
@@ -343,6 +424,14 @@ void WorkloadManager::PollOne(Workload& w) {
     }
   }
   if (p && w.desired.health_check) Probe(w);
+  if (p && !w.status_url.empty() && clock_.Now() >= w.next_status_read) {
+    std::string body = ReadStatusUrl(w.status_url);
+    if (body != w.status_body) {
+      w.status_body = std::move(body);
+      changed_ = true;
+    }
+    w.next_status_read = clock_.Now() + options_.probe_interval;
+  }
 }
 
 void WorkloadManager::Probe(Workload& w) {
@@ -461,6 +550,8 @@ std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {
       s.address = fmt::format("127.0.0.1:{}", w->port);
     }
     s.ever_healthy = w->ever_healthy;
+    s.ports = w->ports;
+    s.status_body = w->status_body;
     if (s.state == "backoff" || s.state == "failed") {
       if (w->log_tail_restarts != s.restarts) {
         w->log_tail = LogTail(w->log_dir);

@@ -176,6 +176,54 @@ TEST_F(WorkloadManagerTest, ANewManagerAdoptsDesiredProcessesAndKillsTheOthers) 
   EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "no longer desired"));
 }
 
+// A Ray head's shape: a second port it listens on, a file it reads, and a status page the agent
+// reads and reports. An adopted process keeps its ports.
+TEST_F(WorkloadManagerTest, NamedPortsFilesAndTheStatusUrlReachTheProcessAndTheReport) {
+  const std::string server = dir_ + "/status_server.py";
+  std::ofstream(server) << R"(import http.server, sys
+body = open(sys.argv[2], 'rb').read()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == '/api/status' else 404)
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+)";
+  protocol::WorkloadDesired w;
+  w.id = "acct/job/head-0.1";
+  w.kind = "task";
+  w.name = "q-job";
+  w.command = {"/usr/bin/python3", server, "{port_dashboard}", "{file_conf}"};
+  w.health_check = false;
+  w.ports = {"dashboard"};
+  w.files = {{"conf", R"({"applications": {}})"}};
+  w.status_url = "http://127.0.0.1:{port_dashboard}/api/status";
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->status_body == R"({"applications": {}})";
+  })) << Find(w.id)->status_body;
+  const auto s = Find(w.id).value();
+  ASSERT_TRUE(s.ports.contains("dashboard"));
+  EXPECT_NE(s.ports.at("dashboard"), s.port);
+
+  manager_.reset();
+  Apply({w});
+  const auto adopted = Find(w.id).value();
+  EXPECT_EQ(adopted.pid, s.pid);
+  EXPECT_EQ(adopted.ports, s.ports);
+}
+
+TEST_F(WorkloadManagerTest, APortOrFileNameThatIsNoPlaceholderFailsNamingIt) {
+  auto w = ShellCopy("acct/job/bad", "exec sleep 30");
+  w.files = {{"../escape", "x"}};
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->state, "failed");
+  EXPECT_EQ(Find(w.id)->message,
+            "workload acct/job/bad: file name '../escape' must be 1 or more of [a-z0-9_]");
+}
+
 TEST_F(WorkloadManagerTest, PidFilesAreNotTouchedBeforeTheFirstDesiredState) {
   auto w = ShellCopy("acct/ic-test/8", "exec sleep 30");
   Apply({w});
