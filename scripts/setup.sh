@@ -23,6 +23,8 @@ done
 # pip (as the development machines do) need nothing; a bare Debian gets them from apt.
 python3 -c 'import boto3' 2>/dev/null || missing+=(python3-boto3)
 command -v aws >/dev/null 2>&1 || missing+=(awscli)
+# The Ray stand-in (tests/integration/fake_ray.py) reads Serve configs, which are YAML.
+python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)
 # The dashboard (ui/) is bundled with Node.js at build time (Debian 12's nodejs 18 suffices; a
 # newer one installed some other way is used as is) and tested in Debian's Chromium, with a font
 # so that its screenshots show text.

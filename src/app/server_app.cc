@@ -144,6 +144,8 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
     spdlog::info("images that name no runtime are served by {} (simulated fleet)",
                  runtimes.default_runtime);
   }
+  server::queues::QueueOptions queue_options;
+  CARVE_ASSIGN_OR_RETURN(queue_options.ray, server::queues::ParseRayConfig(config_text));
 
   server::nodes::NodeRegistryOptions registry_options;
   registry_options.node_timeout = c.node_timeout;
@@ -159,7 +161,8 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
                                                                        *p->driver, options);
   CARVE_RETURN_IF_ERROR(p->sagemaker->Recover());
   // mGPU queues take whole nodes from the same claims, so no node serves both.
-  p->queues = std::make_unique<server::queues::QueueService>(*p->store, *p->registry, p->claims);
+  p->queues = std::make_unique<server::queues::QueueService>(*p->store, *p->registry, p->claims,
+                                                             std::move(queue_options));
   CARVE_RETURN_IF_ERROR(p->queues->Recover());
 
   RegisterServerMetrics(p->metrics, *p->sagemaker, *p->registry);

@@ -167,6 +167,22 @@ void PrintJob(const json& j) {
        {"Priority:", Str(j["priority"])},
        {"Gang:", j.value("gang", false) ? "yes" : "no"},
        {"Max retries:", Str(j["max_retries"])}});
+  std::vector<std::vector<std::string>> ray;
+  if (!j.value("head_address", "").empty())
+    ray.push_back({"Head address:", Str(j["head_address"])});
+  if (!j.value("dashboard_url", "").empty()) ray.push_back({"Dashboard:", Str(j["dashboard_url"])});
+  if (j.contains("serve")) {
+    const json& s = j["serve"];
+    ray.push_back(
+        {"Serve:", Str(s["status"]) +
+                       (s.value("message", "").empty() ? "" : " (" + Str(s["message"]) + ")")});
+    ray.push_back({"Ingress:", s.value("ingress", "").empty() ? "-" : Str(s["ingress"])});
+    for (const auto& a : s.value("applications", json::array())) {
+      ray.push_back({"Application:", fmt::format("{} at {}: {}", Str(a["name"]),
+                                                 Str(a["route_prefix"]), Str(a["status"]))});
+    }
+  }
+  if (!ray.empty()) PrintTable(ray);
   for (const auto& w : j.value("warnings", json::array()))
     std::cout << "Warning: " << Str(w) << "\n";
   if (j["tasks"].empty()) return;
@@ -300,6 +316,7 @@ struct JobFlags {
   int workers = 1;
   std::vector<std::string> groups;  // name:replicas[:core[:memory]]
   std::vector<std::string> env;     // KEY=VALUE
+  std::string serve_config;         // RayServe: a file with the Serve config
   int task = -1;
 };
 
@@ -340,6 +357,16 @@ int Submit(const JobFlags& f, const Context& ctx) {
     params += text.str();
   }
   if (!params.empty()) body["parameters"] = params;
+  if (!f.serve_config.empty()) {
+    std::ifstream in(f.serve_config);
+    if (!in) {
+      std::cerr << "carve job submit: --serve-config " << f.serve_config << ": cannot read\n";
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    body["serve_config"] = text.str();
+  }
   if (f.gang) body["gang"] = true;
   if (f.no_gang) body["gang"] = false;
   if (!f.entrypoint.empty()) body["entrypoint"] = f.entrypoint;
@@ -402,7 +429,8 @@ void RegisterJob(CLI::App& app, Context& ctx) {
   job->require_subcommand(1);
   auto f = std::make_shared<JobFlags>();
 
-  CLI::App* submit = job->add_subcommand("submit", "Submit a CustomJob, RayJob or RayCluster");
+  CLI::App* submit =
+      job->add_subcommand("submit", "Submit a CustomJob, RayJob, RayCluster or RayServe job");
   submit->add_option("--queue,-q", f->queue, "Queue name")->required();
   submit->add_option("--type", f->type, "CustomJob, RayJob, RayCluster or RayServe")
       ->capture_default_str();
@@ -422,8 +450,10 @@ void RegisterJob(CLI::App& app, Context& ctx) {
   submit->add_option("--entrypoint", f->entrypoint, "RayJob: the driver command");
   submit->add_option("--workers", f->workers, "RayJob: worker count")->capture_default_str();
   submit->add_option("--worker-group", f->groups,
-                     "RayCluster: NAME:REPLICAS[:CORE[:MEMORY_MIB]] (repeatable)");
+                     "RayCluster, RayServe: NAME:REPLICAS[:CORE[:MEMORY_MIB]] (repeatable)");
   submit->add_option("--env", f->env, "KEY=VALUE for every task (repeatable)");
+  submit->add_option("--serve-config", f->serve_config,
+                     "RayServe: a file with the Serve config (the YAML `serve deploy` takes)");
   AddConnFlags(submit, f->conn);
   submit->callback([f, &ctx] { ctx.exit_code = Submit(*f, ctx); });
 

@@ -10,10 +10,11 @@
 namespace carve::server::queues {
 namespace {
 
-// Node of the job's head when it has one, else the queue's first node.
+// Node of the job's head when it has one, else the queue's first node. The driver and the Serve
+// deployment run beside the head: Serve deploys through the head's local dashboard.
 std::string NodeForGpulessTask(const JobRecord& job, const TaskRecord& task,
                                const std::string& first_node) {
-  if (task.role == "driver") {
+  if (task.role == "driver" || task.role == "serve") {
     for (const auto& t : job.tasks) {
       if (t.role == "head") return t.node;  // "" while the head waits: the driver waits too.
     }

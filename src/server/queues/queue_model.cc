@@ -70,6 +70,7 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
   t.log_dir = j.value("log_dir", "");
   t.rescheduled = j.value("rescheduled", "");
   t.address = j.value("address", "");
+  t.ports = j.value("ports", std::map<std::string, int>{});
   return t;
 }
 
@@ -139,33 +140,52 @@ json ToJson(const TaskRecord& t) {
   }
   j["gpus"] = t.gpus;
   if (!t.address.empty()) j["address"] = t.address;
+  if (!t.ports.empty()) j["ports"] = t.ports;
   return j;
+}
+
+json ToJson(const ServeStatus& s) {
+  json apps = json::array();
+  for (const auto& a : s.applications) {
+    apps.push_back({{"name", a.name},
+                    {"status", a.status},
+                    {"route_prefix", a.route_prefix},
+                    {"message", a.message}});
+  }
+  return json{
+      {"status", s.status}, {"message", s.message}, {"ingress", s.ingress}, {"applications", apps}};
 }
 
 json ToJson(const JobRecord& j) {
   json tasks = json::array();
   for (const auto& t : j.tasks) tasks.push_back(ToJson(t));
-  return json{{"account", j.account},
-              {"queue", j.queue},
-              {"id", j.id},
-              {"name", j.name},
-              {"type", JobTypeName(j.type)},
-              {"state", JobStateName(j.state)},
-              {"reason", j.reason},
-              {"priority", j.priority},
-              {"gang", j.gang},
-              {"seq", j.seq},
-              {"max_retries", j.max_retries},
-              {"command", j.command},
-              {"entrypoint", j.entrypoint},
-              {"parameters", j.parameters},
-              {"environment", j.environment},
-              {"warnings", j.warnings},
-              {"head_address", j.head_address},
-              {"submitted_ms", j.submitted_ms},
-              {"started_ms", j.started_ms},
-              {"finished_ms", j.finished_ms},
-              {"tasks", tasks}};
+  json out{{"account", j.account},
+           {"queue", j.queue},
+           {"id", j.id},
+           {"name", j.name},
+           {"type", JobTypeName(j.type)},
+           {"state", JobStateName(j.state)},
+           {"reason", j.reason},
+           {"priority", j.priority},
+           {"gang", j.gang},
+           {"seq", j.seq},
+           {"max_retries", j.max_retries},
+           {"command", j.command},
+           {"entrypoint", j.entrypoint},
+           {"parameters", j.parameters},
+           {"environment", j.environment},
+           {"warnings", j.warnings},
+           {"head_address", j.head_address},
+           {"submitted_ms", j.submitted_ms},
+           {"started_ms", j.started_ms},
+           {"finished_ms", j.finished_ms},
+           {"tasks", tasks}};
+  if (!j.dashboard_url.empty()) out["dashboard_url"] = j.dashboard_url;
+  if (j.type == JobType::kRayServe) {
+    out["serve_config"] = j.serve_config;
+    out["serve"] = ToJson(j.serve);
+  }
+  return out;
 }
 
 Result<QueueRecord> QueueFromJson(const json& j) {
@@ -212,6 +232,18 @@ Result<JobRecord> JobFromJson(const json& j) {
     r.environment = j.value("environment", std::map<std::string, std::string>{});
     r.warnings = j.value("warnings", std::vector<std::string>{});
     r.head_address = j.value("head_address", "");
+    r.dashboard_url = j.value("dashboard_url", "");
+    r.serve_config = j.value("serve_config", "");
+    if (j.contains("serve")) {
+      const json& s = j.at("serve");
+      r.serve.status = s.value("status", "");
+      r.serve.message = s.value("message", "");
+      r.serve.ingress = s.value("ingress", "");
+      for (const auto& a : s.value("applications", json::array())) {
+        r.serve.applications.push_back({a.value("name", ""), a.value("status", ""),
+                                        a.value("route_prefix", ""), a.value("message", "")});
+      }
+    }
     r.submitted_ms = j.value("submitted_ms", int64_t{0});
     r.started_ms = j.value("started_ms", int64_t{0});
     r.finished_ms = j.value("finished_ms", int64_t{0});

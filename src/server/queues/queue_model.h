@@ -69,7 +69,7 @@ bool IsTerminal(TaskState s);
 
 struct TaskRecord {
   int index = 0;      // Within the job, stable.
-  std::string role;   // "task", "head", "worker", "driver".
+  std::string role;   // "task", "head", "worker", "driver", "serve".
   std::string group;  // Ray worker group name; "" otherwise.
   int group_index = 0;
   TaskState state = TaskState::kPending;
@@ -87,8 +87,31 @@ struct TaskRecord {
   std::string message;
   std::string log_dir;
   std::string address;  // Ray head: "host:port".
+  std::map<std::string, int> ports;  // Ray head: its named ports ("dashboard", "serve").
   // Why the task was last placed again after its node stopped reporting; "" if never.
   std::string rescheduled;
+};
+
+// A RayServe job's application, as the head's Serve REST API reports it
+// (GET /api/serve/applications/).
+struct ServeApplication {
+  std::string name;
+  std::string status;  // Ray's: NOT_STARTED, DEPLOYING, DEPLOY_FAILED, RUNNING, UNHEALTHY, ...
+  std::string route_prefix;
+  std::string message;
+  friend bool operator==(const ServeApplication&, const ServeApplication&) = default;
+};
+
+// What carve knows of a RayServe job's Serve deployment.
+//   status: WAITING_FOR_CLUSTER (no head yet), DEPLOYING (the Serve command runs, or Ray
+//   deploys), RUNNING (every application runs), DEPLOY_FAILED, UNHEALTHY (any application is),
+//   UNKNOWN (the head's dashboard did not answer, message says why).
+struct ServeStatus {
+  std::string status;
+  std::string message;
+  std::string ingress;  // "http://host:port" of the Serve HTTP proxy, once the head has its port
+  std::vector<ServeApplication> applications;
+  friend bool operator==(const ServeStatus&, const ServeStatus&) = default;
 };
 
 struct JobRecord {
@@ -109,6 +132,9 @@ struct JobRecord {
   std::map<std::string, std::string> environment;
   std::vector<std::string> warnings;
   std::string head_address;  // Ray: the head's address once it reports one.
+  std::string dashboard_url;  // Ray: http://host:port of the head's dashboard, likewise.
+  std::string serve_config;   // RayServe: the Serve config as submitted (YAML or JSON text).
+  ServeStatus serve;          // RayServe.
   int64_t submitted_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
@@ -120,6 +146,7 @@ struct JobRecord {
 nlohmann::json ToJson(const QueueRecord& q);
 nlohmann::json ToJson(const JobRecord& j);
 nlohmann::json ToJson(const TaskRecord& t);
+nlohmann::json ToJson(const ServeStatus& s);
 // InvalidArgument naming the field when a stored body does not parse.
 Result<QueueRecord> QueueFromJson(const nlohmann::json& j);
 Result<JobRecord> JobFromJson(const nlohmann::json& j);

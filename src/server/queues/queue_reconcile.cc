@@ -9,6 +9,7 @@
 #include <set>
 
 #include "server/queues/queue_service.h"
+#include "server/queues/serve_config.h"
 
 namespace carve::server::queues {
 namespace {
@@ -38,6 +39,14 @@ bool ApplyStatus(TaskRecord& t, const protocol::WorkloadStatus& st) {
   return changed;
 }
 
+// Whether the agent's last read of a RayServe head's status_url got an answer.
+bool DashboardAnswered(const std::optional<protocol::WorkloadStatus>& head) {
+  return head && !head->status_body.empty() && !head->status_body.starts_with("error: ");
+}
+
+// Tries of the Serve command before a RayServe job fails.
+constexpr int kServeDeployRetries = 10;
+
 std::string FailureOf(const TaskRecord& t, int max_retries) {
   std::string codes =
       t.exit_codes.empty() ? "none" : fmt::format("{}", fmt::join(t.exit_codes, ","));
@@ -45,6 +54,22 @@ std::string FailureOf(const TaskRecord& t, int max_retries) {
                      t.index, t.role, codes, t.restarts, t.restarts == 1 ? "" : "s",
                      max_retries < 0 ? std::string("unlimited") : std::to_string(max_retries),
                      t.message.empty() ? "" : ": ", t.message);
+}
+
+// Back to Pending: its card is freed and the next placement is a new attempt (a new workload id),
+// so the agent stops the old process.
+void Requeue(QueueCards& cards, const JobRecord& job, TaskRecord& t, std::string why) {
+  t.rescheduled = std::move(why);
+  spdlog::warn("queues: job {} task {} ({}): {}", job.id, t.index, t.role, t.rescheduled);
+  if (t.allocation) cards.Release(t.allocation->id);
+  t.allocation.reset();
+  t.state = TaskState::kPending;
+  t.node.clear();
+  t.gpus.clear();
+  t.agent_state.clear();
+  t.message.clear();
+  t.address.clear();
+  t.ports.clear();
 }
 
 }  // namespace
@@ -66,42 +91,108 @@ bool QueueService::RescheduleLost(QueueState& q, JobRecord& job) {
   for (const auto& t : job.tasks) {
     if (t.role == "head" && lost(t)) head_node = t.node;
   }
-  const bool cluster_lost = !head_node.empty() && job.type != JobType::kCustomJob;
   bool changed = false;
   for (auto& t : job.tasks) {
-    if (!active(t) || (!lost(t) && !cluster_lost)) continue;
-    t.rescheduled =
-        lost(t) ? fmt::format("node {} stopped reporting; rescheduled", t.node)
-                : fmt::format("its Ray head's node {} stopped reporting; rescheduled", head_node);
-    spdlog::warn("queues: job {} task {} ({}): {}", job.id, t.index, t.role, t.rescheduled);
-    if (t.allocation) q.cards->Release(t.allocation->id);
-    t.allocation.reset();
-    t.state = TaskState::kPending;
-    t.node.clear();
-    t.gpus.clear();
-    t.agent_state.clear();
-    t.message.clear();
-    t.address.clear();
+    if (!lost(t)) continue;
+    Requeue(*q.cards, job, t, fmt::format("node {} stopped reporting; rescheduled", t.node));
     changed = true;
   }
-  if (cluster_lost) job.head_address.clear();
+  if (!head_node.empty() && job.type != JobType::kCustomJob) {
+    RestartCluster(q, job,
+                   fmt::format("its Ray head's node {} stopped reporting; rescheduled", head_node));
+    changed = true;
+  }
   return changed;
 }
 
-bool QueueService::ObserveAgent(QueueState& /*q*/, JobRecord& job) {
+void QueueService::RestartCluster(QueueState& q, JobRecord& job, const std::string& why) {
+  if (!q.cards) return;
+  for (auto& t : job.tasks) {
+    if (t.role == "head") continue;
+    // A deployed Serve config (a finished serve task) is deployed again on the new cluster.
+    const bool redeploy = t.role == "serve" && t.state == TaskState::kSucceeded;
+    if (t.state == TaskState::kPlaced || t.state == TaskState::kRunning || redeploy) {
+      Requeue(*q.cards, job, t, why);
+    }
+  }
+  job.head_address.clear();
+  job.dashboard_url.clear();
+  if (job.type == JobType::kRayServe) job.serve = {"WAITING_FOR_CLUSTER", why, "", {}};
+}
+
+bool QueueService::ObserveAgent(QueueState& q, JobRecord& job) {
   bool changed = false;
+  std::optional<protocol::WorkloadStatus> head_status;
   for (auto& t : job.tasks) {
     if (t.state != TaskState::kPlaced && t.state != TaskState::kRunning) continue;
     auto st = registry_.Workload(t.workload_id);
     if (!st) continue;
+    const int restarts_before = t.restarts;
     changed = ApplyStatus(t, *st) || changed;
-    if (t.role == "head" && job.head_address.empty() && !t.address.empty() &&
-        t.state == TaskState::kRunning) {
+    if (t.role != "head") continue;
+    head_status = st;
+    if (t.ports != st->ports) {
+      t.ports = st->ports;
+      changed = true;
+    }
+    // The agent restarted the head's process: the workers lost their cluster's state with it.
+    if (st->restarts > restarts_before && !job.head_address.empty()) {
+      RestartCluster(q, job,
+                     fmt::format("its Ray head restarted ({} restart{}); rejoining", st->restarts,
+                                 st->restarts == 1 ? "" : "s"));
+      changed = true;
+    }
+    if (job.head_address.empty() && !t.address.empty() && t.state == TaskState::kRunning &&
+        st->state == "running") {
       job.head_address = t.address;
+      const std::string host = t.address.substr(0, t.address.rfind(':'));
+      if (auto it = t.ports.find("dashboard"); it != t.ports.end()) {
+        job.dashboard_url = fmt::format("http://{}:{}", host, it->second);
+      }
       changed = true;
     }
   }
+  if (job.type == JobType::kRayServe) changed = ObserveServe(job, head_status) || changed;
   return changed;
+}
+
+bool QueueService::ObserveServe(JobRecord& job,
+                                const std::optional<protocol::WorkloadStatus>& head) {
+  ServeStatus next = job.serve;
+  const TaskRecord* serve = nullptr;
+  for (const auto& t : job.tasks) {
+    if (t.role == "serve") serve = &t;
+  }
+  if (job.head_address.empty() || serve == nullptr) {
+    if (next.status.empty()) next.status = "WAITING_FOR_CLUSTER";
+  } else if (serve->state == TaskState::kPending ||
+             (serve->state == TaskState::kPlaced && !DashboardAnswered(head))) {
+    const std::string why = head && head->status_body.starts_with("error: ")
+                                ? " (" + head->status_body.substr(7) + ")"
+                                : "";
+    next = {"DEPLOYING", "waiting for the head's dashboard to answer" + why, "", {}};
+  } else if (serve->state != TaskState::kSucceeded) {
+    next = {"DEPLOYING",
+            serve->message.empty() ? "the Serve config is being deployed" : serve->message,
+            "",
+            {}};
+  } else if (head && !head->status_body.empty()) {
+    next = ServeStatusFromBody(head->status_body);
+  } else {
+    next = {"DEPLOYING", "deployed; waiting for the head's Serve API to answer", "", {}};
+  }
+  if (!job.head_address.empty()) {
+    for (const auto& t : job.tasks) {
+      auto it = t.ports.find("serve");
+      if (t.role == "head" && it != t.ports.end()) {
+        next.ingress = fmt::format(
+            "http://{}:{}", job.head_address.substr(0, job.head_address.rfind(':')), it->second);
+      }
+    }
+  }
+  if (next == job.serve) return false;
+  job.serve = std::move(next);
+  return true;
 }
 
 bool QueueService::AdvanceJob(QueueState& q, JobRecord& job) {
@@ -135,6 +226,9 @@ bool QueueService::AdvanceJob(QueueState& q, JobRecord& job) {
   }
   if (IsTerminal(job.state)) {
     job.finished_ms = clock_.UnixMillis();
+    if (job.type == JobType::kRayServe) {
+      job.serve = {"STOPPED", "the job ended: " + job.reason, "", {}};
+    }
     for (auto& t : job.tasks) {
       if (IsTerminal(t.state)) continue;
       // Ray processes are stopped because their job ended; unfinished custom tasks are cancelled.
@@ -253,8 +347,10 @@ void QueueService::Publish() {
 std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState& q,
                                                                const JobRecord& job,
                                                                const TaskRecord& t) const {
-  const bool needs_head = t.role == "worker" || t.role == "driver";
+  const bool needs_head = t.role == "worker" || t.role == "driver" || t.role == "serve";
   if (needs_head && job.head_address.empty()) return std::nullopt;  // Waits for the head.
+  const RayRuntime& ray = options_.ray;
+  const bool ray_process = t.role != "task";
   protocol::WorkloadDesired w;
   w.id = t.workload_id;
   w.kind = "task";
@@ -262,9 +358,50 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   w.index = t.index;
   std::vector<std::string> command;
   if (t.role == "task") command = job.command;
-  if (t.role == "head") command = options_.ray_head_command;
-  if (t.role == "worker") command = options_.ray_worker_command;
-  if (t.role == "driver") command = options_.ray_driver_command;
+  if (t.role == "head") command = ray.head_command;
+  if (t.role == "worker") command = ray.worker_command;
+  if (t.role == "driver") command = ray.driver_command;
+  if (t.role == "head") {
+    w.ports = {"dashboard"};
+    const bool uses_serve_port = std::any_of(command.begin(), command.end(), [](const auto& a) {
+      return a.find("{port_serve}") != std::string::npos;
+    });
+    if (job.type == JobType::kRayServe || uses_serve_port) w.ports.push_back("serve");
+    if (job.type == JobType::kRayServe) {
+      w.status_url = "http://127.0.0.1:{port_dashboard}/api/serve/applications/";
+    }
+  }
+  if (t.role == "serve") {
+    // The config goes to the node as a file, with the ingress port the head was given.
+    const TaskRecord* head = nullptr;
+    for (const auto& other : job.tasks) {
+      if (other.role == "head") head = &other;
+    }
+    if (head == nullptr || !head->ports.contains("serve") || job.dashboard_url.empty()) {
+      return std::nullopt;
+    }
+    // Ray's dashboard starts seconds after the head's process; deploying waits until the agent
+    // has read the head's Serve API once, rather than failing and backing off meanwhile. Once
+    // the agent runs it, it stays published whatever the dashboard answers later.
+    if (t.agent_state.empty() && !DashboardAnswered(registry_.Workload(head->workload_id))) {
+      return std::nullopt;
+    }
+    Result<std::string> config = RenderServeConfig(job.serve_config, head->ports.at("serve"));
+    if (!config) {
+      spdlog::warn("queues: job {}: {}", job.id, config.error().message);
+      return std::nullopt;
+    }
+    w.files["serve_config"] = std::move(*config);
+    command = ray.serve_command;
+    for (auto& arg : command) {
+      for (size_t at = arg.find("{serve_config}"); at != std::string::npos;
+           at = arg.find("{serve_config}", at)) {
+        arg.replace(at, 14, "{file_serve_config}");
+      }
+    }
+  }
+  if (ray_process) w.image = ray.ImageFor(job.queue);
+  if (!job.dashboard_url.empty()) w.values["dashboard_url"] = job.dashboard_url;
   // A user's argument with braces ("awk '{print}'") goes through a value, so that the agent's
   // single-pass template expansion leaves it exactly as written.
   for (size_t i = 0; i < command.size(); ++i) {
@@ -278,7 +415,8 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   w.values["num_gpus"] = std::to_string(cards);
   if (!job.head_address.empty()) w.values["head_address"] = job.head_address;
   if (t.role == "driver") w.values["entrypoint"] = job.entrypoint;
-  w.environment = job.environment;
+  if (ray_process) w.environment = ray.environment;
+  for (const auto& [k, v] : job.environment) w.environment[k] = v;
   int role_count = 0;
   for (const auto& other : job.tasks) role_count += other.role == t.role ? 1 : 0;
   w.environment["CARVE_QUEUE"] = job.queue;
@@ -300,6 +438,16 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   }
   w.restart = job.max_retries == 0 ? "never" : "on-failure";
   w.max_retries = job.max_retries;
+  if (t.role == "head" || t.role == "worker") {
+    // Ray's own processes are the cluster, not the user's work: they come back until the job
+    // ends (a RayJob's driver ends it; a cluster runs until cancelled).
+    w.restart = "on-failure";
+    w.max_retries = -1;
+  } else if (t.role == "serve") {
+    // The dashboard answers some seconds after the head starts; deploying is retried.
+    w.restart = "on-failure";
+    w.max_retries = std::max(job.max_retries, kServeDeployRetries);
+  }
   w.health_check = false;
   return w;
 }

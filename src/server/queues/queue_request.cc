@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/mgpu_params.h"
+#include "server/queues/serve_config.h"
 
 namespace carve::server::queues {
 namespace {
@@ -193,6 +196,16 @@ Result<QueueRecord> ApplyQueueUpdate(const QueueRecord& queue, const json& body)
 
 Result<JobSubmission> ParseJobSubmission(const json& body) {
   if (!body.is_object()) return InvalidArgument("request body: must be a JSON object");
+  static constexpr std::string_view kKeys[] = {
+      "type",     "name",          "command",     "task_count",  "parameters",
+      "priority", "gang",          "max_retries", "environment", "entrypoint",
+      "workers",  "worker_groups", "head",        "serve_config"};
+  for (const auto& [key, value] : body.items()) {
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      return InvalidArgument(fmt::format("{}: not a field of a job submission; the fields are {}",
+                                         key, fmt::join(kKeys, ", ")));
+    }
+  }
   JobSubmission s;
   CARVE_ASSIGN_OR_RETURN(auto type, OptString(body, "type"));
   if (type) {
@@ -249,6 +262,22 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
   if (body.contains("head")) {
     CARVE_ASSIGN_OR_RETURN(s.head, ParseGroup(body.at("head"), "head"));
   }
+  if (body.contains("serve_config")) {
+    const json& c = body.at("serve_config");
+    if (c.is_object()) {
+      s.serve_config = c.dump();
+    } else if (c.is_string()) {
+      s.serve_config = c.get<std::string>();
+    } else {
+      return InvalidArgument("serve_config=" + Shown(c) +
+                             ": must be the Serve config as YAML text or a JSON object");
+    }
+    if (s.type != JobType::kRayServe) {
+      return InvalidArgument(fmt::format("serve_config: only a RayServe job deploys one, not a {}",
+                                         JobTypeName(s.type)));
+    }
+    CARVE_RETURN_IF_ERROR(ValidateServeConfig(s.serve_config));
+  }
 
   switch (s.type) {
     case JobType::kCustomJob:
@@ -259,6 +288,10 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
       break;
     case JobType::kRayCluster:
     case JobType::kRayServe:
+      if (s.type == JobType::kRayServe && s.serve_config.empty()) {
+        return InvalidArgument(
+            "serve_config: required for a RayServe job (the config `serve deploy` takes)");
+      }
       if (s.worker_groups.empty()) {
         return InvalidArgument(fmt::format("worker_groups: a {} needs at least one worker group",
                                            JobTypeName(s.type)));
@@ -333,6 +366,10 @@ PlannedJob PlanTasks(const JobSubmission& job, const QueueRecord& queue) {
       }
     }
     if (job.type == JobType::kRayJob) out.tasks.push_back(MakeTask("driver", std::nullopt));
+    if (job.type == JobType::kRayServe) {
+      (void)ValidateServeConfig(job.serve_config, &out.warnings);
+      out.tasks.push_back(MakeTask("serve", std::nullopt));
+    }
   }
   if (static_cast<int>(out.tasks.size()) > kMaxTasksPerJob + 2) {
     return fail(fmt::format("the job has {} processes; at most {} per job", out.tasks.size(),

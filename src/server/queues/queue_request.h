@@ -63,6 +63,7 @@ struct JobSubmission {
   int workers = 1;                          // RayJob: worker count.
   std::vector<GroupRequest> worker_groups;  // RayCluster/RayServe (RayJob: optional).
   std::optional<GroupRequest> head;         // Head share through the API.
+  std::string serve_config;                 // RayServe: what `serve deploy` takes, as text.
 };
 
 inline constexpr int kMaxTasksPerJob = 1024;
@@ -71,7 +72,8 @@ inline constexpr int kMaxRetries = 100;
 // Body: {"type": "CustomJob"|"RayJob"|"RayCluster"|"RayServe", "name", "command" (string or
 // argv), "task_count", "parameters", "priority", "gang", "max_retries", "environment",
 // "entrypoint", "workers", "worker_groups": [{"name","replicas","core","memory_mib"}],
-// "head": {"core","memory_mib"}}.
+// "head": {"core","memory_mib"}, "serve_config" (RayServe: YAML text or a JSON object)}.
+// Any other key is refused, naming the ones accepted.
 Result<JobSubmission> ParseJobSubmission(const nlohmann::json& body);
 
 struct PlannedJob {
@@ -84,7 +86,8 @@ struct PlannedJob {
 //   mGPU queue, no GPU parameters   -> a full card (core=100) per task / worker;
 //   non-mGPU queue                  -> whole cards only; a fractional share is a failure;
 //   Ray head                        -> no GPU unless serverless.ray.head.* or "head" sets one;
-//   RayJob                          -> head, workers, then the driver (entrypoint, no GPU).
+//   RayJob                          -> head, workers, then the driver (entrypoint, no GPU);
+//   RayServe                        -> head, workers, then the Serve deployment (no GPU).
 PlannedJob PlanTasks(const JobSubmission& job, const QueueRecord& queue);
 
 }  // namespace carve::server::queues

@@ -115,6 +115,56 @@ TEST(ParseJobSubmission, RejectsARayClusterWithoutWorkerGroups) {
   EXPECT_NE(r.error().message.find("worker_groups"), std::string::npos);
 }
 
+TEST(ParseJobSubmission, RefusesAFieldItDoesNotImplementNamingTheOnesItDoes) {
+  auto r = ParseJobSubmission(json::parse(R"({"command":"true","runtime_env":{"pip":["x"]}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("runtime_env: not a field of a job submission; the fields are "
+                                   "type, name, command"),
+            std::string::npos)
+      << r.error().message;
+}
+
+TEST(ParseJobSubmission, ARayServeJobCarriesAServeConfigAsYamlOrJson) {
+  auto yaml = ParseJobSubmission(json::parse(R"({"type":"RayServe",
+      "worker_groups":[{"replicas":1}],
+      "serve_config":"applications:\n  - import_path: echo:app\n"})"));
+  ASSERT_TRUE(yaml.has_value()) << yaml.error().message;
+  EXPECT_EQ(yaml->serve_config, "applications:\n  - import_path: echo:app\n");
+  auto object = ParseJobSubmission(json::parse(R"({"type":"RayServe",
+      "worker_groups":[{"replicas":1}],
+      "serve_config":{"applications":[{"import_path":"echo:app"}]}})"));
+  ASSERT_TRUE(object.has_value()) << object.error().message;
+  EXPECT_NE(object->serve_config.find("echo:app"), std::string::npos);
+  PlannedJob plan = PlanTasks(*object, Queue(true));
+  ASSERT_TRUE(plan.failure.empty()) << plan.failure;
+  ASSERT_EQ(plan.tasks.size(), 3u);
+  EXPECT_EQ(plan.tasks[2].role, "serve");
+  EXPECT_FALSE(plan.tasks[2].share.has_value()) << "Serve deploys from the head's node, no GPU";
+}
+
+TEST(ParseJobSubmission, RefusesAServeConfigWhereItCannotBeDeployed) {
+  auto missing = ParseJobSubmission(json::parse(R"({"type":"RayServe",
+      "worker_groups":[{"replicas":1}]})"));
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().message,
+            "serve_config: required for a RayServe job (the config `serve deploy` takes)");
+  auto cluster = ParseJobSubmission(json::parse(R"({"type":"RayCluster",
+      "worker_groups":[{"replicas":1}], "serve_config":"applications: []"})"));
+  ASSERT_FALSE(cluster.has_value());
+  EXPECT_EQ(cluster.error().message,
+            "serve_config: only a RayServe job deploys one, not a RayCluster");
+  auto bad = ParseJobSubmission(json::parse(R"({"type":"RayServe",
+      "worker_groups":[{"replicas":1}], "serve_config":"applications: [{name: a}]"})"));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("serve_config.applications[0].import_path"),
+            std::string::npos);
+  auto number = ParseJobSubmission(json::parse(R"({"type":"RayServe",
+      "worker_groups":[{"replicas":1}], "serve_config":7})"));
+  ASSERT_FALSE(number.has_value());
+  EXPECT_EQ(number.error().message,
+            "serve_config=7: must be the Serve config as YAML text or a JSON object");
+}
+
 TEST(PlanTasks, GivesEachTaskTheSeedShareOfCore30AndMemory1000) {
   auto p = PlanTasks(Custom("emr.serverless.mgpu.core=30;\nemr.serverless.mgpu.memory=1000;\n"
                             "serverless.custom.job.task.gpus=1;",

@@ -265,6 +265,8 @@ Result<JobRecord> QueueService::SubmitJob(const std::string& account, const std:
   job.entrypoint = sub.entrypoint;
   job.parameters = sub.parameters;
   job.environment = sub.environment;
+  job.serve_config = sub.serve_config;
+  if (job.type == JobType::kRayServe) job.serve.status = "WAITING_FOR_CLUSTER";
   job.submitted_ms = clock_.UnixMillis();
   PlannedJob plan = PlanTasks(sub, q->record);
   job.warnings = plan.warnings;
@@ -356,6 +358,9 @@ Result<JobRecord> QueueService::CancelJob(const std::string& account, const std:
   job.state = JobState::kCancelled;
   job.reason = "cancelled by the user";
   job.finished_ms = clock_.UnixMillis();
+  if (job.type == JobType::kRayServe) {
+    job.serve = {"STOPPED", "cancelled: the cluster stops, and its applications with it", "", {}};
+  }
   std::vector<core::AllocationId> to_free;
   for (auto& t : job.tasks) {
     if (!IsTerminal(t.state)) t.state = TaskState::kCancelled;

@@ -11,6 +11,10 @@
 // later job never overtakes it. Gang jobs place all their tasks or none.
 // A RayJob runs its head first; its workers and driver are published once the head reports an
 // address, and the job ends with the driver (entrypoint). RayCluster/RayServe run until cancelled.
+// A RayServe job then deploys its Serve config with the Serve command, beside the head, and reads
+// the applications' status from the head's dashboard through the agent. When the head restarts
+// (its process, or on another node after its node was lost) carve restarts the cluster: every
+// other Ray process is replaced and the Serve config deployed again.
 //
 // Durability: queues and jobs (with every task's placement and stable workload id) are Store
 // records; Recover() rebuilds the placement state from them and re-claims the queues' nodes, so a
@@ -43,6 +47,7 @@
 #include "server/queues/queue_cards.h"
 #include "server/queues/queue_model.h"
 #include "server/queues/queue_request.h"
+#include "server/queues/ray_runtime.h"
 #include "server/reconciler_loop.h"
 #include "store/store.h"
 
@@ -52,13 +57,8 @@ struct QueueOptions {
   // Card memory no share may take (driver, context, enforcement overhead), per card.
   int64_t memory_reserve_mib = 512;
   Enforcement default_enforcement = Enforcement::kInterposer;
-  // Ray process templates. Placeholders: {port} (the agent's), {head_address}, {num_gpus}.
-  std::vector<std::string> ray_head_command = {
-      "ray", "start", "--head", "--port={port}", "--num-gpus={num_gpus}", "--block"};
-  std::vector<std::string> ray_worker_command = {"ray", "start", "--address={head_address}",
-                                                 "--num-gpus={num_gpus}", "--block"};
-  // The RayJob driver; {entrypoint} is the job's entrypoint, RAY_ADDRESS is set.
-  std::vector<std::string> ray_driver_command = {"/bin/sh", "-c", "{entrypoint}"};
+  // How Ray processes start (ray_runtime.h); the server's --config `ray:` section.
+  RayRuntime ray;
   std::chrono::milliseconds reconcile_interval{500};
   const Clock* clock = nullptr;  // nullptr: SystemClock.
   // Input limits (docs/api.md): queues one account may hold, and jobs not yet finished that one
@@ -143,7 +143,11 @@ class QueueService {
   // Reconcile steps (mu_ held).
   // Sends the job's tasks on nodes that stopped reporting back to Pending; true when any moved.
   static bool RescheduleLost(QueueState& q, JobRecord& job);
+  // Sends every Ray process but the head back to Pending (a new attempt), with `why`.
+  static void RestartCluster(QueueState& q, JobRecord& job, const std::string& why);
   bool ObserveAgent(QueueState& q, JobRecord& job);
+  // A RayServe job's Serve status from its serve task and the head's report (`head`).
+  static bool ObserveServe(JobRecord& job, const std::optional<protocol::WorkloadStatus>& head);
   bool AdvanceJob(QueueState& q, JobRecord& job);
   void Schedule(QueueState& q, std::vector<std::string>& changed);
   void Publish();

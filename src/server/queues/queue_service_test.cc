@@ -63,8 +63,8 @@ class QueueServiceTest : public ::testing::Test {
   QueueOptions Options() {
     QueueOptions o;
     o.clock = &clock_;
-    o.ray_head_command = {"fake-ray", "head", "--port={port}", "--num-gpus={num_gpus}"};
-    o.ray_worker_command = {"fake-ray", "worker", "--address={head_address}",
+    o.ray.head_command = {"fake-ray", "head", "--port={port}", "--num-gpus={num_gpus}"};
+    o.ray.worker_command = {"fake-ray", "worker", "--address={head_address}",
                             "--num-gpus={num_gpus}"};
     return o;
   }
@@ -533,6 +533,140 @@ TEST_F(QueueServiceTest, ALostRayHeadRestartsItsWholeCluster) {
   for (const auto& w : Desired(other)) {
     EXPECT_EQ(w.id, job.tasks[0].workload_id) << "workers wait for the new head's address";
   }
+}
+
+// What the agent of a running Ray head reports: its address, named ports and the Serve API body.
+protocol::WorkloadStatus HeadReport(const std::string& id, int restarts = 0,
+                                    std::string body = R"({"applications": {}})") {
+  protocol::WorkloadStatus s = Reported(id, "running", "10.0.0.5:6379");
+  s.ports = {{"dashboard", 8265}, {"serve", 8000}};
+  s.restarts = restarts;
+  s.status_body = std::move(body);
+  return s;
+}
+
+JobSubmission ServeJob() {
+  JobSubmission s;
+  s.type = JobType::kRayServe;
+  s.worker_groups = {GroupRequest{"gpu", 1, 30, 4096}};
+  s.serve_config =
+      "applications:\n  - name: echo\n    route_prefix: /echo\n    import_path: e:app\n";
+  return s;
+}
+
+TEST_F(QueueServiceTest, ARayServeJobDeploysItsConfigOnceTheHeadHasItsPortsAndReportsTheApp) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  auto job = service_->SubmitJob(kAccount, "q1", ServeJob());
+  ASSERT_TRUE(job.has_value()) << job.error().message;
+  EXPECT_EQ(job->serve.status, "WAITING_FOR_CLUSTER");
+  ASSERT_EQ(job->tasks.back().role, "serve");
+  service_->ReconcileOnce();
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 1u);
+  EXPECT_EQ(desired[0].ports, (std::vector<std::string>{"dashboard", "serve"}));
+  EXPECT_EQ(desired[0].status_url, "http://127.0.0.1:{port_dashboard}/api/serve/applications/");
+  EXPECT_EQ(desired[0].restart, "on-failure");
+  EXPECT_EQ(desired[0].max_retries, -1) << "a head comes back until the job ends";
+
+  // The head runs, but its dashboard does not answer yet: Serve waits rather than fail.
+  Report("big", {HeadReport(desired[0].id, 0, "error: GET http://127.0.0.1:8265/: Connection")});
+  service_->ReconcileOnce();
+  JobRecord j = Get("q1", job->id);
+  EXPECT_EQ(Desired("big").size(), 2u) << "head and worker; not the Serve deployment yet";
+  EXPECT_EQ(j.serve.status, "DEPLOYING");
+  EXPECT_EQ(j.serve.message,
+            "waiting for the head's dashboard to answer (GET http://127.0.0.1:8265/: Connection)");
+
+  Report("big", {HeadReport(desired[0].id)});
+  service_->ReconcileOnce();
+  j = Get("q1", job->id);
+  EXPECT_EQ(j.dashboard_url, "http://10.0.0.5:8265");
+  EXPECT_EQ(j.serve.ingress, "http://10.0.0.5:8000");
+  desired = Desired("big");
+  ASSERT_EQ(desired.size(), 3u);  // head, worker, serve
+  const protocol::WorkloadDesired& serve = desired[2];
+  EXPECT_EQ(serve.command, (std::vector<std::string>{"serve", "deploy", "{file_serve_config}",
+                                                     "--address={dashboard_url}"}));
+  EXPECT_EQ(serve.values.at("dashboard_url"), "http://10.0.0.5:8265");
+  EXPECT_NE(serve.files.at("serve_config").find("port: 8000"), std::string::npos)
+      << serve.files.at("serve_config");
+  EXPECT_TRUE(serve.device.gpus.empty());
+  EXPECT_EQ(j.serve.status, "DEPLOYING");
+
+  Report("big", {HeadReport(desired[0].id, 0,
+                            R"({"applications": {"echo": {"status": "RUNNING",
+                                "route_prefix": "/echo", "message": ""}}})"),
+                 Reported(desired[1].id, "running"), Reported(serve.id, "succeeded")});
+  service_->ReconcileOnce();
+  j = Get("q1", job->id);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.serve.status, "RUNNING");
+  ASSERT_EQ(j.serve.applications.size(), 1u);
+  EXPECT_EQ(j.serve.applications[0].route_prefix, "/echo");
+  auto stored = store_.Get({kAccount, "Job", "q1/" + j.id});
+  ASSERT_TRUE(stored.has_value());
+  auto back = JobFromJson(nlohmann::json::parse(stored->body));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->serve, j.serve);
+  EXPECT_EQ(back->tasks[0].ports,
+            (std::map<std::string, int>{{"dashboard", 8265}, {"serve", 8000}}));
+
+  auto cancelled = service_->CancelJob(kAccount, "q1", j.id);
+  ASSERT_TRUE(cancelled.has_value());
+  EXPECT_EQ(cancelled->serve.status, "STOPPED");
+  EXPECT_TRUE(Desired("big").empty());
+}
+
+TEST_F(QueueServiceTest, AHeadThatRestartsRestartsItsClusterAndRedeploysServe) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  auto job = service_->SubmitJob(kAccount, "q1", ServeJob());
+  ASSERT_TRUE(job.has_value());
+  service_->ReconcileOnce();
+  const std::string head_id = Desired("big")[0].id;
+  Report("big", {HeadReport(head_id)});
+  service_->ReconcileOnce();
+  auto before = Desired("big");
+  ASSERT_EQ(before.size(), 3u);
+  Report("big", {HeadReport(head_id), Reported(before[1].id, "running"),
+                 Reported(before[2].id, "succeeded")});
+  service_->ReconcileOnce();
+  ASSERT_EQ(Get("q1", job->id).tasks[2].state, TaskState::kSucceeded);
+
+  // The agent restarted the head's process in place (same id, same address).
+  Report("big", {HeadReport(head_id, 1), Reported(before[1].id, "running"),
+                 Reported(before[2].id, "succeeded")});
+  service_->ReconcileOnce();
+  service_->ReconcileOnce();  // Placed again; published once the head runs.
+  JobRecord j = Get("q1", job->id);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.tasks[1].rescheduled, "its Ray head restarted (1 restart); rejoining");
+  auto after = Desired("big");
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0].id, head_id);
+  EXPECT_NE(after[1].id, before[1].id) << "a new worker joins the new head";
+  EXPECT_NE(after[2].id, before[2].id) << "the Serve config is deployed again";
+  EXPECT_EQ(j.serve.status, "DEPLOYING");
+}
+
+TEST_F(QueueServiceTest, RayProcessesRunInTheQueuesImageWithTheRuntimesEnvironment) {
+  QueueOptions o = Options();
+  o.ray.environment = {{"RAY_DEDUP_LOGS", "0"}, {"SHARED", "runtime"}};
+  o.ray.image = "rayproject/ray:2.9.0-gpu";
+  o.ray.queue_images = {{"q2", "rayproject/ray:2.9.0"}};
+  Restart(o);
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobSubmission s;
+  s.type = JobType::kRayJob;
+  s.entrypoint = "python main.py";
+  s.environment = {{"SHARED", "job"}};
+  ASSERT_TRUE(service_->SubmitJob(kAccount, "q1", s).has_value());
+  service_->ReconcileOnce();
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 1u);
+  EXPECT_EQ(desired[0].image, "rayproject/ray:2.9.0-gpu");
+  EXPECT_EQ(desired[0].environment.at("RAY_DEDUP_LOGS"), "0");
+  EXPECT_EQ(desired[0].environment.at("SHARED"), "job") << "the job's environment wins";
+  EXPECT_EQ(o.ray.ImageFor("q2"), "rayproject/ray:2.9.0");
 }
 
 TEST_F(QueueServiceTest, ShowsAllocatedAndMeasuredUseInTheGpuView) {
