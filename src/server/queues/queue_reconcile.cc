@@ -314,8 +314,42 @@ void QueueService::ReconcileOnce() {
         spdlog::warn("queues: cannot save job {}: {}", id, st.error().message);
       }
     }
+    PruneFinished(q);
   }
   Publish();
+}
+
+void QueueService::PruneFinished(QueueState& q) {
+  std::vector<const JobRecord*> finished;
+  for (const auto& [id, job] : q.jobs) {
+    if (IsTerminal(job.state)) finished.push_back(&job);
+  }
+  const auto keep = static_cast<size_t>(std::max(0, options_.max_finished_jobs_per_queue));
+  if (finished.size() <= keep) return;
+  std::sort(finished.begin(), finished.end(),
+            [](const JobRecord* a, const JobRecord* b) { return a->seq < b->seq; });
+  finished.resize(finished.size() - keep);
+  std::vector<store::Mutation> batch;
+  std::vector<std::string> ids;
+  for (const JobRecord* job : finished) {
+    auto version = q.job_versions.find(job->id);
+    store::Key key{job->account, std::string(kJobKind), job->StoreName()};
+    batch.push_back(store::Remove{std::move(key), version == q.job_versions.end()
+                                                      ? std::nullopt
+                                                      : std::optional<int64_t>(version->second)});
+    ids.push_back(job->id);
+  }
+  if (auto done = store_.Commit(std::move(batch)); !done.has_value()) {
+    spdlog::warn("queues: cannot delete {} finished jobs of queue {}: {}", ids.size(),
+                 q.record.name, done.error().message);
+    return;  // Kept in memory and the Store alike; the next pass tries again.
+  }
+  for (const auto& id : ids) {
+    q.jobs.erase(id);
+    q.job_versions.erase(id);
+  }
+  spdlog::info("queues: queue {} keeps its newest {} finished jobs; deleted {} older ones",
+               q.record.name, keep, ids.size());
 }
 
 void QueueService::Publish() {

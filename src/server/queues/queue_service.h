@@ -65,6 +65,9 @@ struct QueueOptions {
   // queue may hold. Past either, CreateQueue / SubmitJob are ResourceExhausted (409).
   int max_queues_per_account = 100;
   int max_unfinished_jobs_per_queue = 10'000;
+  // Finished jobs one queue keeps; past it the reconciler deletes the oldest finished ones (by
+  // submission), from the Store too. 0: keep none once finished.
+  int max_finished_jobs_per_queue = 1'000;
 };
 
 inline constexpr std::string_view kWorkloadSource = "queues";
@@ -150,6 +153,8 @@ class QueueService {
   static bool ObserveServe(JobRecord& job, const std::optional<protocol::WorkloadStatus>& head);
   bool AdvanceJob(QueueState& q, JobRecord& job);
   void Schedule(QueueState& q, std::vector<std::string>& changed);
+  // Deletes the oldest finished jobs past max_finished_jobs_per_queue (one Store commit).
+  void PruneFinished(QueueState& q);
   void Publish();
   std::optional<protocol::WorkloadDesired> Desired(const QueueState& q, const JobRecord& job,
                                                    const TaskRecord& task) const;

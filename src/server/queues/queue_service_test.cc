@@ -669,6 +669,31 @@ TEST_F(QueueServiceTest, RayProcessesRunInTheQueuesImageWithTheRuntimesEnvironme
   EXPECT_EQ(o.ray.ImageFor("q2"), "rayproject/ray:2.9.0");
 }
 
+TEST_F(QueueServiceTest, AQueueKeepsOnlyItsNewestFinishedJobs) {
+  QueueOptions o = Options();
+  o.max_finished_jobs_per_queue = 2;
+  Restart(o);
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Submit("q1", "emr.serverless.mgpu.core=150;").id);
+  JobRecord running = Submit("q1", "emr.serverless.mgpu.core=30;");
+  service_->ReconcileOnce();
+  auto listed = service_->ListJobs(kAccount, "q1");
+  ASSERT_TRUE(listed.has_value());
+  std::vector<std::string> kept;
+  for (const auto& j : *listed) kept.push_back(j.id);
+  EXPECT_EQ(kept, (std::vector<std::string>{ids[2], ids[3], running.id}))
+      << "the two newest finished jobs and the unfinished one";
+  auto gone = service_->GetJob(kAccount, "q1", ids[0]);
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(store_.Get({kAccount, "Job", "q1/" + ids[1]}).has_value()) << "deleted for good";
+  // A restarted server loads what is left.
+  Restart(o);
+  ASSERT_TRUE(service_->Recover().ok());
+  EXPECT_EQ(service_->ListJobs(kAccount, "q1")->size(), 3u);
+}
+
 TEST_F(QueueServiceTest, ShowsAllocatedAndMeasuredUseInTheGpuView) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;", 2);
