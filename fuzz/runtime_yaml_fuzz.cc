@@ -1,14 +1,17 @@
-// The runtimes section of the server's --config YAML (src/server/sagemaker/runtimes.h).
-// Properties, beyond "no crash, no leak, no UB, no hang, no exception escaping":
+// The runtimes and ray sections of the server's --config YAML (src/server/sagemaker/runtimes.h,
+// src/server/queues/ray_runtime.h). Properties, beyond "no crash, no leak, no UB, no hang, no
+// exception escaping":
 //  - an accepted catalog has unique images, non-empty commands, and a default runtime that is
 //    one of them (or none); Find() of every image returns that runtime;
-//  - written back as YAML, it parses to the same catalog.
+//  - written back as YAML, it parses to the same catalog;
+//  - an accepted ray section keeps its own rules (ValidateRayRuntime) and has no empty template.
 #include <yaml-cpp/yaml.h>
 
 #include <set>
 #include <string>
 
 #include "fuzz_util.h"
+#include "server/queues/ray_runtime.h"
 #include "server/sagemaker/runtimes.h"
 
 namespace {
@@ -51,9 +54,21 @@ bool Same(const sm::RuntimeCatalog& a, const sm::RuntimeCatalog& b) {
   return true;
 }
 
+void CheckRay(std::string_view text) {
+  auto ray = carve::server::queues::ParseRayConfig(text);
+  if (!ray) return;
+  auto valid = carve::server::queues::ValidateRayRuntime(*ray);
+  FUZZ_CHECK(valid.ok(), "an accepted ray section breaks its rules: %s",
+             valid.error().message.c_str());
+  FUZZ_CHECK(!ray->head_command.empty() && !ray->worker_command.empty() &&
+                 !ray->driver_command.empty() && !ray->serve_command.empty(),
+             "an accepted ray section has an empty template");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  CheckRay(carve::fuzz::AsView(data, size));
   auto catalog = sm::ParseRuntimeConfig(carve::fuzz::AsView(data, size));
   if (!catalog) return 0;
   std::set<std::string> images;

@@ -8,6 +8,7 @@
 
 #include "common/utf8.h"
 #include "common/yaml_text.h"
+#include "server/queues/queue_request.h"
 
 namespace carve::server::queues {
 namespace {
@@ -165,6 +166,9 @@ Result<RayRuntime> ParseRayConfig(std::string_view yaml_text) {
         for (const auto& q : kv.second) {
           const std::string name = q.first.as<std::string>();
           const std::string qwhere = where + "." + name;
+          if (Status valid = ValidateQueueName(name); !valid.ok()) {
+            return InvalidArgument(qwhere + ": " + valid.error().message);
+          }
           if (!q.second.IsMap()) return InvalidArgument(qwhere + ": must be a mapping");
           for (const auto& field : q.second) {
             const std::string fkey = field.first.as<std::string>();

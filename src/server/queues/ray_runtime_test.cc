@@ -66,6 +66,8 @@ TEST(RayConfig, BadTemplatesAreRefusedNamingTheKeyAndTheRule) {
   EXPECT_EQ(ErrorOf("ray:\n  queues:\n    q1: {image: a, gpus: 2}\n"),
             "ray.queues.q1.gpus: not a key carve reads (a queue takes only image: IMAGE)");
   EXPECT_EQ(ErrorOf("ray:\n  environment: [A]\n"), "ray.environment: must be a mapping");
+  EXPECT_NE(ErrorOf("ray:\n  queues:\n    a/b: {image: x}\n").find("ray.queues.a/b: "),
+            std::string::npos);
   EXPECT_EQ(ErrorOf("ray: [x]\n"), "ray: must be a mapping");
 }
 
