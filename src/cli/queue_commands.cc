@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -345,27 +346,28 @@ int Submit(const JobFlags& f, const Context& ctx) {
   if (!f.name.empty()) body["name"] = f.name;
   if (!f.command.empty()) body["command"] = f.command;
   if (f.type == "CustomJob") body["task_count"] = f.tasks;
-  std::string params = f.parameters;
-  if (!f.parameters_file.empty()) {
-    std::ifstream in(f.parameters_file);
+  // A flag's file, whole; nullopt (said on stderr) when it cannot be read.
+  auto read = [](const char* flag, const std::string& path) -> std::optional<std::string> {
+    std::ifstream in(path);
     if (!in) {
-      std::cerr << "carve job submit: --parameters-file " << f.parameters_file << ": cannot read\n";
-      return 2;
+      std::cerr << "carve job submit: " << flag << " " << path << ": cannot read\n";
+      return std::nullopt;
     }
     std::stringstream text;
     text << in.rdbuf();
-    params += text.str();
+    return text.str();
+  };
+  std::string params = f.parameters;
+  if (!f.parameters_file.empty()) {
+    auto text = read("--parameters-file", f.parameters_file);
+    if (!text) return 2;
+    params += *text;
   }
   if (!params.empty()) body["parameters"] = params;
   if (!f.serve_config.empty()) {
-    std::ifstream in(f.serve_config);
-    if (!in) {
-      std::cerr << "carve job submit: --serve-config " << f.serve_config << ": cannot read\n";
-      return 2;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    body["serve_config"] = text.str();
+    auto text = read("--serve-config", f.serve_config);
+    if (!text) return 2;
+    body["serve_config"] = *text;
   }
   if (f.gang) body["gang"] = true;
   if (f.no_gang) body["gang"] = false;

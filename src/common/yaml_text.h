@@ -30,4 +30,19 @@ inline Result<std::string> YamlText(const YAML::Node& n, std::string_view where)
   return s;
 }
 
+// The server's --config text as YAML. Its commands and variables go out as JSON (the agents'
+// desired state), which must be UTF-8, and YAML allows no control characters (yaml-cpp reads a
+// NUL as the end of the text). InvalidArgument "config: byte N is not UTF-8 text" or "config:
+// not valid YAML: ...".
+inline Result<YAML::Node> LoadConfigText(std::string_view text) {
+  if (auto bad = FirstNonTextByte(text)) {
+    return InvalidArgument("config: byte " + std::to_string(*bad) + " is not UTF-8 text");
+  }
+  try {
+    return YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string("config: not valid YAML: ") + e.what());
+  }
+}
+
 }  // namespace carve

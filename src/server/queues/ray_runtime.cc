@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <set>
 
-#include "common/utf8.h"
 #include "common/yaml_text.h"
 #include "server/queues/queue_request.h"
 
@@ -136,15 +135,7 @@ Status ValidateRayRuntime(const RayRuntime& ray) {
 
 Result<RayRuntime> ParseRayConfig(std::string_view yaml_text) {
   RayRuntime out;
-  if (auto bad = FirstNonTextByte(yaml_text)) {
-    return InvalidArgument("config: byte " + std::to_string(*bad) + " is not UTF-8 text");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string("config: not valid YAML: ") + e.what());
-  }
+  CARVE_ASSIGN_OR_RETURN(YAML::Node root, LoadConfigText(yaml_text));
   if (!root.IsMap() || !root["ray"]) return out;
   const YAML::Node section = root["ray"];
   if (!section.IsMap()) return InvalidArgument("ray: must be a mapping");

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "common/utf8.h"
 #include "common/yaml_text.h"
 
 namespace carve::server::sagemaker {
@@ -38,17 +37,7 @@ RuntimeCatalog BuiltinRuntimes(bool simulate_all) {
 
 Result<RuntimeCatalog> ParseRuntimeConfig(std::string_view yaml_text) {
   RuntimeCatalog out = BuiltinRuntimes(false);
-  // Commands and variables go out as JSON (the agents' desired state), which must be UTF-8;
-  // YAML allows no control characters (yaml-cpp reads a NUL as the end of the text).
-  if (auto bad = FirstNonTextByte(yaml_text)) {
-    return InvalidArgument("config: byte " + std::to_string(*bad) + " is not UTF-8 text");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string("config: not valid YAML: ") + e.what());
-  }
+  CARVE_ASSIGN_OR_RETURN(YAML::Node root, LoadConfigText(yaml_text));
   if (!root.IsMap() || !root["runtimes"]) return out;
   const YAML::Node section = root["runtimes"];
   if (!section.IsMap()) return InvalidArgument("runtimes: must be a mapping");
