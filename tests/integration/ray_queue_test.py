@@ -44,6 +44,10 @@ ray:
     CARVE_TEST_RAY_RUNTIME: stand-in
 """
 
+# The queue's name is also what finds the job's processes (CARVE_QUEUE): one of its own, so that
+# another suite's queue "q" running beside this one is never taken for it.
+QUEUE = f"ray-{os.getpid()}"
+
 SEED_RAY = ("serverless.ray.worker.mgpu.core=30;\n"
             "serverless.ray.worker.mgpu.memory=4096;\n")
 
@@ -90,7 +94,7 @@ class RayQueueTest(unittest.TestCase):
              timeout_s=60, what="the embedded agent's node Ready")
         cls.node = next(iter(cls.server.nodes()))
         status, q = cls.server.signed("POST", "/v1/queues", {
-            "name": "q", "mgpu": True, "strategy": "BINPACK",
+            "name": QUEUE, "mgpu": True, "strategy": "BINPACK",
             "allocation": {"instance_type": "ml.g5.48xlarge", "count": 1}})
         assert status == 201, q
 
@@ -99,12 +103,12 @@ class RayQueueTest(unittest.TestCase):
         cls.server.cleanup()
 
     def submit(self, body):
-        status, job = self.server.signed("POST", "/v1/queues/q/jobs", body)
+        status, job = self.server.signed("POST", f"/v1/queues/{QUEUE}/jobs", body)
         self.assertEqual(status, 201, job)
         return job
 
     def job(self, job_id):
-        status, job = self.server.signed("GET", f"/v1/queues/q/jobs/{job_id}")
+        status, job = self.server.signed("GET", f"/v1/queues/{QUEUE}/jobs/{job_id}")
         self.assertEqual(status, 200, job)
         return job
 
@@ -113,15 +117,15 @@ class RayQueueTest(unittest.TestCase):
                     timeout_s=timeout_s, interval_s=0.1, what=f"{job_id}: {what}")
 
     def logs(self, job_id, role):
-        status, logs = self.server.signed("GET", f"/v1/queues/q/jobs/{job_id}/logs")
+        status, logs = self.server.signed("GET", f"/v1/queues/{QUEUE}/jobs/{job_id}/logs")
         self.assertEqual(status, 200, logs)
         return "".join(t.get("stdout", "") for t in logs["tasks"] if t["role"] == role)
 
     def cancel_and_check_nothing_is_left(self, job_id):
-        self.assertTrue(job_processes("q", job_id), "the job runs processes before the cancel")
-        status, body = self.server.signed("POST", f"/v1/queues/q/jobs/{job_id}/cancel")
+        self.assertTrue(job_processes(QUEUE, job_id), "the job runs processes before the cancel")
+        status, body = self.server.signed("POST", f"/v1/queues/{QUEUE}/jobs/{job_id}/cancel")
         self.assertEqual(status, 200, body)
-        poll(lambda: not job_processes("q", job_id), timeout_s=30,
+        poll(lambda: not job_processes(QUEUE, job_id), timeout_s=30,
              what=f"every process of {job_id} gone after the cancel")
 
     def test_0_bad_ray_templates_are_refused_at_start(self):
@@ -159,7 +163,7 @@ class RayQueueTest(unittest.TestCase):
             # The queue's enforcement (the interposer) holds the worker to its share.
             self.assertIn("libcarve-mgpu.so", w["env"].get("LD_PRELOAD", ""), w)
         self.assertIn('"GPU": 4.0', out)
-        poll(lambda: not job_processes("q", job["id"]), timeout_s=30,
+        poll(lambda: not job_processes(QUEUE, job["id"]), timeout_s=30,
              what="the head and workers stopped once the driver ended the job")
 
         failing = self.submit({"type": "RayJob", "entrypoint": "exit 3", "workers": 1})
@@ -202,7 +206,7 @@ class RayQueueTest(unittest.TestCase):
         self.assertEqual(echo["path"], "/echo/hello")
 
         described = subprocess.run(
-            [carve_bin(), "job", "describe", "-q", "q", job["id"], "--endpoint-url",
+            [carve_bin(), "job", "describe", "-q", QUEUE, job["id"], "--endpoint-url",
              self.server.url, "--credentials", self.server.credentials_file],
             capture_output=True, text=True, timeout=30)
         self.assertEqual(described.returncode, 0, described.stderr)
