@@ -37,9 +37,13 @@ struct FleetConfig {
 // 2 x ml.p4d.24xlarge + 1 x ml.p5.48xlarge, 2 s per GPU.
 FleetConfig DefaultFleetConfig();
 
+// The most nodes a fleet config may list: each runs an embedded agent in the server process. A
+// larger simulated fleet is `carve fleet-sim`'s agents against a server (docs/fleet-scale.md).
+inline constexpr int kMaxFleetConfigNodes = 10'000;
+
 // Parses YAML text. A document without a `fleet:` section gives the default fleet. Errors are
 // InvalidArgument naming the key and value (e.g. "fleet.nodes[1].count: -1 must be >= 1").
-// Node names must be unique.
+// Node names must be unique; at most kMaxFleetConfigNodes nodes in all.
 Result<FleetConfig> ParseFleetConfig(std::string_view yaml_text);
 
 // Reads and parses a file; NotFound when it cannot be read.

@@ -72,5 +72,21 @@ TEST(FleetConfig, RejectsMalformedYaml) {
   EXPECT_EQ(c.error().code, ErrorCode::kInvalidArgument);
 }
 
+// Found by the fleet_yaml fuzz target (fuzz/corpus/fleet_yaml/timeout-count-of-millions): a count
+// of millions made the parser build every node before anything said no.
+TEST(FleetConfig, RefusesAFleetOfMoreNodesThanAConfigMayList) {
+  auto c = ParseFleetConfig(
+      "fleet:\n  nodes:\n    - instance_type: ml.p4d.24xlarge\n      count: 9999\n"
+      "    - instance_type: ml.p5.48xlarge\n      count: 6999941\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().message,
+            "fleet.nodes[1].count: 6999941 would make the fleet more than 10000 nodes, the most a "
+            "config lists (each runs an agent in the server); simulate more with carve fleet-sim");
+  auto at_cap = ParseFleetConfig(
+      "fleet:\n  nodes:\n    - instance_type: ml.p4d.24xlarge\n      count: 10000\n");
+  ASSERT_TRUE(at_cap.has_value()) << at_cap.error().message;
+  EXPECT_EQ(at_cap->nodes.size(), 10000u);
+}
+
 }  // namespace
 }  // namespace carve::server::nodes
