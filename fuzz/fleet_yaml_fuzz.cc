@@ -42,6 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   fleet::NodeClaims claims;
   for (const fleet::NodeSpec& n : config->nodes) (void)claims.Upsert(n.id, n.instance_type, true);
+  // Writing every node back as a named entry and parsing that is the slow part (seconds for
+  // thousands under the fuzzer's instrumentation, past its timeout near the 10,000-node cap);
+  // the round trip's property does not depend on the size, so large fleets stop here.
+  if (config->nodes.size() > 1000) return 0;
   const std::string written = Write(*config);
   auto again = fleet::ParseFleetConfig(written);
   FUZZ_CHECK(again.has_value(), "the fleet written back is refused: %s\n%s",
