@@ -85,6 +85,23 @@ def pid_alive(pid):
     return stat is not None and stat[0] != "Z"
 
 
+def live_processes(proc_file, matches):
+    """Pids of live processes whose /proc/<pid>/<proc_file> ("cmdline", "environ") bytes satisfy
+    matches(bytes); processes that went or cannot be read are skipped."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/{proc_file}", "rb") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if matches(text) and pid_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
 def kill_workloads(data_dir):
     """Kills every workload process (and its group) recorded under `data_dir`: what a test that
     killed an agent or server with SIGKILL must clean up itself.

@@ -20,7 +20,7 @@ import time
 import unittest
 import uuid
 
-from carve_harness import CarveAgent, CarveServer, pid_alive, poll
+from carve_harness import CarveAgent, CarveServer, live_processes, pid_alive, poll
 
 LOG_CAP = 1 << 20
 # What the flood writes: 100 KiB every 10 ms, 10 MiB/s. The agent checks sizes every 200 ms, so
@@ -34,18 +34,7 @@ FLOOD = ("import sys, time\n"
 
 def tagged_processes(tag):
     """Pids of live processes whose command line carries `tag`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if tag.encode() in cmdline and pid_alive(int(name)):
-            found.append(int(name))
-    return found
+    return live_processes("cmdline", lambda cmdline: tag.encode() in cmdline)
 
 
 class ProcessTreeTest(unittest.TestCase):

@@ -20,7 +20,7 @@ import tempfile
 import unittest
 import urllib.request
 
-from carve_harness import CarveServer, carve_bin, free_port, pid_alive, poll
+from carve_harness import CarveServer, carve_bin, free_port, live_processes, poll
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "fake_ray.py")
@@ -64,18 +64,7 @@ def job_processes(queue, job_id):
     """Pids of live processes whose environment names this job: every Ray process carve starts
     gets CARVE_QUEUE and CARVE_JOB_ID."""
     want = {f"CARVE_QUEUE={queue}".encode(), f"CARVE_JOB_ID={job_id}".encode()}
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = set(f.read().split(b"\0"))
-        except OSError:
-            continue
-        if want <= env and pid_alive(int(name)):
-            pids.append(int(name))
-    return pids
+    return live_processes("environ", lambda environ: want <= set(environ.split(b"\0")))
 
 
 def get_json(url, timeout_s=2):
