@@ -42,6 +42,18 @@ runtimes:
 """
 
 
+# One simulated 8-GPU ml.g5.48xlarge node, for the mGPU queue suites.
+ONE_G5_FLEET = """
+fleet:
+  carve_time_ms: 20
+  nodes:
+    - instance_type: ml.g5.48xlarge
+      count: 1
+runtimes:
+  default_runtime: carve/testmodel
+"""
+
+
 def free_port():
     import socket
     with socket.socket() as s:

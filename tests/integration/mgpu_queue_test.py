@@ -9,17 +9,9 @@ The steps share one server and run in order (test_1 .. test_8)."""
 
 import unittest
 
-from carve_harness import CarveServer, pid_alive, poll
+from carve_harness import ONE_G5_FLEET, CarveServer, pid_alive, poll
 
-FLEET = """
-fleet:
-  carve_time_ms: 20
-  nodes:
-    - instance_type: ml.g5.48xlarge
-      count: 1
-runtimes:
-  default_runtime: carve/testmodel
-"""
+FLEET = ONE_G5_FLEET
 
 SEED = ("-- the seed's CustomJob parameters\n"
         "emr.serverless.mgpu.core=30;\n"

@@ -20,20 +20,13 @@ import tempfile
 import unittest
 import urllib.request
 
-from carve_harness import CarveServer, carve_bin, free_port, live_processes, poll
+from carve_harness import ONE_G5_FLEET, CarveServer, carve_bin, free_port, live_processes, poll
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "fake_ray.py")
 PY = sys.executable
 
-CONFIG = f"""
-fleet:
-  carve_time_ms: 20
-  nodes:
-    - instance_type: ml.g5.48xlarge
-      count: 1
-runtimes:
-  default_runtime: carve/testmodel
+CONFIG = ONE_G5_FLEET + f"""
 ray:
   head_command: [{PY}, {FAKE}, start, --head, "--port={{port}}",
                  "--dashboard-port={{port_dashboard}}", "--num-gpus={{num_gpus}}", --block]
