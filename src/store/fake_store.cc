@@ -43,7 +43,7 @@ Result<std::vector<Record>> FakeStore::ListAllAccounts(const std::string& kind) 
   return out;
 }
 
-Result<std::vector<Record>> FakeStore::Commit(std::vector<Mutation> mutations) {
+Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
   for (const Mutation& m : mutations) CARVE_RETURN_IF_ERROR(ValidateKey(MutationKey(m)));
   std::lock_guard lock(mu_);
   if (commits_until_failure_ > 0 && --commits_until_failure_ == 0) {

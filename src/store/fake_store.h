@@ -26,13 +26,16 @@ class FakeStore final : public Store {
   Result<std::vector<Record>> List(const std::string& account, const std::string& kind,
                                    const ListOptions& options) override;
   Result<std::vector<Record>> ListAllAccounts(const std::string& kind) override;
-  Result<std::vector<Record>> Commit(std::vector<Mutation> mutations) override;
 
   // The `n`th Commit call from now (1 = the next one) returns `error` and writes nothing.
   // Later calls succeed again. One injected failure at a time; a new call replaces it.
   void FailNthCommit(int n, Error error);
   // Number of Commit calls that wrote (succeeded) so far.
   int successful_commits() const;
+
+ protected:
+  // Store::Commit calls this, then notes the keys for the change feed.
+  Result<std::vector<Record>> Apply(std::vector<Mutation> mutations) override;
 
  private:
   using MapKey = std::tuple<std::string, std::string, std::string>;  // (kind, account, name)

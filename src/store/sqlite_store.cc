@@ -339,7 +339,7 @@ Result<std::vector<Record>> SqliteStore::ListAllAccounts(const std::string& kind
       {kind}, 0);
 }
 
-Result<std::vector<Record>> SqliteStore::Commit(std::vector<Mutation> mutations) {
+Result<std::vector<Record>> SqliteStore::Apply(std::vector<Mutation> mutations) {
   return impl_->Commit(std::move(mutations));
 }
 

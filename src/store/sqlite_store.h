@@ -56,7 +56,6 @@ class SqliteStore final : public Store {
   Result<std::vector<Record>> List(const std::string& account, const std::string& kind,
                                    const ListOptions& options) override;
   Result<std::vector<Record>> ListAllAccounts(const std::string& kind) override;
-  Result<std::vector<Record>> Commit(std::vector<Mutation> mutations) override;
 
   // The schema version of the open database (PRAGMA user_version).
   int schema_version() const;
@@ -65,6 +64,10 @@ class SqliteStore final : public Store {
   int synchronous() const;
 
   class Impl;
+
+ protected:
+  // Store::Commit calls this, then notes the keys for the change feed.
+  Result<std::vector<Record>> Apply(std::vector<Mutation> mutations) override;
 
  private:
   explicit SqliteStore(std::unique_ptr<Impl> impl);

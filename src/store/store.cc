@@ -1,10 +1,50 @@
 #include "store/store.h"
 
 #include <string_view>
+#include <utility>
 
 #include "store/store_rules.h"
 
 namespace carve::store {
+
+Result<std::vector<Record>> Store::Commit(std::vector<Mutation> mutations) {
+  std::vector<Key> keys;
+  keys.reserve(mutations.size());
+  for (const Mutation& m : mutations) keys.push_back(MutationKey(m));
+  CARVE_ASSIGN_OR_RETURN(auto written, Apply(std::move(mutations)));
+  NoteChanged(keys);
+  return written;
+}
+
+int Store::Watch(std::set<std::string> kinds) {
+  std::lock_guard lock(feed_mu_);
+  const int id = next_watcher_++;
+  watchers_[id] = Watcher{std::move(kinds), Changes{{}, true}};
+  return id;
+}
+
+Changes Store::TakeChanges(int watcher) {
+  std::lock_guard lock(feed_mu_);
+  auto it = watchers_.find(watcher);
+  if (it == watchers_.end()) return Changes{{}, true};
+  return std::exchange(it->second.pending, Changes{});
+}
+
+void Store::Unwatch(int watcher) {
+  std::lock_guard lock(feed_mu_);
+  watchers_.erase(watcher);
+}
+
+void Store::NoteChanged(const std::vector<Key>& keys) {
+  std::lock_guard lock(feed_mu_);
+  for (auto& [id, w] : watchers_) {
+    if (w.pending.everything) continue;
+    for (const Key& k : keys) {
+      if (w.kinds.contains(k.kind)) w.pending.keys.insert(k);
+    }
+    if (w.pending.keys.size() > kMaxPendingChanges) w.pending = Changes{{}, true};
+  }
+}
 
 Result<Record> Store::Create(Key key, std::string body) {
   std::vector<Mutation> m;

@@ -11,7 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -25,6 +28,7 @@ struct Key {
   std::string kind;     // "Model", "EndpointConfig", "Endpoint", "InferenceComponent", ...
   std::string name;
   friend bool operator==(const Key&, const Key&) = default;
+  friend auto operator<=>(const Key&, const Key&) = default;
 };
 
 struct Record {
@@ -55,8 +59,17 @@ struct ListOptions {
   int limit = 0;              // 0: no limit.
 };
 
+// What a watcher missed since it last asked (Store::TakeChanges).
+struct Changes {
+  std::set<Key> keys;       // Written or removed, each once.
+  bool everything = false;  // A new watcher, or more than kMaxPendingChanges: re-list the kinds.
+};
+
 class Store {
  public:
+  // Keys a watcher may have pending before it is told `everything` instead.
+  static constexpr size_t kMaxPendingChanges = 100000;
+
   virtual ~Store() = default;
 
   virtual Result<Record> Get(const Key& key) = 0;
@@ -66,13 +79,39 @@ class Store {
   // Records of one kind in every account (for reconcilers), ordered by (account, name).
   virtual Result<std::vector<Record>> ListAllAccounts(const std::string& kind) = 0;
   // Applies all mutations atomically, or none. Returns the records as written (removed ones are
-  // omitted). Durable when it returns success.
-  virtual Result<std::vector<Record>> Commit(std::vector<Mutation> mutations) = 0;
+  // omitted). Durable when it returns success, and noted for watchers before it returns.
+  Result<std::vector<Record>> Commit(std::vector<Mutation> mutations);
 
   // Conveniences over Commit for one record.
   Result<Record> Create(Key key, std::string body);
   Result<Record> Update(Key key, std::string body, int64_t expected_version);
   Status Delete(Key key);
+
+  // The change feed, for controllers that keep records parsed in memory and re-read only what
+  // was written since their last pass (issue 14). Watch the kinds once; each TakeChanges then
+  // returns the keys of those kinds that commits wrote or removed since the previous one (a new
+  // watcher's first answer says `everything`). A key is noted after its commit is durable and
+  // before Commit returns, so a caller that wakes a controller after its write is always seen.
+  // The feed covers this process's commits; a replicated store also notes its peers' (etcd's
+  // watch, issue 15).
+  int Watch(std::set<std::string> kinds);
+  Changes TakeChanges(int watcher);
+  void Unwatch(int watcher);
+
+ protected:
+  // The implementation's atomic commit (the contract of Commit above).
+  virtual Result<std::vector<Record>> Apply(std::vector<Mutation> mutations) = 0;
+  // Records that `keys` changed, for every watcher of their kinds.
+  void NoteChanged(const std::vector<Key>& keys);
+
+ private:
+  struct Watcher {
+    std::set<std::string> kinds;
+    Changes pending;
+  };
+  std::mutex feed_mu_;
+  std::map<int, Watcher> watchers_;  // Guarded by feed_mu_.
+  int next_watcher_ = 0;             // Guarded by feed_mu_.
 };
 
 }  // namespace carve::store

@@ -210,5 +210,54 @@ TYPED_TEST(StoreContract, ConcurrentCreatesOfDistinctKeysAllLand) {
             static_cast<size_t>(kThreads * kPerThread));
 }
 
+// The change feed: a watcher learns exactly the keys of its kinds that successful commits
+// wrote or removed since it last asked.
+TYPED_TEST(StoreContract, ChangeFeedNamesTheKeysWrittenSinceTheLastTake) {
+  Store& store = *this->store_;
+  const int watcher = store.Watch({"Endpoint", "InferenceComponent"});
+  EXPECT_TRUE(store.TakeChanges(watcher).everything);  // A new watcher lists everything once.
+  ASSERT_TRUE(store.Create(K("Endpoint", "e1"), "{}").has_value());
+  ASSERT_TRUE(store.Create(K("Model", "m1"), "{}").has_value());  // Not a watched kind.
+  ASSERT_TRUE(store
+                  .Commit({Put{K("InferenceComponent", "c1"), "{}", std::nullopt},
+                           Put{K("Endpoint", "e1"), "{\"v\":2}", 1}})
+                  .has_value());
+  Changes c = store.TakeChanges(watcher);
+  EXPECT_FALSE(c.everything);
+  EXPECT_EQ(c.keys, (std::set<Key>{K("Endpoint", "e1"), K("InferenceComponent", "c1")}));
+  EXPECT_TRUE(store.TakeChanges(watcher).keys.empty());  // Taken once.
+
+  // A failed commit writes nothing, so it notes nothing; a removal is a change.
+  EXPECT_FALSE(store.Create(K("Endpoint", "e1"), "{}").has_value());
+  EXPECT_FALSE(store.Update(K("Endpoint", "e2"), "{}", 3).has_value());
+  EXPECT_TRUE(store.TakeChanges(watcher).keys.empty());
+  ASSERT_TRUE(store.Delete(K("InferenceComponent", "c1")).ok());
+  EXPECT_EQ(store.TakeChanges(watcher).keys, (std::set<Key>{K("InferenceComponent", "c1")}));
+
+  // Watchers are independent; an unknown or removed one is told to re-list.
+  const int other = store.Watch({"Model"});
+  (void)store.TakeChanges(other);
+  ASSERT_TRUE(store.Create(K("Model", "m2"), "{}").has_value());
+  EXPECT_TRUE(store.TakeChanges(watcher).keys.empty());
+  EXPECT_EQ(store.TakeChanges(other).keys, (std::set<Key>{K("Model", "m2")}));
+  store.Unwatch(other);
+  EXPECT_TRUE(store.TakeChanges(other).everything);
+}
+
+TYPED_TEST(StoreContract, ChangeFeedSaysEverythingWhenTooMuchIsPending) {
+  Store& store = *this->store_;
+  const int watcher = store.Watch({"Model"});
+  (void)store.TakeChanges(watcher);
+  std::vector<Mutation> many;
+  for (size_t i = 0; i <= Store::kMaxPendingChanges; ++i) {
+    many.push_back(Put{K("Model", "m" + std::to_string(i)), "{}", std::nullopt});
+  }
+  ASSERT_TRUE(store.Commit(std::move(many)).has_value());
+  Changes c = store.TakeChanges(watcher);
+  EXPECT_TRUE(c.everything);
+  EXPECT_TRUE(c.keys.empty());
+  EXPECT_TRUE(store.TakeChanges(watcher).keys.empty());
+}
+
 }  // namespace
 }  // namespace carve::store
