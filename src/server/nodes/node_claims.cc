@@ -187,8 +187,8 @@ void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims) {
   }
 }
 
-void SyncFromRegistry(NodeRegistry& registry, NodeClaims& claims, int cursor) {
-  RegistryChanges changes = registry.TakeChanges(cursor);
+void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims,
+                      const RegistryChanges& changes) {
   if (changes.everything) return SyncFromRegistry(registry, claims);
   for (const std::string& name : changes.nodes) {
     auto node = registry.Brief(NodeId(name));

@@ -95,12 +95,14 @@ class NodeClaims {
 };
 
 class NodeRegistry;
+struct RegistryChanges;
 // Tells `claims` every node the registry knows and whether it is Ready: what each controller's
 // pass does before it claims or places. A node the registry knows with an instance type the
 // catalog does not is logged and left out.
 void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims);
-// The same for only what changed since `cursor` (NodeRegistry::Subscribe) last asked: a pass
-// at thousands of nodes touches the nodes that registered or changed readiness, not all.
-void SyncFromRegistry(NodeRegistry& registry, NodeClaims& claims, int cursor);
+// The same for only what changed (NodeRegistry::TakeChanges): a pass at thousands of nodes
+// touches the nodes that registered or changed readiness, not all.
+void SyncFromRegistry(const NodeRegistry& registry, NodeClaims& claims,
+                      const RegistryChanges& changes);
 
 }  // namespace carve::server::nodes

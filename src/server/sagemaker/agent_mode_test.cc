@@ -12,6 +12,7 @@
 #include "server/nodes/agent_node_driver.h"
 #include "server/nodes/node_registry.h"
 #include "server/sagemaker/fake_agents_test_util.h"
+#include "server/sagemaker/resources.h"
 #include "server/sagemaker/service.h"
 #include "store/fake_store.h"
 
@@ -327,6 +328,77 @@ TEST_F(AgentModeTest, ANotReadyNodesCopiesMoveToTheOtherInstance) {
             2);
   EXPECT_TRUE(Workloads("node-b").empty());
   EXPECT_EQ(Workloads("node-a").size(), 2u);
+}
+
+// Issue 14: a pass's work follows what changed. A pass over a steady fleet hands no agent a new
+// desired state, and one more copy changes the desired state of the one node it lands on.
+TEST_F(AgentModeTest, APassRepublishesOnlyTheNodesWhoseWorkloadsChanged) {
+  Deploy("carve/testmodel", 2);  // SPREAD: one copy on each node.
+  auto version = [&](const char* node) { return registry_.Node(NodeId(node))->desired_version; };
+  const uint64_t a = version("node-a"), b = version("node-b");
+  for (int i = 0; i < 3; ++i) {
+    service_->ReconcileOnce();
+    const auto pass = service_->LastPass();
+    EXPECT_FALSE(pass.everything);
+    EXPECT_EQ(pass.records_read, 0);           // Nothing re-read or re-parsed,
+    EXPECT_EQ(pass.components_reconciled, 0);  // no steady component reconciled,
+    EXPECT_EQ(pass.published.components, 0);   // nothing rebuilt or handed to an agent.
+    EXPECT_EQ(pass.published.nodes, 0);
+    EXPECT_EQ(pass.published.layouts, 0);
+  }
+  EXPECT_EQ(version("node-a"), a);
+  EXPECT_EQ(version("node-b"), b);
+
+  Ok("UpdateInferenceComponentRuntimeConfig",
+     {{"InferenceComponentName", "ic"}, {"DesiredRuntimeConfig", {{"CopyCount", 3}}}});
+  service_->ReconcileOnce();
+  const auto pass = service_->LastPass();
+  EXPECT_FALSE(pass.everything);
+  EXPECT_EQ(pass.records_read, 1);  // The component's record, once.
+  EXPECT_EQ(pass.components_reconciled, 1);
+  EXPECT_EQ(pass.published.components, 1);
+  EXPECT_EQ(pass.published.nodes, 1);  // The node the third copy went to.
+  EXPECT_EQ(pass.published.layouts, 0);
+  Settle();
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "InService") << d.dump();
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 3);
+  const bool a_moved = version("node-a") != a, b_moved = version("node-b") != b;
+  EXPECT_NE(a_moved, b_moved) << "exactly one node takes the third copy";
+  EXPECT_EQ(Workloads("node-a").size() + Workloads("node-b").size(), 3u);
+}
+
+// A component left alone while steady still hears its copies' reports: one that stops serving
+// leaves the rotation and the count, and comes back once it serves again.
+TEST_F(AgentModeTest, ASteadyComponentSeesACopyThatStopsServing) {
+  Deploy("carve/testmodel", 2);
+  ASSERT_EQ(Describe()["InferenceComponentStatus"], "InService");
+  for (int i = 0; i < 3; ++i) service_->ReconcileOnce();
+  serving_ = false;
+  Settle();
+  json d = Describe();
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 0) << d.dump();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Updating") << d.dump();
+  EXPECT_TRUE(service_->routes().Resolve(kAccount, "ep", "ic")->copies.empty());
+  serving_ = true;
+  Settle();
+  EXPECT_EQ(Describe()["RuntimeConfig"]["CurrentCopyCount"], 2);
+  EXPECT_EQ(service_->routes().Resolve(kAccount, "ep", "ic")->copies.size(), 2u);
+}
+
+// Records are kept parsed between passes and re-read through the Store's change feed, so a
+// write that did not come through this service's handlers (another replica's, issue 15) is
+// still acted on at the next pass.
+TEST_F(AgentModeTest, AComponentWrittenBehindTheServicesBackIsReconciled) {
+  Deploy("carve/testmodel", 1);
+  auto rec = store_.Get({kAccount, std::string(kInferenceComponent), "ic"}).value();
+  json body = json::parse(rec.body);
+  ASSERT_TRUE(body.contains("DesiredCopyCount")) << body.dump();
+  body["DesiredCopyCount"] = 2;
+  ASSERT_TRUE(store_.Update(rec.key, body.dump(), rec.version).has_value());
+  Settle();
+  EXPECT_EQ(Describe()["RuntimeConfig"]["CurrentCopyCount"], 2);
+  EXPECT_EQ(Workloads("node-a").size() + Workloads("node-b").size(), 2u);
 }
 
 }  // namespace

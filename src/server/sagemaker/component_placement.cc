@@ -102,6 +102,7 @@ Status ComponentPlacement::Recover(std::span<const EndpointEntry> endpoints,
   for (auto& [key, cc] : copies_) {
     std::sort(cc.copies.begin(), cc.copies.end(),
               [](const LiveCopy& a, const LiveCopy& b) { return a.record.index < b.record.index; });
+    cc.generation = next_generation_++;
   }
   return OkStatus();
 }
@@ -135,16 +136,22 @@ Status ComponentPlacement::MigrateV1(const EndpointRecord* endpoint, ComponentEn
 }
 
 void ComponentPlacement::SyncPools(std::span<const EndpointEntry> endpoints,
-                                   const nodes::NodeClaims& claims) {
-  std::set<nodes::Owner> carved;
+                                   const nodes::NodeClaims& claims, const PassChanges& changes) {
+  touched_pools_.clear();
+  std::map<nodes::Owner, std::pair<const VariantSpec*, bool>> carved;  // -> (variant, changed)
   for (const auto& e : endpoints) {
     if (!IsCarved(e.endpoint.status)) continue;
+    const bool changed = changes.EndpointChanged(e.record.key.account, e.endpoint.name);
     for (const auto& v : e.endpoint.variants) {
       if (v.nodes.empty()) continue;
       auto owner = nodes::Owner::Endpoint(e.record.key.account, e.endpoint.name, v.name);
-      carved.insert(owner);
+      carved[owner] = {&v, changed};
+      if (!changed) continue;
       auto it = pools_.find(owner);
-      if (it == pools_.end() || it->second.node_names != v.nodes) RebuildPool(owner, v);
+      if (it == pools_.end() || it->second.node_names != v.nodes) {
+        RebuildPool(owner, v);
+        touched_pools_.insert(owner);
+      }
     }
   }
   for (auto it = pools_.begin(); it != pools_.end();) {
@@ -156,21 +163,31 @@ void ComponentPlacement::SyncPools(std::span<const EndpointEntry> endpoints,
       if (cc.variant != it->first) continue;
       for (auto& copy : cc.copies) copy.allocation = core::AllocationId(0);
     }
+    touched_pools_.insert(it->first);
     it = pools_.erase(it);
   }
-  std::map<nodes::Owner, const VariantSpec*> variants;
-  for (const auto& e : endpoints) {
-    for (const auto& v : e.endpoint.variants) {
-      variants[nodes::Owner::Endpoint(e.record.key.account, e.endpoint.name, v.name)] = &v;
-    }
-  }
+  // Readiness; a draining node is not Ready for placement.
+  auto sync = [&](const nodes::Owner& owner, VariantPool& vp, const VariantSpec* v,
+                  const std::string& name) {
+    auto node = claims.Find(NodeId(name));
+    const bool leaving = v != nullptr && std::find(v->draining.begin(), v->draining.end(), name) !=
+                                             v->draining.end();
+    const bool ready = node.has_value() && node->ready && !leaving;
+    if (vp.pool.Ready(name) == ready) return;
+    vp.pool.SetReady(name, ready);
+    touched_pools_.insert(owner);
+  };
   for (auto& [owner, vp] : pools_) {
-    const VariantSpec* v = variants.contains(owner) ? variants[owner] : nullptr;
-    for (const auto& name : vp.node_names) {
-      auto node = claims.Find(NodeId(name));
-      const bool leaving =
-          v != nullptr && std::find(v->draining.begin(), v->draining.end(), name) != v->draining.end();
-      vp.pool.SetReady(name, node.has_value() && node->ready && !leaving);
+    auto found = carved.find(owner);
+    const VariantSpec* v = found != carved.end() ? found->second.first : nullptr;
+    const bool all = changes.everything || (found != carved.end() && found->second.second) ||
+                     changes.registry.everything;
+    if (all) {
+      for (const auto& name : vp.node_names) sync(owner, vp, v, name);
+      continue;
+    }
+    for (const auto& name : changes.registry.nodes) {
+      if (vp.members.contains(name)) sync(owner, vp, v, name);
     }
   }
 }
@@ -203,7 +220,7 @@ void ComponentPlacement::RebuildPool(const nodes::Owner& owner, const VariantSpe
     pools_.erase(owner);
     return;
   }
-  VariantPool vp{std::move(pool).value(), v.nodes, {}};
+  VariantPool vp{std::move(pool).value(), v.nodes, {v.nodes.begin(), v.nodes.end()}, {}};
   for (auto& [key, cc] : copies_) {
     if (cc.variant != owner) continue;
     for (auto& copy : cc.copies) AdoptInto(vp, owner, key.first, copy);
@@ -233,6 +250,12 @@ void ComponentPlacement::ReleaseCopy(LiveCopy& copy, const nodes::Owner& owner) 
     it->second.occupants.erase(copy.allocation.value());
   }
   copy.allocation = core::AllocationId(0);
+}
+
+uint64_t ComponentPlacement::CopiesGeneration(const std::string& account,
+                                              const std::string& component) const {
+  auto it = copies_.find({account, component});
+  return it == copies_.end() ? 0 : it->second.generation;
 }
 
 std::span<const LiveCopy> ComponentPlacement::CopiesOf(const std::string& account,

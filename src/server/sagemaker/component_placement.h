@@ -37,9 +37,11 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,7 @@
 #include "server/sagemaker/component_record.h"
 #include "server/sagemaker/copy_record.h"
 #include "server/sagemaker/endpoint_record.h"
+#include "server/sagemaker/pass_changes.h"
 #include "store/store.h"
 
 namespace carve::server::sagemaker {
@@ -90,11 +93,23 @@ class ComponentPlacement {
   // Builds a pool for every carved variant whose instances changed (re-applying its copies),
   // drops pools of variants no longer carved, and tells each pool which nodes are Ready (a
   // draining node is not: its copies are placed again elsewhere and none is placed on it).
-  void SyncPools(std::span<const EndpointEntry> endpoints, const nodes::NodeClaims& claims);
+  // Readiness is re-read for every node of a pool only when its endpoint changed or
+  // `changes.everything`; otherwise for the nodes the registry says changed.
+  void SyncPools(std::span<const EndpointEntry> endpoints, const nodes::NodeClaims& claims,
+                 const PassChanges& changes);
 
-  // One pass over every component; entries are updated to what was committed. Copies of
-  // components that no longer exist are released.
-  void Reconcile(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components);
+  // One pass; entries are updated to what was committed. Copies of components that no longer
+  // exist are released. A component is left alone when its last pass found it steady (InService
+  // with every copy serving, or Failed with none) and nothing that pass depends on changed since:
+  // its record, its endpoint's, its pool (rebuilt, or a node's readiness), or its copies'
+  // reported states.
+  // Returns how many components it reconciled.
+  int Reconcile(std::span<const EndpointEntry> endpoints, std::span<ComponentEntry> components,
+                const PassChanges& changes);
+
+  // Moves each time a component's copies are written, so the publisher rebuilds a component's
+  // workloads only when they may differ; 0 for an unknown component.
+  uint64_t CopiesGeneration(const std::string& account, const std::string& component) const;
 
   // How many copies are placed on each node of a variant's pool (nodes with none are absent):
   // one walk over the copies, whatever the number of nodes asked about.
@@ -118,12 +133,15 @@ class ComponentPlacement {
   struct VariantPool {
     nodes::NodePool pool;
     std::vector<std::string> node_names;                   // As the endpoint record lists them.
+    std::unordered_set<std::string> members;               // The same, to look one up.
     std::unordered_map<uint64_t, CopyOccupant> occupants;  // By allocation id.
   };
   struct ComponentCopies {
     nodes::Owner variant;
     std::vector<LiveCopy> copies;  // By copy index.
     int waiting = 0;               // Desired but not placed, as of the last pass.
+    bool steady = false;           // The last pass changed nothing and found nothing pending.
+    uint64_t generation = 0;       // CopiesGeneration.
   };
   using ComponentKey = std::pair<std::string, std::string>;  // (account, component)
 
@@ -162,6 +180,8 @@ class ComponentPlacement {
   const Clock& clock_;
   std::map<nodes::Owner, VariantPool> pools_;
   std::map<ComponentKey, ComponentCopies> copies_;
+  std::set<nodes::Owner> touched_pools_;  // Rebuilt, dropped or re-readied by the last SyncPools.
+  uint64_t next_generation_ = 1;
 };
 
 }  // namespace carve::server::sagemaker

@@ -72,8 +72,8 @@ class ComponentPlacementTest : public ::testing::Test {
   }
   void Pass(ComponentPlacement& p) {
     auto components = Components();
-    p.SyncPools(endpoints_, claims_);
-    p.Reconcile(endpoints_, components);
+    p.SyncPools(endpoints_, claims_, PassChanges{});
+    p.Reconcile(endpoints_, components, PassChanges{});
   }
   void Pass() { Pass(placement_); }
   std::vector<CopyRecord> StoredCopies() {
@@ -196,7 +196,7 @@ TEST_F(ComponentPlacementTest, ARestartFindsEveryCopyOnThePartitionItHad) {
   ComponentPlacement restarted(store_, nullptr, clock_);
   auto components = Components();
   ASSERT_TRUE(restarted.Recover(endpoints_, components).ok());
-  restarted.SyncPools(endpoints_, claims_);
+  restarted.SyncPools(endpoints_, claims_, PassChanges{});
   EXPECT_EQ(FreePartitions(restarted), 48 - 8);
   for (const auto* name : {"a", "b"}) {
     for (const auto& live : restarted.CopiesOf(kAccount, name)) {

@@ -62,15 +62,33 @@ constexpr size_t kDeleteBatch = 100;
 
 }  // namespace
 
-void ComponentPlacement::Reconcile(std::span<const EndpointEntry> endpoints,
-                                   std::span<ComponentEntry> components) {
+int ComponentPlacement::Reconcile(std::span<const EndpointEntry> endpoints,
+                                  std::span<ComponentEntry> components,
+                                  const PassChanges& changes) {
+  int reconciled = 0;
   std::map<std::pair<std::string, std::string>, const EndpointEntry*> eps;
   for (const auto& e : endpoints) eps[{e.record.key.account, e.endpoint.name}] = &e;
+  // Components whose copies' agents reported something.
+  std::set<ComponentKey> reported;
+  for (const std::string& id : changes.registry.workloads) {
+    if (auto key = ComponentOfWorkload(id)) reported.insert(*key);
+  }
   for (auto& entry : components) {
-    auto ep = eps.find({entry.record.key.account, entry.component.endpoint});
+    const std::string& account = entry.record.key.account;
+    const ComponentRecord& c = entry.component;
+    if (!changes.everything && !changes.components.contains({account, c.name}) &&
+        !changes.endpoints.contains({account, c.endpoint}) &&
+        !reported.contains({account, c.name}) &&
+        !touched_pools_.contains(nodes::Owner::Endpoint(account, c.endpoint, c.variant))) {
+      auto cc = copies_.find({account, c.name});
+      if (cc != copies_.end() && cc->second.steady) continue;
+    }
+    auto ep = eps.find({account, c.endpoint});
     ReconcileOne(ep == eps.end() ? nullptr : ep->second, entry);
+    ++reconciled;
   }
   DropRemoved(components);
+  return reconciled;
 }
 
 void ComponentPlacement::DropRemoved(std::span<const ComponentEntry> components) {
@@ -301,7 +319,15 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   } else if (body != entry.component.ToJson().dump()) {
     writes.push_back(store::Put{entry.record.key, body, entry.record.version});
   }
+  // Steady: nothing to write and nothing pending (no copy waiting, starting, judged against a
+  // timeout or on a node in its grace period), so the next pass has nothing to do unless
+  // something it depends on changes (Reconcile).
+  cc.steady =
+      writes.empty() && !deleting && !c.deployment && cc.waiting == 0 && !serving.reconnecting &&
+      ((c.status == ComponentStatus::kInService && count == c.desired && c.running == c.desired) ||
+       (c.status == ComponentStatus::kFailed && after.empty()));
   if (writes.empty()) return;
+  cc.generation = next_generation_++;
   auto written = store_.Commit(std::move(writes));
   if (!written.has_value()) {
     // Not recorded: memory goes back to what the Store holds; the next pass tries again.

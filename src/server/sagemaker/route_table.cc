@@ -11,6 +11,16 @@ void RouteTable::Replace(std::map<Key, RouteEndpoint> table) {
   table_ = std::move(table);
 }
 
+void RouteTable::Set(const Key& key, RouteEndpoint endpoint) {
+  std::unique_lock lock(mu_);
+  table_.insert_or_assign(key, std::move(endpoint));
+}
+
+void RouteTable::Erase(const Key& key) {
+  std::unique_lock lock(mu_);
+  table_.erase(key);
+}
+
 Result<ResolvedRoute> RouteTable::Resolve(const std::string& account, const std::string& endpoint,
                                           const std::string& component) const {
   std::shared_lock lock(mu_);

@@ -1,6 +1,7 @@
 // RouteTable: the runtime router's read-mostly view of which copies serve which inference
-// component. The service rebuilds it after every reconcile pass (and a pass follows every agent
-// report that changes a copy's state), so a copy joins the rotation once its /ping answers and
+// component. The service updates it after every reconcile pass, for the endpoints whose records,
+// copies or copies' reports changed (and a pass follows every agent report that changes a copy's
+// state), so a copy joins the rotation once its /ping answers and
 // leaves it when its agent reports it unhealthy, dead or its node NotReady.
 //
 // Resolve answers with SageMaker runtime semantics: NotFound for an endpoint the account does
@@ -47,6 +48,9 @@ class RouteTable {
  public:
   using Key = std::pair<std::string, std::string>;  // (account, endpoint)
   void Replace(std::map<Key, RouteEndpoint> table);
+  // One endpoint's entry, for a pass that changed only some.
+  void Set(const Key& key, RouteEndpoint endpoint);
+  void Erase(const Key& key);
   Result<ResolvedRoute> Resolve(const std::string& account, const std::string& endpoint,
                                 const std::string& component) const;
 

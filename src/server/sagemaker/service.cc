@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
 #include "server/sagemaker/aws_error.h"
 #include "server/sagemaker/ops.h"
 #include "server/sagemaker/resources.h"
@@ -14,6 +18,8 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
       claims_(claims),
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : SystemClock::Get()),
+      feed_(store.Watch(
+          {std::string(kEndpoint), std::string(kInferenceComponent), std::string(kModel)})),
       ops_(
           store, clock_, options_.region, mu_, [this] { loop_.Wake(); }, options_.registry,
           options_.max_records_per_kind),
@@ -32,6 +38,7 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
 SageMakerService::~SageMakerService() {
   wake_.Reset();  // Before anything a wake would touch goes.
   Stop();
+  store_.Unwatch(feed_);
 }
 
 Result<std::vector<EndpointEntry>> SageMakerService::LoadEndpoints() const {
@@ -65,25 +72,113 @@ Result<std::vector<ComponentEntry>> SageMakerService::LoadComponents() const {
   return out;
 }
 
-void SageMakerService::SyncClaims() {
-  if (options_.registry == nullptr) return;
-  if (registry_cursor_ < 0) registry_cursor_ = options_.registry->Subscribe();
-  nodes::SyncFromRegistry(*options_.registry, claims_, registry_cursor_);
+namespace {
+
+// Re-reads one record into `entries` (ordered by account and name): replaced, inserted, or
+// dropped when it is gone or does not parse. Fails only when the Store cannot be read.
+template <typename Entry, typename Parse>
+Status ReloadOne(store::Store& store, std::vector<Entry>& entries, const store::Key& key,
+                 Parse parse) {
+  auto at =
+      std::lower_bound(entries.begin(), entries.end(), key, [](const Entry& e, const auto& k) {
+        return std::tie(e.record.key.account, e.record.key.name) < std::tie(k.account, k.name);
+      });
+  const bool present = at != entries.end() && at->record.key.account == key.account &&
+                       at->record.key.name == key.name;
+  auto record = store.Get(key);
+  if (!record.has_value() && record.error().code != ErrorCode::kNotFound) return record.error();
+  if (!record.has_value()) {
+    if (present) entries.erase(at);
+    return OkStatus();
+  }
+  if (present && at->record.version == record->version) return OkStatus();  // Our own write.
+  auto parsed = parse(*record);
+  if (!parsed.has_value()) {
+    spdlog::error("skipping {}/{}: {}", key.account, key.name, parsed.error().message);
+    if (present) entries.erase(at);
+    return OkStatus();
+  }
+  Entry entry{std::move(record).value(), std::move(parsed).value()};
+  if (present) {
+    *at = std::move(entry);
+  } else {
+    entries.insert(at, std::move(entry));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status SageMakerService::ReloadAll() {
+  CARVE_ASSIGN_OR_RETURN(auto endpoints, LoadEndpoints());
+  CARVE_ASSIGN_OR_RETURN(auto components, LoadComponents());
+  records_read_ += static_cast<int64_t>(endpoints.size() + components.size());
+  endpoints_ = std::move(endpoints);
+  components_ = std::move(components);
+  return OkStatus();
+}
+
+Status SageMakerService::Refresh(PassChanges& changes) {
+  if (options_.registry != nullptr) {
+    if (registry_cursor_ < 0) registry_cursor_ = options_.registry->Subscribe();
+    nodes::RegistryChanges taken = options_.registry->TakeChanges(registry_cursor_);
+    if (taken.everything) {
+      nodes::SyncFromRegistry(*options_.registry, claims_);
+    } else {
+      nodes::SyncFromRegistry(*options_.registry, claims_, taken);
+    }
+    auto& into = changes.registry;
+    into.everything = into.everything || taken.everything;
+    into.nodes.merge(taken.nodes);
+    into.workloads.merge(taken.workloads);
+    into.gpus.merge(taken.gpus);
+  }
+  store::Changes written = store_.TakeChanges(feed_);
+  if (written.everything || reload_all_) {
+    reload_all_ = true;
+    unread_.clear();
+    CARVE_RETURN_IF_ERROR(ReloadAll());
+    reload_all_ = false;
+    changes.everything = true;
+    return OkStatus();
+  }
+  // Simulated mode has no reports to say what changed under a component, so it looks at all.
+  if (options_.registry == nullptr || changes.registry.everything) changes.everything = true;
+  written.keys.merge(unread_);
+  unread_.clear();
+  Status failed = OkStatus();
+  for (const store::Key& key : written.keys) {
+    Status st = OkStatus();
+    if (key.kind != kModel) ++records_read_;
+    if (key.kind == kEndpoint) {
+      changes.endpoints.insert({key.account, key.name});
+      st = ReloadOne(store_, endpoints_, key, EndpointRecord::FromRecord);
+    } else if (key.kind == kInferenceComponent) {
+      changes.components.insert({key.account, key.name});
+      st = ReloadOne(store_, components_, key, ComponentRecord::FromRecord);
+    } else if (key.kind == kModel) {
+      changes.model_accounts.insert(key.account);
+    }
+    if (!st.ok()) {
+      unread_.insert(key);
+      failed = st;
+    }
+  }
+  return failed;
 }
 
 Status SageMakerService::Recover() {
   std::lock_guard lock(mu_);
-  SyncClaims();
-  CARVE_ASSIGN_OR_RETURN(auto endpoints, LoadEndpoints());
-  CARVE_RETURN_IF_ERROR(MigrateEndpoints(store_, endpoints));
-  CARVE_ASSIGN_OR_RETURN(auto components, LoadComponents());
-  CARVE_RETURN_IF_ERROR(lifecycle_.Recover(endpoints));
-  CARVE_RETURN_IF_ERROR(placement_.Recover(endpoints, components));
-  placement_.SyncPools(endpoints, claims_);
+  PassChanges changes;
+  CARVE_RETURN_IF_ERROR(Refresh(changes));
+  CARVE_RETURN_IF_ERROR(MigrateEndpoints(store_, endpoints_));
+  CARVE_RETURN_IF_ERROR(lifecycle_.Recover(endpoints_));
+  CARVE_RETURN_IF_ERROR(placement_.Recover(endpoints_, components_));
+  placement_.SyncPools(endpoints_, claims_, changes);
   // Agents that reconnect find their copies still desired.
-  if (publisher_) publisher_->Publish(endpoints, components, placement_);
+  if (publisher_) publisher_->Publish(endpoints_, components_, placement_, changes);
   spdlog::info("recovered {} endpoints and {} inference components from the store",
-               endpoints.size(), components.size());
+               endpoints_.size(), components_.size());
   return OkStatus();
 }
 
@@ -124,25 +219,40 @@ void SageMakerService::Stop() {
   WaitForCarves();
 }
 
+SageMakerService::PassStats SageMakerService::LastPass() const {
+  std::lock_guard lock(mu_);
+  return last_pass_;
+}
+
 void SageMakerService::ReconcileOnce() {
   if (options_.registry != nullptr) options_.registry->Sweep();
   std::lock_guard lock(mu_);
-  SyncClaims();
-  auto endpoints = LoadEndpoints();
-  if (!endpoints.has_value()) {
-    spdlog::warn("reconcile: cannot list endpoints: {}", endpoints.error().message);
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t read_before = records_read_;
+  PassChanges changes;
+  changes.everything = false;  // Refresh says when it is.
+  if (Status st = Refresh(changes); !st.ok()) {
+    spdlog::warn("reconcile: cannot read endpoints and inference components: {}",
+                 st.error().message);
     return;
   }
-  lifecycle_.Reconcile(*endpoints);
-  auto components = LoadComponents();
-  if (!components.has_value()) {
-    spdlog::warn("reconcile: cannot list inference components: {}", components.error().message);
+  lifecycle_.Reconcile(endpoints_);
+  // What the lifecycle wrote (claims, status) is part of this pass's changes.
+  if (Status st = Refresh(changes); !st.ok()) {
+    spdlog::warn("reconcile: cannot read endpoints and inference components: {}",
+                 st.error().message);
     return;
   }
-  placement_.SyncPools(*endpoints, claims_);
-  placement_.Reconcile(*endpoints, *components);
-  ScaleManagedVariants(*endpoints);
-  if (publisher_) publisher_->Publish(*endpoints, *components, placement_);
+  placement_.SyncPools(endpoints_, claims_, changes);
+  PassStats stats;
+  stats.everything = changes.everything;
+  stats.components_reconciled = placement_.Reconcile(endpoints_, components_, changes);
+  ScaleManagedVariants(endpoints_);
+  if (publisher_)
+    stats.published = publisher_->Publish(endpoints_, components_, placement_, changes);
+  stats.records_read = records_read_ - read_before;
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  last_pass_ = stats;
 }
 
 void SageMakerService::ScaleManagedVariants(std::vector<EndpointEntry>& endpoints) {

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@
 #include "server/sagemaker/component_placement.h"
 #include "server/sagemaker/endpoint_lifecycle.h"
 #include "server/sagemaker/op_context.h"
+#include "server/sagemaker/pass_changes.h"
 #include "server/sagemaker/route_table.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/workload_publisher.h"
@@ -114,13 +116,29 @@ class SageMakerService {
   };
   Snapshot TakeSnapshot() const;
 
+  // What the last reconcile pass did (issue 14): records it read from the Store, components it
+  // reconciled, what it handed the agents and the router, and how long it took.
+  struct PassStats {
+    bool everything = false;  // It looked at everything (first pass, simulated mode, overflow).
+    int64_t records_read = 0;
+    int components_reconciled = 0;
+    WorkloadPublisher::Work published;
+    double seconds = 0;
+  };
+  PassStats LastPass() const;
+
   // The runtime router's view: which copies of which component are in rotation (agent mode).
   const RouteTable& routes() const { return routes_; }
 
  private:
   Result<std::vector<EndpointEntry>> LoadEndpoints() const;
   Result<std::vector<ComponentEntry>> LoadComponents() const;
-  void SyncClaims();  // Agent mode: the registry's nodes and readiness into NodeClaims.
+  // Brings endpoints_ and components_ up to the Store and adds what changed to `changes`: every
+  // record on the first call (or after the feed overflowed or a read failed), else only those
+  // the Store's change feed names. Agent mode also takes the registry's changes and applies
+  // them to NodeClaims.
+  Status Refresh(PassChanges& changes);
+  Status ReloadAll();
   // ManagedInstanceScaling: an InService variant with copies waiting and a free Ready instance
   // of its type grows by one, up to its maximum; one with none waiting and an instance that
   // holds no copy shrinks by one, down to its minimum (IDLE_RELEASE). The change is recorded as
@@ -138,7 +156,16 @@ class SageMakerService {
   const Clock& clock_;
   // Serialises endpoint and component changes (handlers and passes) and guards the parts.
   mutable std::mutex mu_;
-  int registry_cursor_ = -1;  // NodeRegistry::Subscribe, taken by the first SyncClaims (mu_)
+  int registry_cursor_ = -1;  // NodeRegistry::Subscribe, taken by the first Refresh (mu_)
+  // Endpoints and inference components as of the last pass, ordered by (account, name), kept
+  // parsed so a pass re-reads only what was written since (issue 14). Guarded by mu_.
+  std::vector<EndpointEntry> endpoints_;
+  std::vector<ComponentEntry> components_;
+  const int feed_;               // Store::Watch of endpoints, components and models.
+  bool reload_all_ = true;       // The next Refresh re-lists (mu_).
+  std::set<store::Key> unread_;  // Changed keys a failed read left for the next Refresh (mu_).
+  int64_t records_read_ = 0;     // By Refresh, ever (mu_).
+  PassStats last_pass_;          // (mu_)
   RouteTable routes_;         // Rebuilt after every pass; has its own lock.
   OpContext ops_;
   EndpointLifecycle lifecycle_;

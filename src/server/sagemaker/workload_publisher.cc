@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "server/nodes/agent_node_driver.h"
 #include "server/sagemaker/resources.h"
@@ -101,126 +104,281 @@ WorkloadPublisher::WorkloadPublisher(store::Store& store, nodes::NodeRegistry& r
                                      const RuntimeCatalog& runtimes, RouteTable& routes)
     : store_(store), registry_(registry), runtimes_(runtimes), routes_(routes) {}
 
-void WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
-                                std::span<const ComponentEntry> components,
-                                const ComponentPlacement& placement) {
-  std::map<std::string, std::vector<protocol::WorkloadDesired>> per_node;
-  std::map<RouteTable::Key, RouteEndpoint> routes;
-  std::map<std::pair<std::string, std::string>, const EndpointRecord*> by_name;
+void WorkloadPublisher::PublishLayouts(const EndpointEntry& e) {
+  const EndpointRecord& ep = e.endpoint;
+  if (!IsCarved(ep.status)) return;
+  for (const auto& v : ep.variants) {
+    auto hw = VariantHardware(v);
+    if (!hw.has_value()) continue;
+    core::Layout layout = v.layout;
+    layout.gpu = hw->second;
+    std::vector<protocol::GpuDesired> gpus;
+    for (int g = 0; g < hw->first->gpu_count; ++g) {
+      gpus.push_back(nodes::GpuDesiredFor(GpuIndex(static_cast<uint32_t>(g)), layout));
+    }
+    for (const auto& node : v.nodes) {
+      // A draining node's GPUs are the lifecycle's to reset; do not carve them again.
+      if (std::find(v.draining.begin(), v.draining.end(), node) != v.draining.end()) continue;
+      registry_.SetGpuLayouts(NodeId(node), gpus);
+    }
+  }
+}
+
+WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
+                                                      const ComponentEntry& entry,
+                                                      const ComponentPlacement& placement,
+                                                      Published* old, bool models_changed,
+                                                      std::set<std::string>& touched) const {
+  const ComponentRecord& c = entry.component;
+  const std::string& account = entry.record.key.account;
+  Published out;
+  out.component_version = entry.record.version;
+  out.endpoint_version = ep != nullptr ? ep->record.version : 0;
+  out.copies_generation = placement.CopiesGeneration(account, c.name);
+  out.endpoint = c.endpoint;
+  out.partition_type = c.partition_type;
+  // What can be kept: a copy's workload follows from its record, its specification version
+  // (whose content never changes), the endpoint's variant, the model and the partition type.
+  std::unordered_map<std::string_view, std::pair<const Published::Copy*, size_t>> keep;
+  if (old != nullptr) {
+    const bool reusable = !models_changed && old->endpoint_version == out.endpoint_version &&
+                          old->partition_type == out.partition_type;
+    std::map<std::string_view, size_t> position;  // Within its node's list.
+    for (const auto& copy : old->copies) {
+      if (!reusable) {
+        touched.insert(copy.node);
+        continue;
+      }
+      keep[copy.workload] = {&copy, position[copy.node]++};
+    }
+  }
+  auto copies = placement.CopiesOf(account, c.name);
+  std::map<int64_t, Result<ContainerSpec>> containers;  // By specification version.
+  std::string target;
+  const VariantSpec* variant = ep != nullptr ? FindVariant(ep->endpoint, c.variant) : nullptr;
+  if (variant != nullptr) {
+    if (auto hw = VariantHardware(*variant); hw.has_value()) {
+      target = std::string(hw->second->id);
+      if (!c.partition_type.empty()) target += ":" + c.partition_type;
+    }
+  }
+  for (const auto& copy : copies) {
+    const std::string id = ComponentRecord::WorkloadId(account, c.name, copy.record.id);
+    if (auto kept = keep.find(id); kept != keep.end()) {
+      const Published::Copy& was = *kept->second.first;
+      if (was.version == copy.version && was.node == copy.record.placement.node) {
+        auto& list = old->per_node.at(was.node);
+        out.per_node[was.node].push_back(std::move(list[kept->second.second]));
+        out.copies.push_back(was);
+        keep.erase(kept);
+        continue;
+      }
+    }
+    touched.insert(copy.record.placement.node);
+    const int64_t version = copy.record.spec_version;
+    auto found = containers.find(version);
+    if (found == containers.end()) {
+      const json* spec = c.SpecificationOf(version);
+      found = containers
+                  .emplace(version, spec != nullptr
+                                        ? ContainerOf(store_, account, c, *spec)
+                                        : Result<ContainerSpec>(NotFound(fmt::format(
+                                              "specification version {} is gone", version))))
+                  .first;
+      if (!found->second.has_value()) {
+        spdlog::warn("component {}/{}: cannot start copies of specification version {}: {}",
+                     account, c.name, version, found->second.error().message);
+      }
+    }
+    if (!found->second.has_value()) continue;
+    const ContainerSpec* container = &*found->second;
+    const Runtime* runtime = runtimes_.Find(container->image);
+    const core::AllocationRecord& where = copy.record.placement;
+    protocol::WorkloadDesired w;
+    w.id = id;
+    w.kind = "copy";
+    w.name = c.name;
+    w.index = copy.record.index;
+    if (runtime != nullptr) {
+      w.command = runtime->command;
+      w.environment = runtime->environment;
+    } else {
+      w.image = container->image;
+    }
+    w.values["model_data"] = container->model_data;
+    for (const auto& [k, v] : container->environment) w.environment[k] = v;
+    w.environment["CARVE_INFERENCE_COMPONENT"] = c.name;
+    w.environment["CARVE_ENDPOINT"] = c.endpoint;
+    w.environment["CARVE_COPY"] = std::to_string(copy.record.index);
+    w.environment["CARVE_SPECIFICATION_VERSION"] = std::to_string(version);
+    if (!target.empty() && !w.environment.contains("CARVE_TARGET")) {
+      w.environment["CARVE_TARGET"] = target;
+    }
+    w.device.gpus = where.gpu_indexes;
+    if (where.kind == core::RequestKind::kPartition && variant != nullptr) {
+      w.device.partition = PartitionIndex(variant->layout, where.partition_start);
+    }
+    w.cpu_milli = where.cpu_milli;
+    w.memory_mib = where.host_memory_mib;
+    w.restart = "always";
+    w.health_check = true;
+    out.copies.push_back({w.id, where.node, copy.version});
+    out.per_node[where.node].push_back(std::move(w));
+  }
+  for (const auto& [id, gone] : keep) touched.insert(gone.first->node);  // Released or moved.
+  return out;
+}
+
+RouteEndpoint WorkloadPublisher::RouteOf(const EndpointEntry& e,
+                                         std::span<const ComponentEntry> components) const {
+  const EndpointRecord& ep = e.endpoint;
+  const std::string& account = e.record.key.account;
+  RouteEndpoint route;
+  route.status = std::string(Name(ep.status));
+  if (!ep.variants.empty()) {
+    route.variant = ep.variants[0].name;
+    route.strategy = ep.variants[0].routing_strategy;
+  }
+  route.timeout = InvocationTimeout(ep);
+  for (const auto& entry : components) {
+    if (entry.record.key.account != account || entry.component.endpoint != ep.name) continue;
+    auto& serving = route.components[entry.component.name];  // Known, maybe no copies.
+    auto published = published_.find({account, entry.component.name});
+    if (published == published_.end()) continue;
+    for (const auto& copy : published->second.copies) {
+      auto status = registry_.Workload(copy.workload);
+      if (status && status->state == "running" && !status->address.empty() &&
+          registry_.IsReady(NodeId(copy.node))) {
+        serving.push_back({status->id, status->address});
+      }
+    }
+  }
+  return route;
+}
+
+WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry> endpoints,
+                                                   std::span<const ComponentEntry> components,
+                                                   const ComponentPlacement& placement,
+                                                   const PassChanges& changes) {
+  Work work;
+  std::map<RecordName, const EndpointEntry*> by_name;
+  for (const auto& e : endpoints) by_name[{e.record.key.account, e.endpoint.name}] = &e;
+  auto endpoint_of = [&](const std::string& account, const std::string& name) {
+    auto it = by_name.find({account, name});
+    return it == by_name.end() ? nullptr : it->second;
+  };
 
   for (const auto& e : endpoints) {
-    const EndpointRecord& ep = e.endpoint;
-    RouteEndpoint route;
-    route.status = std::string(Name(ep.status));
-    if (!ep.variants.empty()) {
-      route.variant = ep.variants[0].name;
-      route.strategy = ep.variants[0].routing_strategy;
-    }
-    route.timeout = InvocationTimeout(ep);
-    routes[{e.record.key.account, ep.name}] = std::move(route);
-    by_name[{e.record.key.account, ep.name}] = &ep;
-    if (!IsCarved(ep.status)) continue;
-    for (const auto& v : ep.variants) {
-      auto hw = VariantHardware(v);
-      if (!hw.has_value()) continue;
-      core::Layout layout = v.layout;
-      layout.gpu = hw->second;
-      std::vector<protocol::GpuDesired> gpus;
-      for (int g = 0; g < hw->first->gpu_count; ++g) {
-        gpus.push_back(nodes::GpuDesiredFor(GpuIndex(static_cast<uint32_t>(g)), layout));
-      }
-      for (const auto& node : v.nodes) {
-        // A draining node's GPUs are the lifecycle's to reset; do not carve them again.
-        if (std::find(v.draining.begin(), v.draining.end(), node) != v.draining.end()) continue;
-        registry_.SetGpuLayouts(NodeId(node), gpus);
-      }
-    }
+    if (!changes.EndpointChanged(e.record.key.account, e.endpoint.name)) continue;
+    PublishLayouts(e);
+    ++work.layouts;
   }
 
+  // Components whose inputs moved are rebuilt; the nodes their workloads were or are on, and
+  // the routes of their endpoints, are redone below.
+  std::set<std::string> nodes;
+  std::set<RecordName> routes = changes.everything ? std::set<RecordName>{} : changes.endpoints;
+  auto forget = [&](const RecordName& key, const Published& old) {
+    for (const auto& [node, list] : old.per_node) {
+      nodes.insert(node);
+      auto on = on_node_.find(node);
+      if (on != on_node_.end()) on->second.erase(key);
+    }
+    routes.insert({key.first, old.endpoint});
+  };
+  std::set<RecordName> present;
   for (const auto& entry : components) {
-    const ComponentRecord& c = entry.component;
     const std::string& account = entry.record.key.account;
-    auto route = routes.find({account, c.endpoint});
-    if (route != routes.end()) route->second.components[c.name];  // Known, maybe no copies.
-    auto copies = placement.CopiesOf(account, c.name);
-    if (copies.empty()) continue;
-    std::map<int64_t, Result<ContainerSpec>> containers;  // By specification version.
-    std::string target;
-    const VariantSpec* variant = nullptr;
-    if (auto ep = by_name.find({account, c.endpoint}); ep != by_name.end()) {
-      variant = FindVariant(*ep->second, c.variant);
+    const ComponentRecord& c = entry.component;
+    const RecordName key{account, c.name};
+    present.insert(key);
+    const EndpointEntry* ep = endpoint_of(account, c.endpoint);
+    auto old = published_.find(key);
+    if (!changes.everything && old != published_.end() &&
+        old->second.component_version == entry.record.version &&
+        old->second.endpoint_version == (ep != nullptr ? ep->record.version : 0) &&
+        old->second.copies_generation == placement.CopiesGeneration(account, c.name) &&
+        !changes.model_accounts.contains(account)) {
+      continue;
     }
-    if (variant != nullptr) {
-      if (auto hw = VariantHardware(*variant); hw.has_value()) {
-        target = std::string(hw->second->id);
-        if (!c.partition_type.empty()) target += ":" + c.partition_type;
+    Published next = Build(ep, entry, placement, old != published_.end() ? &old->second : nullptr,
+                           changes.model_accounts.contains(account), nodes);
+    ++work.components;
+    if (old != published_.end()) {
+      for (const auto& [node, list] : old->second.per_node) {
+        if (next.per_node.contains(node)) continue;
+        nodes.insert(node);
+        if (auto on = on_node_.find(node); on != on_node_.end()) on->second.erase(key);
       }
     }
-    for (const auto& copy : copies) {
-      const int64_t version = copy.record.spec_version;
-      auto found = containers.find(version);
-      if (found == containers.end()) {
-        const json* spec = c.SpecificationOf(version);
-        found = containers
-                    .emplace(version, spec != nullptr
-                                          ? ContainerOf(store_, account, c, *spec)
-                                          : Result<ContainerSpec>(NotFound(fmt::format(
-                                                "specification version {} is gone", version))))
-                    .first;
-        if (!found->second.has_value()) {
-          spdlog::warn("component {}/{}: cannot start copies of specification version {}: {}",
-                       account, c.name, version, found->second.error().message);
-        }
-      }
-      if (!found->second.has_value()) continue;
-      const ContainerSpec* container = &*found->second;
-      const Runtime* runtime = runtimes_.Find(container->image);
-      const core::AllocationRecord& where = copy.record.placement;
-      protocol::WorkloadDesired w;
-      w.id = ComponentRecord::WorkloadId(account, c.name, copy.record.id);
-      w.kind = "copy";
-      w.name = c.name;
-      w.index = copy.record.index;
-      if (runtime != nullptr) {
-        w.command = runtime->command;
-        w.environment = runtime->environment;
-      } else {
-        w.image = container->image;
-      }
-      w.values["model_data"] = container->model_data;
-      for (const auto& [k, v] : container->environment) w.environment[k] = v;
-      w.environment["CARVE_INFERENCE_COMPONENT"] = c.name;
-      w.environment["CARVE_ENDPOINT"] = c.endpoint;
-      w.environment["CARVE_COPY"] = std::to_string(copy.record.index);
-      w.environment["CARVE_SPECIFICATION_VERSION"] = std::to_string(version);
-      if (!target.empty() && !w.environment.contains("CARVE_TARGET")) {
-        w.environment["CARVE_TARGET"] = target;
-      }
-      w.device.gpus = where.gpu_indexes;
-      if (where.kind == core::RequestKind::kPartition && variant != nullptr) {
-        w.device.partition = PartitionIndex(variant->layout, where.partition_start);
-      }
-      w.cpu_milli = where.cpu_milli;
-      w.memory_mib = where.host_memory_mib;
-      w.restart = "always";
-      w.health_check = true;
-      if (route != routes.end()) {
-        auto status = registry_.Workload(w.id);
-        if (status && status->state == "running" && !status->address.empty() &&
-            registry_.IsReady(NodeId(where.node))) {
-          route->second.components[c.name].push_back({status->id, status->address});
-        }
-      }
-      per_node[where.node].push_back(std::move(w));
-    }
+    for (const auto& [node, list] : next.per_node) on_node_[node].insert(key);
+    routes.insert({account, c.endpoint});
+    published_.insert_or_assign(key, std::move(next));
   }
-  std::vector<NodeId> with_work;
-  for (auto& [node, list] : per_node) {
-    with_work.emplace_back(node);
+  for (auto it = published_.begin(); it != published_.end();) {
+    if (present.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    forget(it->first, it->second);
+    it = published_.erase(it);
+  }
+
+  // Each node's "sagemaker" workloads are the union of its components' parts, in component order.
+  for (const std::string& node : nodes) {
+    std::vector<protocol::WorkloadDesired> list;
+    auto on = on_node_.find(node);
+    if (on != on_node_.end()) {
+      for (const RecordName& key : on->second) {
+        const auto& part = published_.at(key).per_node;
+        if (auto it = part.find(node); it != part.end()) {
+          list.insert(list.end(), it->second.begin(), it->second.end());
+        }
+      }
+      if (on->second.empty()) on_node_.erase(on);
+    }
     registry_.SetWorkloads("sagemaker", NodeId(node), std::move(list));
   }
-  registry_.RetainWorkloadNodes("sagemaker", with_work);
-  routes_.Replace(std::move(routes));
+  work.nodes = static_cast<int>(nodes.size());
+  if (changes.everything) {
+    std::vector<NodeId> with_work;
+    for (const auto& [node, keys] : on_node_) with_work.emplace_back(node);
+    registry_.RetainWorkloadNodes("sagemaker", with_work);
+  }
+
+  // Routes: a copy's report, or its node's readiness, changes whether it is in rotation.
+  if (changes.everything || changes.registry.everything) {
+    std::map<RouteTable::Key, RouteEndpoint> table;
+    for (const auto& e : endpoints) {
+      table[{e.record.key.account, e.endpoint.name}] = RouteOf(e, components);
+    }
+    work.routes = static_cast<int>(table.size());
+    routes_.Replace(std::move(table));
+    return work;
+  }
+  for (const std::string& id : changes.registry.workloads) {
+    auto key = ComponentOfWorkload(id);
+    if (!key) continue;
+    if (auto p = published_.find(*key); p != published_.end()) {
+      routes.insert({key->first, p->second.endpoint});
+    }
+  }
+  for (const std::string& node : changes.registry.nodes) {
+    auto on = on_node_.find(node);
+    if (on == on_node_.end()) continue;
+    for (const RecordName& key : on->second)
+      routes.insert({key.first, published_.at(key).endpoint});
+  }
+  for (const RecordName& name : routes) {
+    const EndpointEntry* e = endpoint_of(name.first, name.second);
+    if (e == nullptr) {
+      routes_.Erase(name);
+    } else {
+      routes_.Set(name, RouteOf(*e, components));
+    }
+  }
+  work.routes = static_cast<int>(routes.size());
+  return work;
 }
 
 }  // namespace carve::server::sagemaker

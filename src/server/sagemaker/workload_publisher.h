@@ -7,13 +7,28 @@
 //     healthy, on a Ready node).
 // It runs at the end of every reconcile pass, with the service's state lock held. Agent mode
 // only: without a node registry there is nothing to publish.
+//
+// Incremental (issue 14): it keeps each component's part of the desired state as last
+// published, keyed by the versions it was built from (the component's record, its endpoint's,
+// and its copies' generation). A pass rebuilds only the components whose key moved (or whose
+// account's models changed), hands the registry only the nodes whose union of workloads may
+// have changed, re-asks for an endpoint's GPU layouts only when its record changed, and
+// rebuilds the routes only of endpoints whose records, copies, copies' reports or nodes
+// changed. `changes.everything` (the first pass after a start) publishes everything, which
+// after a server restart re-teaches the agents.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <set>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/nodes/node_registry.h"
 #include "server/sagemaker/component_placement.h"
+#include "server/sagemaker/pass_changes.h"
 #include "server/sagemaker/route_table.h"
 #include "server/sagemaker/runtimes.h"
 #include "store/store.h"
@@ -26,14 +41,49 @@ class WorkloadPublisher {
   WorkloadPublisher(store::Store& store, nodes::NodeRegistry& registry,
                     const RuntimeCatalog& runtimes, RouteTable& routes);
 
-  void Publish(std::span<const EndpointEntry> endpoints, std::span<const ComponentEntry> components,
-               const ComponentPlacement& placement);
+  // What one Publish redid.
+  struct Work {
+    int components = 0;  // rebuilt
+    int nodes = 0;       // whose workloads went to the registry
+    int layouts = 0;     // endpoints whose GPU layouts went to the registry
+    int routes = 0;      // endpoints whose routes were rebuilt
+  };
+  Work Publish(std::span<const EndpointEntry> endpoints, std::span<const ComponentEntry> components,
+               const ComponentPlacement& placement, const PassChanges& changes);
 
  private:
+  using RecordName = PassChanges::Name;  // (account, name)
+  // One component's part of the desired state.
+  struct Published {
+    int64_t component_version = 0;
+    int64_t endpoint_version = 0;  // 0: its endpoint does not exist
+    uint64_t copies_generation = 0;
+    std::string endpoint;
+    std::string partition_type;
+    std::map<std::string, std::vector<protocol::WorkloadDesired>> per_node;
+    struct Copy {
+      std::string workload;  // its id
+      std::string node;
+      int64_t version = 0;  // of its copy record
+    };
+    std::vector<Copy> copies;  // By copy index.
+  };
+
+  void PublishLayouts(const EndpointEntry& e);
+  // The component's part now. A copy whose record is as `old` had it keeps its workload (moved
+  // out of `old`) unless what every copy is built from changed (`rebuild_all`: the endpoint, the
+  // models, the partition type); the nodes of copies built, moved or gone go into `touched`.
+  Published Build(const EndpointEntry* ep, const ComponentEntry& entry,
+                  const ComponentPlacement& placement, Published* old, bool models_changed,
+                  std::set<std::string>& touched) const;
+  RouteEndpoint RouteOf(const EndpointEntry& e, std::span<const ComponentEntry> components) const;
+
   store::Store& store_;
   nodes::NodeRegistry& registry_;
   const RuntimeCatalog& runtimes_;
   RouteTable& routes_;
+  std::map<RecordName, Published> published_;
+  std::map<std::string, std::set<RecordName>> on_node_;  // Node -> components with workloads there.
 };
 
 }  // namespace carve::server::sagemaker

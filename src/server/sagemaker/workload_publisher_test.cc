@@ -74,9 +74,9 @@ class WorkloadPublisherTest : public ::testing::Test {
     const auto records = store_.ListAllAccounts(std::string(kInferenceComponent)).value();
     for (const auto& r : records)
       components_.push_back({r, ComponentRecord::FromRecord(r).value()});
-    placement_.SyncPools(endpoints_, claims_);
-    placement_.Reconcile(endpoints_, components_);
-    publisher_.Publish(endpoints_, components_, placement_);
+    placement_.SyncPools(endpoints_, claims_, PassChanges{});
+    placement_.Reconcile(endpoints_, components_, PassChanges{});
+    publisher_.Publish(endpoints_, components_, placement_, PassChanges{});
   }
   protocol::DesiredState Desired() {
     return registry_.WaitDesired("p4d-0", registry_.epoch(), 0, 0ms).value();
