@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <set>
+#include <string_view>
 
 #include "server/sagemaker/component_placement.h"
 
@@ -123,7 +124,9 @@ ComponentPlacement::ServingState ComponentPlacement::Serving(const std::string& 
   // After a server restart, nodes whose agents have not reconnected yet are in their grace
   // period: what their copies do is unknown, so the last recorded count stands until they
   // report (or time out and their copies are rescheduled).
+  std::set<std::string_view> seen;  // Copies share nodes: each node is asked once.
   for (const auto& copy : copies) {
+    if (!seen.insert(copy.record.placement.node).second) continue;
     auto node = registry_->Brief(NodeId(copy.record.placement.node));
     if (node && node->ready && !node->connected) {
       out.running = std::min(c.running, placed);
