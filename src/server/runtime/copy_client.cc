@@ -1,9 +1,15 @@
 #include "server/runtime/copy_client.h"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "server/fd_stream.h"
@@ -36,6 +42,25 @@ bool IsStaleConnection(const error_code& ec) {
 
 }  // namespace
 
+struct CopyClient::Loop {
+  boost::asio::io_context io{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  boost::asio::ip::tcp::resolver resolver{io};
+  std::thread thread{[this] { io.run(); }};
+  void Stop() {
+    work.reset();
+    io.stop();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+struct CopyClient::AsyncConnection {
+  explicit AsyncConnection(boost::asio::io_context& io) : stream(io) {}
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buffer;
+  std::chrono::steady_clock::time_point idle_since;
+};
+
 struct CopyClient::Connection {
   FdStream stream;
   boost::beast::flat_buffer buffer;  // Bytes read past the previous answer (none when pooled).
@@ -61,7 +86,12 @@ std::string_view CopyOutcomeName(CopyOutcome outcome) {
 CopyClient::CopyClient(std::chrono::milliseconds connect_timeout, size_t max_idle_per_address)
     : connect_timeout_(connect_timeout), max_idle_per_address_(max_idle_per_address) {}
 
-CopyClient::~CopyClient() = default;
+CopyClient::~CopyClient() {
+  if (loop_ == nullptr) return;
+  loop_->Stop();
+  async_idle_.clear();  // Their sockets belong to the loop's io_context.
+  loop_.reset();
+}
 
 std::unique_ptr<CopyClient::Connection> CopyClient::TakeIdle(const std::string& address) {
   const auto now = std::chrono::steady_clock::now();
@@ -88,12 +118,15 @@ void CopyClient::Return(const std::string& address, std::unique_ptr<Connection> 
 
 void CopyClient::Forget(const std::string& address) {
   std::vector<std::unique_ptr<Connection>> drop;
-  {
-    std::lock_guard lock(mu_);
-    auto it = idle_.find(address);
-    if (it == idle_.end()) return;
+  std::vector<std::unique_ptr<AsyncConnection>> drop_async;
+  std::lock_guard lock(mu_);  // Closing an idle socket touches no other state.
+  if (auto it = idle_.find(address); it != idle_.end()) {
     drop = std::move(it->second);
     idle_.erase(it);
+  }
+  if (auto it = async_idle_.find(address); it != async_idle_.end()) {
+    drop_async = std::move(it->second);
+    async_idle_.erase(it);
   }
 }
 
@@ -195,6 +228,170 @@ CopyReply CopyClient::Send(const std::string& address, const CopyRequest& reques
   }
   if (parser->get().keep_alive() && conn->buffer.size() == 0) Return(address, std::move(conn));
   return reply;
+}
+
+std::unique_ptr<CopyClient::AsyncConnection> CopyClient::TakeIdleAsync(const std::string& address) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<AsyncConnection>> expired;  // Closed outside the lock.
+  std::lock_guard lock(mu_);
+  auto it = async_idle_.find(address);
+  if (it == async_idle_.end()) return nullptr;
+  auto& pool = it->second;
+  while (!pool.empty()) {
+    std::unique_ptr<AsyncConnection> conn = std::move(pool.back());
+    pool.pop_back();
+    if (now - conn->idle_since < kMaxIdle) return conn;
+    expired.push_back(std::move(conn));
+  }
+  return nullptr;
+}
+
+void CopyClient::ReturnAsync(const std::string& address, std::unique_ptr<AsyncConnection> conn) {
+  conn->idle_since = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  auto& pool = async_idle_[address];
+  if (pool.size() < max_idle_per_address_) pool.push_back(std::move(conn));
+}
+
+// One AsyncCall: connect (or reuse), write, read the header and then the body chunk by chunk,
+// each step under its own deadline, as Send does with blocking calls. Lives in the handlers it
+// hands the loop (shared_from_this), and runs only on the loop's thread.
+class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exchange> {
+ public:
+  Exchange(CopyClient& client, std::string address, CopyRequest request,
+           std::function<void(CopyReply)> done)
+      : client_(client),
+        address_(std::move(address)),
+        request_(std::move(request)),
+        done_(std::move(done)) {
+    req_ = {http::verb::post, request_.path, 11};
+    req_.set(http::field::host, address_);
+    req_.set(http::field::content_type,
+             request_.content_type.empty() ? "application/octet-stream" : request_.content_type);
+    if (!request_.accept.empty()) req_.set(http::field::accept, request_.accept);
+    if (!request_.custom_attributes.empty()) {
+      req_.set("X-Amzn-SageMaker-Custom-Attributes", request_.custom_attributes);
+    }
+    req_.keep_alive(true);
+    req_.body() = boost::beast::span<const char>(request_.body.data(), request_.body.size());
+    req_.prepare_payload();
+  }
+
+  void Start() {
+    conn_ = client_.TakeIdleAsync(address_);
+    reused_ = conn_ != nullptr;
+    if (conn_) return Write();
+    Connect();
+  }
+
+ private:
+  void Connect() {
+    conn_ = std::make_unique<AsyncConnection>(client_.loop_->io);
+    const size_t colon = address_.rfind(':');
+    if (colon == std::string::npos) return Fail(CopyOutcome::kConnectFailed, "no port in address");
+    client_.loop_->resolver.async_resolve(
+        address_.substr(0, colon), address_.substr(colon + 1),
+        [self = shared_from_this()](const error_code& ec,
+                                    boost::asio::ip::tcp::resolver::results_type results) {
+          if (ec) return self->Fail(CopyOutcome::kConnectFailed, ec.message());
+          self->conn_->stream.expires_after(self->client_.connect_timeout_);
+          self->conn_->stream.async_connect(
+              results, [self](const error_code& ec2, const boost::asio::ip::tcp::endpoint&) {
+                if (ec2) {
+                  return self->Fail(CopyOutcome::kConnectFailed, ec2 == boost::beast::error::timeout
+                                                                     ? "connect timed out"
+                                                                     : ec2.message());
+                }
+                self->Write();
+              });
+        });
+  }
+
+  void Write() {
+    parser_.emplace();
+    parser_->body_limit(kMaxBufferedBodyBytes);
+    conn_->stream.expires_after(request_.timeout);
+    http::async_write(conn_->stream, req_,
+                      [self = shared_from_this()](const error_code& ec, size_t) {
+                        if (ec) return self->Retry(ec);
+                        self->ReadHeader();
+                      });
+  }
+
+  void ReadHeader() {
+    conn_->stream.expires_after(request_.timeout);
+    http::async_read_header(
+        conn_->stream, conn_->buffer, *parser_,
+        [self = shared_from_this()](const error_code& ec, size_t) {
+          if (ec) return self->Retry(ec);
+          const auto& head = self->parser_->get();
+          self->reply_.status = static_cast<int>(head.result_int());
+          self->reply_.content_type = std::string(head[http::field::content_type]);
+          self->reply_.custom_attributes = std::string(head["X-Amzn-SageMaker-Custom-Attributes"]);
+          self->ReadBody();
+        });
+  }
+
+  // A reused connection the copy closed while idle fails before any byte of an answer: the
+  // request never reached the copy's handler, so it goes again on a fresh connection, once.
+  void Retry(const error_code& ec) {
+    if (reused_ && IsStaleConnection(ec)) {
+      reused_ = false;
+      return Connect();
+    }
+    Fail(ec);
+  }
+
+  void ReadBody() {
+    if (parser_->is_done()) return Done();
+    conn_->stream.expires_after(request_.timeout);  // Per read, as Send's.
+    http::async_read_some(conn_->stream, conn_->buffer, *parser_,
+                          [self = shared_from_this()](const error_code& ec, size_t) {
+                            if (ec) return self->Fail(ec);
+                            self->ReadBody();
+                          });
+  }
+
+  void Done() {
+    reply_.body = std::move(parser_->get().body());
+    if (parser_->get().keep_alive() && conn_->buffer.size() == 0) {
+      conn_->stream.expires_never();
+      client_.ReturnAsync(address_, std::move(conn_));
+    }
+    Finish();
+  }
+
+  void Fail(const error_code& ec) {
+    Fail(ec == boost::beast::error::timeout ? CopyOutcome::kTimedOut : CopyOutcome::kBroken,
+         ec == boost::beast::error::timeout ? "timed out" : ec.message());
+  }
+  void Fail(CopyOutcome outcome, std::string detail) {
+    reply_.outcome = outcome;
+    reply_.detail = std::move(detail);
+    conn_.reset();
+    Finish();
+  }
+  void Finish() {
+    auto done = std::move(done_);
+    done(std::move(reply_));
+  }
+
+  CopyClient& client_;
+  const std::string address_;
+  const CopyRequest request_;
+  std::function<void(CopyReply)> done_;
+  http::request<http::span_body<const char>> req_;
+  std::unique_ptr<AsyncConnection> conn_;
+  bool reused_ = false;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  CopyReply reply_;
+};
+
+void CopyClient::AsyncCall(const std::string& address, CopyRequest request,
+                           std::function<void(CopyReply)> done) {
+  std::call_once(loop_started_, [this] { loop_ = std::make_unique<Loop>(); });
+  auto exchange = std::make_shared<Exchange>(*this, address, std::move(request), std::move(done));
+  boost::asio::post(loop_->io, [exchange] { exchange->Start(); });
 }
 
 }  // namespace carve::server::runtime

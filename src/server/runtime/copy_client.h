@@ -13,6 +13,11 @@
 //   kAborted        the caller's callback returned false (its client went away).
 //   kOk             a complete response arrived (any HTTP status).
 // Thread-safe: each call borrows its own connection.
+//
+// AsyncCall is Call without a thread (issue 14): the exchange runs on the client's own event
+// loop (one Boost.Asio thread, Beast's tcp_stream with a deadline per operation) and `done` gets
+// the reply there, so an invocation in flight costs a connection and a few KiB, not a worker.
+// It keeps its own pool of idle connections, with the same rules as Call's.
 #pragma once
 
 #include <chrono>
@@ -57,6 +62,11 @@ class CopyClient {
 
   // One request, whole response buffered.
   CopyReply Call(const std::string& address, const CopyRequest& request);
+  // The same without blocking: `done` runs once, on the client's event-loop thread (it must not
+  // block). `request` is copied. At destruction, exchanges still under way are dropped without
+  // calling `done`.
+  void AsyncCall(const std::string& address, CopyRequest request,
+                 std::function<void(CopyReply)> done);
 
   // One request whose 2xx body is handed over as it arrives: `on_headers(reply)` runs once with
   // status/content type filled; for a 2xx status `on_data` then gets each chunk. Either callback
@@ -80,6 +90,15 @@ class CopyClient {
   const size_t max_idle_per_address_;
   std::mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;  // Guarded by mu_.
+
+  struct Loop;     // The event loop of AsyncCall, started by the first one.
+  class Exchange;  // One AsyncCall.
+  struct AsyncConnection;
+  std::unique_ptr<AsyncConnection> TakeIdleAsync(const std::string& address);
+  void ReturnAsync(const std::string& address, std::unique_ptr<AsyncConnection> conn);
+  std::once_flag loop_started_;
+  std::unique_ptr<Loop> loop_;
+  std::map<std::string, std::vector<std::unique_ptr<AsyncConnection>>> async_idle_;  // mu_
 };
 
 }  // namespace carve::server::runtime

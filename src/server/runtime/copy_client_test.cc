@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -29,7 +30,20 @@ CopyRequest Request(std::string body = "{}") {
   return r;
 }
 
-TEST(CopyClient, SendsTheRequestAndReusesTheConnectionForTheNextCall) {
+// Call and AsyncCall keep the same contract; each case runs both ways.
+class CopyClientCall : public ::testing::TestWithParam<bool> {
+ protected:
+  CopyReply Call(CopyClient& client, const std::string& address, const CopyRequest& request) {
+    if (!GetParam()) return client.Call(address, request);
+    std::promise<CopyReply> reply;
+    client.AsyncCall(address, request, [&](CopyReply r) { reply.set_value(std::move(r)); });
+    return reply.get_future().get();
+  }
+};
+INSTANTIATE_TEST_SUITE_P(SyncAndAsync, CopyClientCall, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Async" : "Sync"; });
+
+TEST_P(CopyClientCall, SendsTheRequestAndReusesTheConnectionForTheNextCall) {
   std::vector<std::string> seen;
   std::mutex mu;
   ScriptedCopy copy([&](int fd, int) {
@@ -43,7 +57,7 @@ TEST(CopyClient, SendsTheRequestAndReusesTheConnectionForTheNextCall) {
   });
   CopyClient client;
   for (int i = 0; i < 3; ++i) {
-    CopyReply reply = client.Call(copy.address(), Request(R"({"i":)" + std::to_string(i) + "}"));
+    CopyReply reply = Call(client, copy.address(), Request(R"({"i":)" + std::to_string(i) + "}"));
     ASSERT_EQ(reply.outcome, CopyOutcome::kOk) << reply.detail;
     EXPECT_EQ(reply.status, 200);
     EXPECT_EQ(reply.body, "ok");
@@ -56,36 +70,36 @@ TEST(CopyClient, SendsTheRequestAndReusesTheConnectionForTheNextCall) {
   EXPECT_NE(seen[2].find(R"({"i":2})"), std::string::npos) << seen[2];
 }
 
-TEST(CopyClient, ResendsOnAFreshConnectionWhenTheCopyClosedTheIdleOne) {
+TEST_P(CopyClientCall, ResendsOnAFreshConnectionWhenTheCopyClosedTheIdleOne) {
   // Answers one request per connection as keep-alive, then closes: the pooled connection is
   // dead by the next call, which must still succeed.
   ScriptedCopy copy([](int fd, int) {
     if (!ReadRequest(fd).empty()) WriteAll(fd, kOk);
   });
   CopyClient client;
-  ASSERT_EQ(client.Call(copy.address(), Request()).outcome, CopyOutcome::kOk);
+  ASSERT_EQ(Call(client, copy.address(), Request()).outcome, CopyOutcome::kOk);
   // The copy has closed the connection the client now holds idle in its pool.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (copy.closed() < 1 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
   ASSERT_EQ(copy.closed(), 1);
-  CopyReply second = client.Call(copy.address(), Request());
+  CopyReply second = Call(client, copy.address(), Request());
   EXPECT_EQ(second.outcome, CopyOutcome::kOk) << second.detail;
   EXPECT_EQ(second.body, "ok");
   EXPECT_EQ(copy.connections(), 2);
 }
 
-TEST(CopyClient, AFreshConnectionClosedWithoutAnAnswerIsBrokenNotRetried) {
+TEST_P(CopyClientCall, AFreshConnectionClosedWithoutAnAnswerIsBrokenNotRetried) {
   ScriptedCopy copy([](int fd, int) { ReadRequest(fd); });  // Reads, then hangs up.
   CopyClient client;
-  CopyReply reply = client.Call(copy.address(), Request());
+  CopyReply reply = Call(client, copy.address(), Request());
   EXPECT_EQ(reply.outcome, CopyOutcome::kBroken);
   EXPECT_FALSE(reply.detail.empty());
   EXPECT_EQ(copy.connections(), 1);
 }
 
-TEST(CopyClient, ChunkedAndCloseDelimitedBodiesAreReadWhole) {
+TEST_P(CopyClientCall, ChunkedAndCloseDelimitedBodiesAreReadWhole) {
   ScriptedCopy copy([](int fd, int connection) {
     if (ReadRequest(fd).empty()) return;
     if (connection == 0) {
@@ -98,11 +112,11 @@ TEST(CopyClient, ChunkedAndCloseDelimitedBodiesAreReadWhole) {
     }
   });
   CopyClient client;
-  CopyReply chunked = client.Call(copy.address(), Request());
+  CopyReply chunked = Call(client, copy.address(), Request());
   ASSERT_EQ(chunked.outcome, CopyOutcome::kOk) << chunked.detail;
   EXPECT_EQ(chunked.body, "abcde");
   client.Forget(copy.address());  // The next call opens connection 1.
-  CopyReply to_eof = client.Call(copy.address(), Request());
+  CopyReply to_eof = Call(client, copy.address(), Request());
   ASSERT_EQ(to_eof.outcome, CopyOutcome::kOk) << to_eof.detail;
   EXPECT_EQ(to_eof.body, "until-eof");
 }
@@ -151,7 +165,7 @@ TEST(CopyClient, AStreamStoppedByTheCallerIsAborted) {
   EXPECT_EQ(reply.outcome, CopyOutcome::kAborted);
 }
 
-TEST(CopyClient, ASilentCopyTimesOut) {
+TEST_P(CopyClientCall, ASilentCopyTimesOut) {
   std::atomic<bool> done{false};
   ScriptedCopy copy([&](int fd, int) {
     ReadRequest(fd);
@@ -160,19 +174,19 @@ TEST(CopyClient, ASilentCopyTimesOut) {
   CopyClient client;
   CopyRequest req = Request();
   req.timeout = 100ms;
-  CopyReply reply = client.Call(copy.address(), req);
+  CopyReply reply = Call(client, copy.address(), req);
   done = true;
   EXPECT_EQ(reply.outcome, CopyOutcome::kTimedOut);
 }
 
-TEST(CopyClient, ARefusedConnectionIsConnectFailed) {
+TEST_P(CopyClientCall, ARefusedConnectionIsConnectFailed) {
   std::string address;
   {
     ScriptedCopy gone([](int, int) {});
     address = gone.address();
   }
   CopyClient client;
-  CopyReply reply = client.Call(address, Request());
+  CopyReply reply = Call(client, address, Request());
   EXPECT_EQ(reply.outcome, CopyOutcome::kConnectFailed);
   EXPECT_NE(reply.detail.find("refused"), std::string::npos) << reply.detail;
 }

@@ -1,5 +1,7 @@
 #include "server/runtime/router.h"
 
+#include <future>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -164,77 +166,121 @@ NativeResponse Router::NoCopy(Call& call, const RouteInfo& route) {
                             " in service; wait for copies to start and retry."));
 }
 
-NativeResponse Router::Invoke(const NativeRequest& request) {
+// One InvokeEndpoint from its resolved route to its answer: each try is an AsyncCall, and the
+// next step runs in its completion on the copy client's loop, so no thread waits for a copy.
+struct Router::Invocation {
   Call call;
-  auto resolved = Prepare(request, call);
-  if (!resolved) return Fail(call, FromError(resolved.error()));
-  const RouteInfo& route = *resolved;
-  auto strategy = ParseStrategy(route.strategy);
-  if (!strategy) return Fail(call, InternalFailure(strategy.error().message));
-
+  RouteInfo route;
+  Strategy strategy = Strategy::kLeastOutstandingRequests;
   CopyRequest req;
-  req.body = request.body;
-  req.content_type = Header(request, "content-type");
-  req.accept = Header(request, "accept");
-  req.custom_attributes = Header(request, "x-amzn-sagemaker-custom-attributes");
-  req.timeout = route.timeout;
-
   std::set<std::string> tried;
   std::optional<CopyReply> last;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    auto lease = balancer_.Acquire(route.component, *strategy, route.copies, tried);
-    if (!lease) break;
-    tried.insert(lease->copy().id);
-    const auto sent = clock_.Now();
-    CopyReply reply = client_.Call(lease->copy().address, req);
-    const double copy_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
-    if (FailedBeforeAnswering(reply)) {
-      CountAttempt(call, lease->copy().id, attempt, "unanswered");
-      balancer_.Quarantine(lease->copy().id);
-      client_.Forget(lease->copy().address);
-      last = std::move(reply);
-      continue;
-    }
-    if (reply.outcome == CopyOutcome::kOk && reply.status >= 500) {
-      CountAttempt(call, lease->copy().id, attempt, "5xx");
-      last = std::move(reply);  // Nothing reached the client yet: another copy may answer.
-      continue;
-    }
-    CountAttempt(call, lease->copy().id, attempt,
-                 reply.outcome == CopyOutcome::kOk ? "answered" : "failed");
-    if (reply.outcome != CopyOutcome::kOk || reply.status < 200 || reply.status >= 300) {
-      return Fail(call, ModelErrorFor(route, call.endpoint, reply));
-    }
-    call.model_seconds = copy_seconds;
-    NativeResponse out;
-    out.body = std::move(reply.body);
-    out.content_type =
-        reply.content_type.empty() ? "application/octet-stream" : std::move(reply.content_type);
-    out.headers.emplace_back(kVariantHeader, route.variant);
-    if (!reply.custom_attributes.empty()) {
-      out.headers.emplace_back(kCustomAttributes, reply.custom_attributes);
-    }
-    return Finish(call, std::move(out));
+  int attempt = 0;
+  Responder respond;
+};
+
+void Router::InvokeAsync(const NativeRequest& request, Responder respond) {
+  auto inv = std::make_shared<Invocation>();
+  inv->respond = std::move(respond);
+  auto resolved = Prepare(request, inv->call);
+  if (!resolved) return inv->respond(Fail(inv->call, FromError(resolved.error())));
+  inv->route = std::move(resolved).value();
+  auto strategy = ParseStrategy(inv->route.strategy);
+  if (!strategy) return inv->respond(Fail(inv->call, InternalFailure(strategy.error().message)));
+  inv->strategy = *strategy;
+  inv->req.body = request.body;
+  inv->req.content_type = Header(request, "content-type");
+  inv->req.accept = Header(request, "accept");
+  inv->req.custom_attributes = Header(request, "x-amzn-sagemaker-custom-attributes");
+  inv->req.timeout = inv->route.timeout;
+  Try(std::move(inv));
+}
+
+void Router::Try(std::shared_ptr<Invocation> inv) {
+  std::optional<CopyBalancer::Lease> lease;
+  if (inv->attempt < options_.max_attempts) {
+    lease = balancer_.Acquire(inv->route.component, inv->strategy, inv->route.copies, inv->tried);
   }
-  if (!last && route.copies.empty()) return NoCopy(call, route);
-  if (!last) {
+  if (!lease) return inv->respond(Exhausted(*inv));
+  inv->tried.insert(lease->copy().id);
+  const std::string address = lease->copy().address;
+  const auto sent = clock_.Now();
+  auto held = std::make_shared<CopyBalancer::Lease>(std::move(*lease));
+  client_.AsyncCall(address, inv->req, [this, inv, held, sent](CopyReply reply) mutable {
+    const double copy_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
+    auto answer = Judge(*inv, *held, std::move(reply), copy_seconds);
+    held.reset();  // The copy's request is over: its in-flight count drops before the next try.
+    if (answer) return inv->respond(std::move(*answer));
+    ++inv->attempt;
+    Try(std::move(inv));
+  });
+}
+
+std::optional<NativeResponse> Router::Judge(Invocation& inv, const CopyBalancer::Lease& lease,
+                                            CopyReply reply, double copy_seconds) {
+  Call& call = inv.call;
+  const RouteInfo& route = inv.route;
+  if (FailedBeforeAnswering(reply)) {
+    CountAttempt(call, lease.copy().id, inv.attempt, "unanswered");
+    balancer_.Quarantine(lease.copy().id);
+    client_.Forget(lease.copy().address);
+    inv.last = std::move(reply);
+    return std::nullopt;
+  }
+  if (reply.outcome == CopyOutcome::kOk && reply.status >= 500) {
+    CountAttempt(call, lease.copy().id, inv.attempt, "5xx");
+    inv.last = std::move(reply);  // Nothing reached the client yet: another copy may answer.
+    return std::nullopt;
+  }
+  CountAttempt(call, lease.copy().id, inv.attempt,
+               reply.outcome == CopyOutcome::kOk ? "answered" : "failed");
+  if (reply.outcome != CopyOutcome::kOk || reply.status < 200 || reply.status >= 300) {
+    return Fail(call, ModelErrorFor(route, call.endpoint, reply));
+  }
+  call.model_seconds = copy_seconds;
+  NativeResponse out;
+  out.body = std::move(reply.body);
+  out.content_type =
+      reply.content_type.empty() ? "application/octet-stream" : std::move(reply.content_type);
+  out.headers.emplace_back(kVariantHeader, route.variant);
+  if (!reply.custom_attributes.empty()) {
+    out.headers.emplace_back(kCustomAttributes, reply.custom_attributes);
+  }
+  return Finish(call, std::move(out));
+}
+
+NativeResponse Router::Exhausted(Invocation& inv) {
+  Call& call = inv.call;
+  const RouteInfo& route = inv.route;
+  if (!inv.last && route.copies.empty()) return NoCopy(call, route);
+  if (!inv.last) {
     return Fail(call, ModelNotReady("All " + std::to_string(route.copies.size()) + " copies of " +
                                     CopyName(route) + " of endpoint " + call.endpoint +
                                     " are out of rotation after failed connections; retry "
                                     "shortly."));
   }
-  if (FailedBeforeAnswering(*last)) {
+  if (FailedBeforeAnswering(*inv.last)) {
     return Fail(
         call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " + call.endpoint +
-                                 " answered a request (tried " + std::to_string(tried.size()) +
-                                 ", last: " + last->detail + "); retry shortly."));
+                                 " answered a request (tried " + std::to_string(inv.tried.size()) +
+                                 ", last: " + inv.last->detail + "); retry shortly."));
   }
-  return Fail(call, ModelErrorFor(route, call.endpoint, *last));
+  return Fail(call, ModelErrorFor(route, call.endpoint, *inv.last));
+}
+
+NativeResponse Router::Invoke(const NativeRequest& request) {
+  std::promise<NativeResponse> answer;
+  auto done = answer.get_future();
+  InvokeAsync(request, [&answer](NativeResponse r) { answer.set_value(std::move(r)); });
+  return done.get();
 }
 
 void RegisterRuntimeRoutes(HttpServer& server, Router& router) {
-  server.AddRoute("POST", "/endpoints/{EndpointName}/invocations", RouteAuth::kSigV4,
-                  [&router](const NativeRequest& r) { return router.Invoke(r); });
+  // InvokeEndpoint holds no worker while the copy works (InvokeAsync); the streaming routes
+  // relay on a worker.
+  server.AddAsyncRoute(
+      "POST", "/endpoints/{EndpointName}/invocations", RouteAuth::kSigV4,
+      [&router](NativeRequest r, Responder respond) { router.InvokeAsync(r, std::move(respond)); });
   server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream",
                   RouteAuth::kSigV4,
                   [&router](const NativeRequest& r) { return router.InvokeStream(r); });

@@ -70,6 +70,10 @@ class Router {
 
   // Handlers for the two routes; `request.path_params` holds "EndpointName".
   NativeResponse Invoke(const NativeRequest& request);
+  // InvokeEndpoint without a thread: `respond` runs once, on this thread when the answer is
+  // known at once (a bad request, no copy), else on the copy client's event loop. Invoke is
+  // this, waited for.
+  void InvokeAsync(const NativeRequest& request, Responder respond);
   NativeResponse InvokeStream(const NativeRequest& request);
   // POST /endpoints/{EndpointName}/openai/v1/chat/completions (router_openai.cc).
   NativeResponse ChatCompletions(const NativeRequest& request);
@@ -90,6 +94,14 @@ class Router {
     bool finished = false;
   };
   class Upstream;
+  struct Invocation;
+  // The next try of `inv` on a copy not tried yet, or its final answer when none is left.
+  void Try(std::shared_ptr<Invocation> inv);
+  // What a try's reply means: the answer to send, or nullopt to try another copy.
+  std::optional<NativeResponse> Judge(Invocation& inv, const CopyBalancer::Lease& lease,
+                                      CopyReply reply, double copy_seconds);
+  // The answer when no copy is left to try.
+  NativeResponse Exhausted(Invocation& inv);
   // A streamed request whose copy sent its status line.
   struct Opened {
     CopyBalancer::Lease lease;

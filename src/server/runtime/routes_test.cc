@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "aws/sigv4_test_util.h"
 #include "server/runtime/fake_copy_directory.h"
@@ -34,7 +38,10 @@ class RoutesTest : public ::testing::Test {
   }
 
   httplib::Result Post(const std::string& path, const aws::Credential* who) {
-    const std::string host = "127.0.0.1:" + std::to_string(port_);
+    return PostTo(port_, path, who);
+  }
+  static httplib::Result PostTo(int port, const std::string& path, const aws::Credential* who) {
+    const std::string host = "127.0.0.1:" + std::to_string(port);
     const std::string body = R"({"inputs":"x"})";
     aws::SigV4Request r{"POST",
                         path,
@@ -51,7 +58,8 @@ class RoutesTest : public ::testing::Test {
     for (const auto& [k, v] : r.headers) {
       if (k != "Host" && k != "Content-Type") h.emplace(k, v);
     }
-    httplib::Client cli("127.0.0.1", port_);
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(20, 0);
     return cli.Post(path.c_str(), h, body, "application/json");
   }
 
@@ -89,6 +97,52 @@ TEST_F(RoutesTest, AnotherAccountsEndpointIsNotFound) {
   EXPECT_EQ(nlohmann::json::parse(res->body)["Message"],
             "Endpoint ep of account 222222222222 not found.");
   EXPECT_EQ(copy_.hits(), 0);
+}
+
+// InvokeEndpoint holds no worker thread while its copy works (issue 14): a server with 2 workers
+// has 12 invocations in flight at once. The copy answers none until all 12 have reached it, so
+// a router that parked a worker per invocation would have only 2 there and each would get the
+// copy's "not together" answer after its 5 s wait.
+TEST_F(RoutesTest, InvocationsInFlightDoNotHoldWorkerThreads) {
+  constexpr int kInFlight = 12;
+  std::mutex mu;
+  std::condition_variable all_here;
+  int arrived = 0;
+  TestCopy gathering{[&](const httplib::Request&, httplib::Response& s) {
+    std::unique_lock lock(mu);
+    ++arrived;
+    all_here.notify_all();
+    const bool together =
+        all_here.wait_for(lock, std::chrono::seconds(5), [&] { return arrived >= kInFlight; });
+    s.set_content(together ? "together" : "not together", "text/plain");
+  }};
+  RouteInfo route;
+  route.variant = "AllTraffic";
+  route.component = "ic-a";
+  route.copies = {{"slow", gathering.address()}};
+  FakeCopyDirectory dir;
+  dir.SetRoute(kAlice.account_id, "ep", route);
+  MetricsRegistry metrics;
+  Router router{dir, metrics, RouterOptions{}};
+  HttpServerOptions options;
+  options.threads = 2;
+  HttpServer server{options, creds_, metrics};
+  RegisterRuntimeRoutes(server, router);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+
+  std::vector<std::thread> clients;
+  std::vector<std::string> answers(kInFlight);
+  for (int i = 0; i < kInFlight; ++i) {
+    clients.emplace_back([&, i] {
+      auto res = PostTo(*port, "/endpoints/ep/invocations", &kAlice);
+      answers[static_cast<size_t>(i)] =
+          res ? std::to_string(res->status) + " " + res->body : "no answer";
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (const std::string& a : answers) EXPECT_EQ(a, "200 together");
+  server.Stop();
 }
 
 }  // namespace
