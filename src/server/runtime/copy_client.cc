@@ -1,13 +1,15 @@
 #include "server/runtime/copy_client.h"
 
+#include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -56,7 +58,7 @@ struct CopyClient::Loop {
 
 struct CopyClient::AsyncConnection {
   explicit AsyncConnection(boost::asio::io_context& io) : stream(io) {}
-  boost::beast::tcp_stream stream;
+  boost::asio::ip::tcp::socket stream;
   boost::beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
 };
@@ -253,8 +255,9 @@ void CopyClient::ReturnAsync(const std::string& address, std::unique_ptr<AsyncCo
   if (pool.size() < max_idle_per_address_) pool.push_back(std::move(conn));
 }
 
-// One AsyncCall: connect (or reuse), write, read the header and then the body chunk by chunk,
-// each step under its own deadline, as Send does with blocking calls. Lives in the handlers it
+// One AsyncCall: connect (or reuse), write, read the header and then the body, under one
+// deadline for the answer (Call's is per read; for a unary answer the difference is a body that
+// keeps trickling past the timeout, which AsyncCall cuts). Lives in the handlers it
 // hands the loop (shared_from_this), and runs only on the loop's thread.
 class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exchange> {
  public:
@@ -277,32 +280,63 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
     req_.prepare_payload();
   }
 
+  // One deadline at a time for the whole exchange (a timer per operation costs system calls on
+  // every request): the connect within connect_timeout, then the answer within the request's
+  // timeout. On expiry the socket is closed and the pending operation fails.
   void Start() {
     conn_ = client_.TakeIdleAsync(address_);
     reused_ = conn_ != nullptr;
-    if (conn_) return Write();
+    if (conn_) {
+      rearmed_ = true;
+      Arm(request_.timeout);
+      return Write();
+    }
+    Arm(client_.connect_timeout_);
     Connect();
   }
 
  private:
+  void Arm(std::chrono::milliseconds timeout) {
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (ec || self->finished_) return;  // Cancelled: the exchange ended or moved on.
+      self->expired_ = true;
+      if (self->conn_) self->conn_->stream.close();
+    });
+  }
+
   void Connect() {
     conn_ = std::make_unique<AsyncConnection>(client_.loop_->io);
     const size_t colon = address_.rfind(':');
     if (colon == std::string::npos) return Fail(CopyOutcome::kConnectFailed, "no port in address");
+    auto connected = [self = shared_from_this()](const error_code& ec) {
+      if (ec) {
+        return self->Fail(CopyOutcome::kConnectFailed,
+                          self->expired_ ? "connect timed out" : ec.message());
+      }
+      if (!self->rearmed_) {  // The answer's deadline, once connected.
+        self->rearmed_ = true;
+        self->Arm(self->request_.timeout);
+      }
+      self->Write();
+    };
+    error_code bad;
+    auto ip = boost::asio::ip::make_address(address_.substr(0, colon), bad);
+    const int port = std::atoi(address_.c_str() + colon + 1);
+    if (!bad && port > 0 && port < 65536) {  // Copies are numeric addresses: no resolver thread.
+      conn_->stream.async_connect({ip, static_cast<uint16_t>(port)}, std::move(connected));
+      return;
+    }
     client_.loop_->resolver.async_resolve(
         address_.substr(0, colon), address_.substr(colon + 1),
-        [self = shared_from_this()](const error_code& ec,
-                                    boost::asio::ip::tcp::resolver::results_type results) {
+        [self = shared_from_this(), connected = std::move(connected)](
+            const error_code& ec, boost::asio::ip::tcp::resolver::results_type results) mutable {
           if (ec) return self->Fail(CopyOutcome::kConnectFailed, ec.message());
-          self->conn_->stream.expires_after(self->client_.connect_timeout_);
-          self->conn_->stream.async_connect(
-              results, [self](const error_code& ec2, const boost::asio::ip::tcp::endpoint&) {
-                if (ec2) {
-                  return self->Fail(CopyOutcome::kConnectFailed, ec2 == boost::beast::error::timeout
-                                                                     ? "connect timed out"
-                                                                     : ec2.message());
-                }
-                self->Write();
+          boost::asio::async_connect(
+              self->conn_->stream, results,
+              [connected = std::move(connected)](const error_code& ec2,
+                                                 const boost::asio::ip::tcp::endpoint&) {
+                connected(ec2);
               });
         });
   }
@@ -310,7 +344,6 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
   void Write() {
     parser_.emplace();
     parser_->body_limit(kMaxBufferedBodyBytes);
-    conn_->stream.expires_after(request_.timeout);
     http::async_write(conn_->stream, req_,
                       [self = shared_from_this()](const error_code& ec, size_t) {
                         if (ec) return self->Retry(ec);
@@ -319,7 +352,6 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
   }
 
   void ReadHeader() {
-    conn_->stream.expires_after(request_.timeout);
     http::async_read_header(
         conn_->stream, conn_->buffer, *parser_,
         [self = shared_from_this()](const error_code& ec, size_t) {
@@ -335,7 +367,7 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
   // A reused connection the copy closed while idle fails before any byte of an answer: the
   // request never reached the copy's handler, so it goes again on a fresh connection, once.
   void Retry(const error_code& ec) {
-    if (reused_ && IsStaleConnection(ec)) {
+    if (reused_ && !expired_ && IsStaleConnection(ec)) {
       reused_ = false;
       return Connect();
     }
@@ -344,7 +376,6 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
 
   void ReadBody() {
     if (parser_->is_done()) return Done();
-    conn_->stream.expires_after(request_.timeout);  // Per read, as Send's.
     http::async_read_some(conn_->stream, conn_->buffer, *parser_,
                           [self = shared_from_this()](const error_code& ec, size_t) {
                             if (ec) return self->Fail(ec);
@@ -355,15 +386,14 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
   void Done() {
     reply_.body = std::move(parser_->get().body());
     if (parser_->get().keep_alive() && conn_->buffer.size() == 0) {
-      conn_->stream.expires_never();
       client_.ReturnAsync(address_, std::move(conn_));
     }
     Finish();
   }
 
   void Fail(const error_code& ec) {
-    Fail(ec == boost::beast::error::timeout ? CopyOutcome::kTimedOut : CopyOutcome::kBroken,
-         ec == boost::beast::error::timeout ? "timed out" : ec.message());
+    Fail(expired_ ? CopyOutcome::kTimedOut : CopyOutcome::kBroken,
+         expired_ ? "timed out" : ec.message());
   }
   void Fail(CopyOutcome outcome, std::string detail) {
     reply_.outcome = outcome;
@@ -372,6 +402,8 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
     Finish();
   }
   void Finish() {
+    finished_ = true;
+    timer_.cancel();
     auto done = std::move(done_);
     done(std::move(reply_));
   }
@@ -383,6 +415,10 @@ class CopyClient::Exchange : public std::enable_shared_from_this<CopyClient::Exc
   http::request<http::span_body<const char>> req_;
   std::unique_ptr<AsyncConnection> conn_;
   bool reused_ = false;
+  bool rearmed_ = false;  // The answer's deadline is set (after the connect's).
+  bool expired_ = false;  // The deadline passed: a failure now is a timeout.
+  bool finished_ = false;
+  boost::asio::steady_timer timer_{client_.loop_->io};
   std::optional<http::response_parser<http::string_body>> parser_;
   CopyReply reply_;
 };
