@@ -42,6 +42,36 @@ bool IsStaleConnection(const error_code& ec) {
          ec == boost::asio::error::connection_reset || ec == boost::asio::error::broken_pipe;
 }
 
+template <typename Conn>
+using IdlePools = std::map<std::string, std::vector<std::unique_ptr<Conn>>>;
+
+// The most recently used idle connection to `address` that is younger than kMaxIdle; the older
+// ones it passes go to `expired`. The caller holds the pools' lock.
+template <typename Conn>
+std::unique_ptr<Conn> TakeFresh(IdlePools<Conn>& idle, const std::string& address,
+                                std::vector<std::unique_ptr<Conn>>& expired) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = idle.find(address);
+  if (it == idle.end()) return nullptr;
+  auto& pool = it->second;
+  while (!pool.empty()) {
+    std::unique_ptr<Conn> conn = std::move(pool.back());
+    pool.pop_back();
+    if (now - conn->idle_since < kMaxIdle) return conn;
+    expired.push_back(std::move(conn));
+  }
+  return nullptr;
+}
+
+// Keeps `conn` for reuse unless `address` already has `max` idle. The caller holds the lock.
+template <typename Conn>
+void Park(IdlePools<Conn>& idle, const std::string& address, std::unique_ptr<Conn> conn,
+          size_t max) {
+  conn->idle_since = std::chrono::steady_clock::now();
+  auto& pool = idle[address];
+  if (pool.size() < max) pool.push_back(std::move(conn));
+}
+
 }  // namespace
 
 struct CopyClient::Loop {
@@ -96,26 +126,14 @@ CopyClient::~CopyClient() {
 }
 
 std::unique_ptr<CopyClient::Connection> CopyClient::TakeIdle(const std::string& address) {
-  const auto now = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Connection>> expired;  // Closed outside the lock.
   std::lock_guard lock(mu_);
-  auto it = idle_.find(address);
-  if (it == idle_.end()) return nullptr;
-  auto& pool = it->second;
-  while (!pool.empty()) {
-    std::unique_ptr<Connection> conn = std::move(pool.back());  // Most recently used first.
-    pool.pop_back();
-    if (now - conn->idle_since < kMaxIdle) return conn;
-    expired.push_back(std::move(conn));
-  }
-  return nullptr;
+  return TakeFresh(idle_, address, expired);
 }
 
 void CopyClient::Return(const std::string& address, std::unique_ptr<Connection> conn) {
-  conn->idle_since = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
-  auto& pool = idle_[address];
-  if (pool.size() < max_idle_per_address_) pool.push_back(std::move(conn));
+  Park(idle_, address, std::move(conn), max_idle_per_address_);
 }
 
 void CopyClient::Forget(const std::string& address) {
@@ -233,26 +251,14 @@ CopyReply CopyClient::Send(const std::string& address, const CopyRequest& reques
 }
 
 std::unique_ptr<CopyClient::AsyncConnection> CopyClient::TakeIdleAsync(const std::string& address) {
-  const auto now = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<AsyncConnection>> expired;  // Closed outside the lock.
   std::lock_guard lock(mu_);
-  auto it = async_idle_.find(address);
-  if (it == async_idle_.end()) return nullptr;
-  auto& pool = it->second;
-  while (!pool.empty()) {
-    std::unique_ptr<AsyncConnection> conn = std::move(pool.back());
-    pool.pop_back();
-    if (now - conn->idle_since < kMaxIdle) return conn;
-    expired.push_back(std::move(conn));
-  }
-  return nullptr;
+  return TakeFresh(async_idle_, address, expired);
 }
 
 void CopyClient::ReturnAsync(const std::string& address, std::unique_ptr<AsyncConnection> conn) {
-  conn->idle_since = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
-  auto& pool = async_idle_[address];
-  if (pool.size() < max_idle_per_address_) pool.push_back(std::move(conn));
+  Park(async_idle_, address, std::move(conn), max_idle_per_address_);
 }
 
 // One AsyncCall: connect (or reuse), write, read the header and then the body, under one
