@@ -171,6 +171,7 @@ struct Route {
   RouteAuth auth;
   NativeHandler handler;  // One of the two is set.
   AsyncHandler async_handler;
+  bool on_loop = false;  // The async handler (and authentication) runs on the event loop.
 
   bool Match(const std::string& m, const std::vector<std::string>& segs,
              std::map<std::string, std::string>& params) const {
@@ -322,9 +323,10 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   }
 
   void AddRoute(std::string method, const std::string& pattern, RouteAuth auth, NativeHandler h,
-                AsyncHandler async) {
-    routes_.push_back(
-        Route{std::move(method), SplitPath(pattern), auth, std::move(h), std::move(async)});
+                AsyncHandler async, bool on_loop = false) {
+    routes_.push_back(Route{std::move(method), SplitPath(pattern), auth, std::move(h),
+                            std::move(async), on_loop});
+    any_on_loop_ = any_on_loop_ || on_loop;
   }
 
   Result<int> Start(const std::string& host, int port) {
@@ -382,6 +384,19 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   }
   bool Handle(Incoming in, std::string request_id, Responder respond,
               std::function<void()> taken_async) override {
+    if (OnLoop(in)) {  // A hand-off route: no worker, no thread hop.
+      std::optional<NativeResponse> out;
+      try {
+        out = Dispatch(in, request_id, respond, taken_async);
+      } catch (const std::exception& e) {
+        spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
+        out = NativeResponse{
+            500, ErrorBody("InternalFailure", "the server failed to process the request"),
+            kAmzJson};
+      }
+      if (out) respond(std::move(*out));
+      return true;
+    }
     return RunOnWorker([this, in = std::move(in), request_id = std::move(request_id),
                         respond = std::move(respond),
                         taken_async = std::move(taken_async)]() mutable {
@@ -397,6 +412,17 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
       if (out) respond(std::move(*out));
     });
   }
+  // Whether `in` is for a route whose handler runs on the loop.
+  bool OnLoop(const Incoming& in) const {
+    if (!any_on_loop_) return false;
+    const auto segs = SplitPath(in.path);
+    std::map<std::string, std::string> params;
+    for (const Route& r : routes_) {
+      if (r.Match(in.method, segs, params)) return r.on_loop;
+    }
+    return false;
+  }
+
   void Closed(const void* connection) override {
     connections_.erase(connection);
     if (auto it = client_of_.find(connection); it != client_of_.end()) {
@@ -663,6 +689,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   };
   std::vector<ApiTarget> apis_;  // Set before Start; read-only afterwards.
   std::vector<Route> routes_;    // Set before Start; read-only afterwards.
+  bool any_on_loop_ = false;     // Some route runs on the loop (set with routes_).
   asio::io_context loop_{1};
   std::shared_ptr<http_internal::LoopGate> gate_ = std::make_shared<http_internal::LoopGate>(loop_);
   tcp::acceptor acceptor_;
@@ -707,8 +734,9 @@ void HttpServer::AddRoute(std::string method, const std::string& pattern, RouteA
 }
 
 void HttpServer::AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
-                               AsyncHandler handler) {
-  impl_->AddRoute(std::move(method), pattern, auth, nullptr, std::move(handler));
+                               AsyncHandler handler, AsyncRouteRuns runs) {
+  impl_->AddRoute(std::move(method), pattern, auth, nullptr, std::move(handler),
+                  runs == AsyncRouteRuns::kOnLoop);
 }
 
 Result<int> HttpServer::Start(const std::string& host, int port) {

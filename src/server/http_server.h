@@ -5,9 +5,11 @@
 // parses requests with Boost.Beast's incremental parser, enforces the deadlines below and writes
 // responses. A connection costs memory only (about a kilobyte while idle), never a thread, so
 // idle keep-alive connections and long-polls cost nothing but that. Handlers run on a bounded
-// pool of worker threads (`threads`), never on the loop, so a handler may block on a Store
-// commit or a copy's answer; a handler that must wait for an event (an agent's long-poll) is an
+// pool of worker threads (`threads`), not on the loop, so a handler may block on a Store
+// commit; a handler that must wait for an event (an agent's long-poll, a copy's answer) is an
 // async route and gives its Responder back later from any thread, holding no worker meanwhile.
+// An async route registered kOnLoop (InvokeEndpoint) runs its handler on the loop itself: it
+// only resolves and hands off, so its requests cross no thread on the way in.
 //
 // Limits, each with an answer a client can read:
 //   - a request's headers must arrive within header_timeout of its first byte (of the
@@ -127,8 +129,11 @@ using NativeHandler = std::function<NativeResponse(const NativeRequest&)>;
 // the server answered the request itself (Stop), are ignored.
 using Responder = std::function<void(NativeResponse)>;
 // An async route's handler: it must not block, and must make sure `respond` is called (a
-// waiter with a deadline). It runs on a worker thread.
+// waiter with a deadline). It runs on a worker thread, or with kOnLoop on the event loop itself
+// (authentication included): for a handler that only looks something up and hands the request
+// off, so that the request crosses no thread (InvokeEndpoint).
 using AsyncHandler = std::function<void(NativeRequest request, Responder respond)>;
+enum class AsyncRouteRuns { kOnWorker, kOnLoop };
 
 // kSigV4OrBearer: SigV4, or `Authorization: Bearer <token>` (aws/bearer_token.h) for the
 // OpenAI-compatible route; its authentication failures are in OpenAI's error shape.
@@ -154,7 +159,7 @@ class HttpServer {
   void AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
                 NativeHandler handler);
   void AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
-                     AsyncHandler handler);
+                     AsyncHandler handler, AsyncRouteRuns runs = AsyncRouteRuns::kOnWorker);
 
   // Binds host:port (port 0: any free port) and starts serving in the background.
   // Returns the bound port. Unavailable if the address cannot be bound. Call once.

@@ -276,11 +276,13 @@ NativeResponse Router::Invoke(const NativeRequest& request) {
 }
 
 void RegisterRuntimeRoutes(HttpServer& server, Router& router) {
-  // InvokeEndpoint holds no worker while the copy works (InvokeAsync); the streaming routes
-  // relay on a worker.
+  // InvokeEndpoint holds no worker while the copy works (InvokeAsync), and its resolve step
+  // runs on the server's loop, so a request crosses only to the copy client's loop and back;
+  // the streaming routes relay on a worker.
   server.AddAsyncRoute(
       "POST", "/endpoints/{EndpointName}/invocations", RouteAuth::kSigV4,
-      [&router](NativeRequest r, Responder respond) { router.InvokeAsync(r, std::move(respond)); });
+      [&router](NativeRequest r, Responder respond) { router.InvokeAsync(r, std::move(respond)); },
+      AsyncRouteRuns::kOnLoop);
   server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream",
                   RouteAuth::kSigV4,
                   [&router](const NativeRequest& r) { return router.InvokeStream(r); });
