@@ -385,32 +385,28 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   bool Handle(Incoming in, std::string request_id, Responder respond,
               std::function<void()> taken_async) override {
     if (OnLoop(in)) {  // A hand-off route: no worker, no thread hop.
-      std::optional<NativeResponse> out;
-      try {
-        out = Dispatch(in, request_id, respond, taken_async);
-      } catch (const std::exception& e) {
-        spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
-        out = NativeResponse{
-            500, ErrorBody("InternalFailure", "the server failed to process the request"),
-            kAmzJson};
-      }
-      if (out) respond(std::move(*out));
+      Serve(in, request_id, respond, taken_async);
       return true;
     }
     return RunOnWorker([this, in = std::move(in), request_id = std::move(request_id),
                         respond = std::move(respond),
                         taken_async = std::move(taken_async)]() mutable {
-      std::optional<NativeResponse> out;
-      try {
-        out = Dispatch(in, request_id, respond, taken_async);
-      } catch (const std::exception& e) {
-        spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
-        out = NativeResponse{
-            500, ErrorBody("InternalFailure", "the server failed to process the request"),
-            kAmzJson};
-      }
-      if (out) respond(std::move(*out));
+      Serve(in, request_id, respond, taken_async);
     });
+  }
+  // Dispatches and answers, unless an async route took `respond`; a handler that throws gets
+  // a 500.
+  void Serve(Incoming& in, const std::string& request_id, Responder& respond,
+             std::function<void()>& taken_async) {
+    std::optional<NativeResponse> out;
+    try {
+      out = Dispatch(in, request_id, respond, taken_async);
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
+      out = NativeResponse{
+          500, ErrorBody("InternalFailure", "the server failed to process the request"), kAmzJson};
+    }
+    if (out) respond(std::move(*out));
   }
   // Whether `in` is for a route whose handler runs on the loop.
   bool OnLoop(const Incoming& in) const {
