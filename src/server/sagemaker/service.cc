@@ -231,18 +231,20 @@ void SageMakerService::ReconcileOnce() {
   const int64_t read_before = records_read_;
   PassChanges changes;
   changes.everything = false;  // Refresh says when it is.
-  if (Status st = Refresh(changes); !st.ok()) {
+  // A pass cut short by a failed read drops the changes it took (the registry's among them), so
+  // the next one looks at everything.
+  auto refresh = [&] {
+    Status st = Refresh(changes);
+    if (st.ok()) return true;
     spdlog::warn("reconcile: cannot read endpoints and inference components: {}",
                  st.error().message);
-    return;
-  }
+    reload_all_ = true;
+    return false;
+  };
+  if (!refresh()) return;
   lifecycle_.Reconcile(endpoints_);
   // What the lifecycle wrote (claims, status) is part of this pass's changes.
-  if (Status st = Refresh(changes); !st.ok()) {
-    spdlog::warn("reconcile: cannot read endpoints and inference components: {}",
-                 st.error().message);
-    return;
-  }
+  if (!refresh()) return;
   placement_.SyncPools(endpoints_, claims_, changes);
   PassStats stats;
   stats.everything = changes.everything;
