@@ -1,9 +1,9 @@
 #include "aws/bearer_token.h"
 
-#include <openssl/evp.h>
-
 #include <map>
 #include <vector>
+
+#include "common/base64.h"
 
 namespace carve::aws {
 namespace {
@@ -15,28 +15,6 @@ constexpr std::string_view kPrefix = "carve-api-key-";
 constexpr std::string_view kEmptyPayloadSha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
-
-std::string Base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-std::optional<std::string> Unbase64(std::string_view in) {
-  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
-  std::string out(3 * in.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  if (n < 0) return std::nullopt;
-  size_t len = static_cast<size_t>(n);
-  for (size_t i = in.size(); i > 0 && in[i - 1] == '='; --i) --len;  // Padding decodes to NULs.
-  out.resize(len);
-  return out;
-}
 
 // The query to sign: every parameter but the signature, in the order given (CanonicalQuery
 // sorts).
@@ -105,7 +83,7 @@ Result<std::string> MakeBearerToken(const BearerTokenSpec& s) {
   const std::string signature =
       Signature(s.secret_access_key, date, s.region, s.service, amz_date, scope, s.host, query);
   const std::string url = s.host + "/?" + query + "&X-Amz-Signature=" + signature + "&Version=1";
-  return std::string(kPrefix) + Base64(url);
+  return std::string(kPrefix) + Base64Encode(url);
 }
 
 std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view token,
@@ -114,7 +92,7 @@ std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view tok
                                                             std::string_view service) {
   const size_t dash = token.rfind('-');
   const std::string_view encoded = dash == std::string_view::npos ? token : token.substr(dash + 1);
-  auto url = Unbase64(encoded);
+  auto url = Base64Decode(encoded);
   if (!url) return Denied("The bearer token is not a token this server issues or accepts");
   const size_t q = url->find("/?");
   if (q == std::string::npos || q == 0) return Denied("The bearer token names no signed request");

@@ -115,7 +115,10 @@ build_interposer() {
   for f in "$ROOT"/src/interposer/*.cc; do
     [[ "$f" == *_test.cc || "$f" == */cuda_abi_check.cc ]] || core+=("$f")
   done
-  for f in "$ROOT"/src/common/*.cc; do [[ "$f" == *_test.cc ]] || common+=("$f"); done
+  # carve_common's sources; base64.cc is its own library (OpenSSL), which the interposer omits.
+  for f in "$ROOT"/src/common/*.cc; do
+    [[ "$f" == *_test.cc || "$f" == */base64.cc ]] || common+=("$f")
+  done
   shell=("$ROOT"/src/interposer/shell/*.cc "$ROOT/src/interposer/floor/glibc_floor.cc")
   compile_all "$obj" "${flags[@]}" -- "${core[@]}" "${common[@]}" "${shell[@]}" \
     "$ROOT/src/interposer/testing/mgpu_ledger.cc" >"$WORK/build-interposer.log" 2>&1 || return 1
@@ -155,7 +158,9 @@ build_probe() {
   local srcs=("$ROOT"/src/agent/mig/{nvml_probe_main,discovery,catalog_check,probe_report}.cc
     "$ROOT"/src/agent/nvml/{lib_nvml,nvml_error}.cc
     "$ROOT"/src/catalog/{catalog,lookup,driver_version}.cc "$ROOT"/src/catalog/data/*.cc)
-  for f in "$ROOT"/src/common/*.cc; do [[ "$f" == *_test.cc ]] || srcs+=("$f"); done
+  for f in "$ROOT"/src/common/*.cc; do
+    [[ "$f" == *_test.cc || "$f" == */base64.cc ]] || srcs+=("$f")
+  done
   # shellcheck disable=SC2086
   compile_all "$WORK/obj-probe" -std=c++20 -O2 -DFMT_HEADER_ONLY -DSPDLOG_HEADER_ONLY \
     -DSPDLOG_FMT_EXTERNAL "-I$ROOT/src" $inc -- "${srcs[@]}" >>"$WORK/build-probe.log" 2>&1 ||
