@@ -1,11 +1,13 @@
-// store_bench [--dir DIR] [--seconds S] [--clients 1,16,64]
+// store_bench [--dir DIR] [--seconds S] [--clients 1,16,64] [--etcd etcd://HOST:PORT,...]
 //
 // Acknowledged durable writes: each client thread loops Commit({Put create}) of a fresh key on
 // a SqliteStore (WAL, synchronous=FULL, group commit) in a temp dir under DIR (default: the
 // current directory, i.e. the real disk, not /tmp which may be tmpfs). A write counts when
 // Commit returned success, i.e. after its transaction's fsync. Reports acks/s and the p50/p99
-// Commit latency per client count.
+// Commit latency per client count. With --etcd, the same runs follow against an EtcdStore on
+// that cluster (a fresh key prefix), so the two stores are measured side by side in one run.
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/etcd_store.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -83,16 +86,35 @@ Figures Run(carve::store::Store& store, int run, int clients, double seconds) {
   return f;
 }
 
+int RunAll(carve::store::Store& store, const char* name, const std::vector<int>& client_counts,
+           double seconds) {
+  int rc = 0;
+  std::printf("%8s %8s %10s %12s %9s %9s %9s\n", "store", "clients", "acks", "acks/s", "p50_ms",
+              "p99_ms", "max_ms");
+  for (size_t run = 0; run < client_counts.size(); ++run) {
+    const int c = client_counts[run];
+    Figures f = Run(store, static_cast<int>(run), c, seconds);
+    if (f.acks == 0) rc = 1;
+    std::printf("%8s %8d %10zu %12.0f %9.3f %9.3f %9.3f\n", name, f.clients, f.acks,
+                static_cast<double>(f.acks) / f.seconds, f.p50_ms, f.p99_ms, f.max_ms);
+    std::fflush(stdout);
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string dir = ".";
   double seconds = 5;
+  std::string etcd;
   std::vector<int> client_counts = {1, 16, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--dir") {
       dir = argv[i + 1];
+    } else if (flag == "--etcd") {
+      etcd = argv[i + 1];
     } else if (flag == "--seconds") {
       seconds = std::atof(argv[i + 1]);
     } else if (flag == "--clients") {
@@ -120,16 +142,17 @@ int main(int argc, char** argv) {
     }
     std::printf("db: %s/bench.db  journal_mode=%s synchronous=%d (2=FULL)\n", tmpl.c_str(),
                 (*store)->journal_mode().c_str(), (*store)->synchronous());
-    std::printf("%8s %10s %12s %9s %9s %9s\n", "clients", "acks", "acks/s", "p50_ms", "p99_ms",
-                "max_ms");
-    for (size_t run = 0; run < client_counts.size(); ++run) {
-      const int c = client_counts[run];
-      Figures f = Run(**store, static_cast<int>(run), c, seconds);
-      if (f.acks == 0) rc = 1;
-      std::printf("%8d %10zu %12.0f %9.3f %9.3f %9.3f\n", f.clients, f.acks,
-                  static_cast<double>(f.acks) / f.seconds, f.p50_ms, f.p99_ms, f.max_ms);
-      std::fflush(stdout);
+    rc = RunAll(**store, "sqlite", client_counts, seconds);
+  }
+  if (!etcd.empty()) {
+    const std::string prefix = "/carve-store-bench-" + std::to_string(getpid());
+    auto store = carve::store::EtcdStore::OpenUrl(etcd + prefix, {.watch = false});
+    if (!store.has_value()) {
+      std::fprintf(stderr, "open %s: %s\n", etcd.c_str(), store.error().message.c_str());
+      return 1;
     }
+    std::printf("etcd: %s%s\n", etcd.c_str(), prefix.c_str());
+    rc |= RunAll(**store, "etcd", client_counts, seconds);
   }
   std::filesystem::remove_all(tmpl);
   return rc;

@@ -46,6 +46,11 @@ void Store::NoteChanged(const std::vector<Key>& keys) {
   }
 }
 
+void Store::NoteEverything() {
+  std::lock_guard lock(feed_mu_);
+  for (auto& [id, w] : watchers_) w.pending = Changes{{}, true};
+}
+
 Result<Record> Store::Create(Key key, std::string body) {
   std::vector<Mutation> m;
   m.emplace_back(Put{std::move(key), std::move(body), std::nullopt});

@@ -103,6 +103,9 @@ class Store {
   virtual Result<std::vector<Record>> Apply(std::vector<Mutation> mutations) = 0;
   // Records that `keys` changed, for every watcher of their kinds.
   void NoteChanged(const std::vector<Key>& keys);
+  // Tells every watcher to re-list: what changed can no longer be named (a replicated store's
+  // history was compacted past what its watch had seen).
+  void NoteEverything();
 
  private:
   struct Watcher {

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
 
 #include "common/fake_clock.h"
+#include "store/etcd_store.h"
+#include "store/etcd_test_env.h"
 #include "store/fake_store.h"
 #include "store/sqlite_store.h"
 
@@ -44,6 +47,35 @@ struct SqliteStoreFactory {
     auto store = SqliteStore::Open((dir.path() / "carve.db").string(), {.clock = &clock});
     EXPECT_TRUE(store.has_value()) << (store ? "" : store.error().message);
     return store ? std::move(store).value() : nullptr;
+  }
+};
+
+// One etcd member per test binary, started on first use; every store made from it gets a key
+// prefix of its own, so tests do not see each other's records.
+inline EtcdCluster& SharedEtcd() {
+  static TempDir dir;
+  static EtcdCluster cluster(dir.path(), 1);
+  return cluster;
+}
+
+inline std::unique_ptr<EtcdStore> OpenEtcdStore(const std::vector<std::string>& endpoints,
+                                                const Clock* clock, const std::string& prefix) {
+  EtcdClientOptions client;
+  client.endpoints = endpoints;
+  auto store =
+      EtcdStore::Open(std::make_unique<EtcdClient>(client), {.prefix = prefix, .clock = clock});
+  EXPECT_TRUE(store.has_value()) << (store ? "" : store.error().message);
+  return store ? std::move(store).value() : nullptr;
+}
+
+inline std::string UniqueEtcdPrefix() {
+  static std::atomic<int> next{0};
+  return "/test" + std::to_string(next++);
+}
+
+struct EtcdStoreFactory {
+  static std::unique_ptr<Store> Make(TempDir&, const Clock& clock) {
+    return OpenEtcdStore(SharedEtcd().endpoints(), &clock, UniqueEtcdPrefix());
   }
 };
 

@@ -1,0 +1,246 @@
+// EtcdStore beyond the shared contract (store_contract_test.cc): what only a replicated store
+// has. Peers' writes reach the change feed, a compaction past the watch makes watchers re-list,
+// a commit whose answer was lost lands exactly once, and etcd's limits are refused up front.
+#include "store/etcd_store.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "common/base64.h"
+#include "store/etcd_json.h"
+#include "store/store_test_env.h"
+
+namespace carve::store {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// Polls `store`'s feed until `want` holds for what accumulated, or 10 s pass.
+bool AwaitChanges(Store& store, int watcher, const std::function<bool(const Changes&)>& want) {
+  Changes seen;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    Changes c = store.TakeChanges(watcher);
+    seen.everything = seen.everything || c.everything;
+    seen.keys.insert(c.keys.begin(), c.keys.end());
+    if (want(seen)) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(EtcdStore, AnotherWritersCommitsReachTheChangeFeed) {
+  const std::string prefix = UniqueEtcdPrefix();
+  auto a = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  auto b = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  const int watcher = a->Watch({"Endpoint"});
+  (void)a->TakeChanges(watcher);
+  ASSERT_TRUE(b->Create(K("Endpoint", "from-b"), "{}").has_value());
+  ASSERT_TRUE(b->Create(K("Model", "unwatched"), "{}").has_value());
+  ASSERT_TRUE(b->Delete(K("Endpoint", "from-b")).ok());
+  ASSERT_TRUE(b->Create(K("Endpoint", "second"), "{}").has_value());
+  EXPECT_TRUE(AwaitChanges(*a, watcher, [](const Changes& c) {
+    return c.keys == std::set<Key>{K("Endpoint", "from-b"), K("Endpoint", "second")};
+  }));
+  // And the other store reads what b wrote at once: reads are linearizable.
+  EXPECT_EQ(a->Get(K("Endpoint", "second"))->version, 1);
+}
+
+// The watching store's member goes away; meanwhile another member takes writes and compacts
+// them away. When the watch comes back it cannot resume, so every watcher re-lists.
+TEST(EtcdStore, ACompactionPastTheWatchMakesWatchersReList) {
+  TempDir dir;
+  EtcdCluster etcd(dir.path(), 3);
+  auto watching = OpenEtcdStore({etcd.endpoint(0)}, nullptr, "/c");
+  auto writer = OpenEtcdStore({etcd.endpoint(1)}, nullptr, "/c");
+  const int watcher = watching->Watch({"Model"});
+  (void)watching->TakeChanges(watcher);
+  ASSERT_TRUE(writer->Create(K("Model", "before"), "{}").has_value());
+  ASSERT_TRUE(AwaitChanges(*watching, watcher,
+                           [](const Changes& c) { return c.keys.contains(K("Model", "before")); }));
+  etcd.Kill(0);
+  for (int i = 0; i < 5; ++i) {
+    auto r = writer->Create(K("Model", "while-away-" + std::to_string(i)), "{}");
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+  }
+  auto head =
+      writer->client().Read("kv/range", {{"key", Base64Encode("/c/")}, {"count_only", true}});
+  ASSERT_TRUE(head.has_value());
+  const int64_t revision = JsonInt(head->at("header"), "revision");
+  auto compacted = writer->client().Call(
+      "kv/compaction", {{"revision", std::to_string(revision)}, {"physical", true}},
+      EtcdCall::kWrite);
+  ASSERT_TRUE(compacted.body.has_value()) << compacted.body.error().message;
+  ASSERT_TRUE(etcd.Restart(0));
+  EXPECT_TRUE(AwaitChanges(*watching, watcher, [](const Changes& c) { return c.everything; }));
+  EXPECT_EQ(watching->List("111111111111", "Model", {})->size(), 6u);
+}
+
+// A member in front of a real one that passes every request on, except that it can lose the
+// answer to the next write (it was applied) or lose the write itself (it was not): either way
+// the client times out and cannot know which.
+class LossyMember {
+ public:
+  explicit LossyMember(std::string target) : upstream_("http://" + target) {
+    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      const bool write =
+          req.path == "/v3/kv/txn" && req.body.find("request_put") != std::string::npos;
+      Loss loss = write ? loss_.exchange(Loss::kNone) : Loss::kNone;
+      if (loss != Loss::kLoseRequest) {
+        auto r = upstream_.Post(req.path, req.body, "application/json");
+        if (r) res.set_content(r->body, "application/json");
+        if (r) res.status = r->status;
+      }
+      if (loss != Loss::kNone) std::this_thread::sleep_for(700ms);  // Past the client's timeout.
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~LossyMember() {
+    server_.stop();
+    thread_.join();
+  }
+  enum class Loss { kNone, kLoseAnswer, kLoseRequest };
+  void LoseNextWrite(Loss loss) { loss_ = loss; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  httplib::Client upstream_;
+  httplib::Server server_;
+  std::atomic<Loss> loss_{Loss::kNone};
+  int port_ = 0;
+  std::thread thread_;
+};
+
+std::unique_ptr<EtcdStore> StoreThrough(const LossyMember& member, const std::string& prefix) {
+  auto client = std::make_unique<EtcdClient>(
+      EtcdClientOptions{.endpoints = {member.endpoint()}, .request_timeout = 400ms});
+  auto store = EtcdStore::Open(std::move(client), {.prefix = prefix, .watch = false});
+  EXPECT_TRUE(store.has_value());
+  return store ? std::move(store).value() : nullptr;
+}
+
+TEST(EtcdStore, ACommitWhoseAnswerWasLostIsFoundLandedNotAppliedTwice) {
+  LossyMember member(SharedEtcd().endpoint(0));
+  auto store = StoreThrough(member, UniqueEtcdPrefix());
+  member.LoseNextWrite(LossyMember::Loss::kLoseAnswer);
+  auto created = store->Create(K("Model", "once"), "{}");
+  // Not AlreadyExists (its own write), not Unavailable: it landed, and the store found out.
+  ASSERT_TRUE(created.has_value()) << created.error().message;
+  EXPECT_EQ(created->version, 1);
+  EXPECT_EQ(store->unknown_outcomes_resolved(), 1);
+  EXPECT_EQ(store->Get(K("Model", "once"))->version, 1);
+}
+
+TEST(EtcdStore, ACommitThatWasLostIsSentAgainOnce) {
+  LossyMember member(SharedEtcd().endpoint(0));
+  auto store = StoreThrough(member, UniqueEtcdPrefix());
+  ASSERT_TRUE(store->Create(K("Model", "m"), "v1").has_value());
+  member.LoseNextWrite(LossyMember::Loss::kLoseRequest);
+  auto updated = store->Update(K("Model", "m"), "v2", 1);
+  ASSERT_TRUE(updated.has_value()) << updated.error().message;
+  EXPECT_EQ(updated->version, 2);
+  EXPECT_EQ(store->unknown_outcomes_resolved(), 0);
+  auto got = store->Get(K("Model", "m"));
+  EXPECT_EQ(got->version, 2);
+  EXPECT_EQ(got->body, "v2");
+}
+
+TEST(EtcdStore, TwoStoresIncrementingOneRecordLoseNoIncrement) {
+  const std::string prefix = UniqueEtcdPrefix();
+  auto a = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  auto b = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  ASSERT_TRUE(a->Create(K("Queue", "counter"), "0").has_value());
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Store& s = t % 2 == 0 ? static_cast<Store&>(*a) : static_cast<Store&>(*b);
+      for (int i = 0; i < kEach;) {
+        auto cur = s.Get(K("Queue", "counter"));
+        if (!cur.has_value()) {
+          ++errors;
+          return;
+        }
+        auto next =
+            s.Update(K("Queue", "counter"), std::to_string(std::stoi(cur->body) + 1), cur->version);
+        if (next.has_value()) {
+          ++i;
+        } else if (next.error().code != ErrorCode::kFailedPrecondition) {
+          ++errors;
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  auto final = a->Get(K("Queue", "counter"));
+  EXPECT_EQ(final->body, std::to_string(kThreads * kEach));
+  EXPECT_EQ(final->version, kThreads * kEach + 1);
+}
+
+TEST(EtcdStore, ACommitOverEtcdsTransactionLimitsIsRefusedBeforeAnythingIsSent) {
+  auto store = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, UniqueEtcdPrefix());
+  std::vector<Mutation> many;
+  for (int i = 0; i < 129; ++i) {
+    many.push_back(Put{K("Model", "m" + std::to_string(i)), "{}", std::nullopt});
+  }
+  auto r = store->Commit(std::move(many));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("129 records is more than the 128"), std::string::npos)
+      << r.error().message;
+  auto big = store->Create(K("Model", "big"), std::string(size_t{1600} * 1024, 'x'));
+  ASSERT_FALSE(big.has_value());
+  EXPECT_EQ(big.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(big.error().message.find("--max-request-bytes"), std::string::npos);
+  EXPECT_TRUE(store->List("111111111111", "Model", {})->empty());
+}
+
+TEST(EtcdStore, KeysWhoseKindOrAccountHoldsTheSeparatorAreRefused) {
+  auto store = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, UniqueEtcdPrefix());
+  EXPECT_EQ(store->Create(K("Mo/del", "m"), "{}").error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(store->Create(K("Model", "m", "1/2"), "{}").error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(store->Create(K("Model", "a/b"), "{}").has_value());  // Names may hold '/'.
+  EXPECT_EQ(store->List("111111111111", "Model", {})->front().key.name, "a/b");
+}
+
+TEST(EtcdStore, AValueCarveDidNotWriteIsAnErrorNamingTheRecord) {
+  const std::string prefix = UniqueEtcdPrefix();
+  auto store = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  auto put = store->client().Call(
+      "kv/put",
+      {{"key", Base64Encode(prefix + "/Model/111111111111/alien")}, {"value", Base64Encode("{}")}},
+      EtcdCall::kWrite);
+  ASSERT_TRUE(put.body.has_value());
+  auto got = store->Get(K("Model", "alien"));
+  ASSERT_FALSE(got.has_value());
+  EXPECT_EQ(got.error().code, ErrorCode::kInternal);
+  EXPECT_NE(got.error().message.find("Model 'alien'"), std::string::npos) << got.error().message;
+}
+
+TEST(EtcdStore, ListsLongerThanAPageComeWhole) {
+  auto store = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, UniqueEtcdPrefix());
+  for (int i = 0; i < 1100; i += 100) {
+    std::vector<Mutation> some;
+    for (int j = i; j < std::min(i + 100, 1100); ++j) {
+      some.push_back(Put{K("Node", fmt::format("n{:05}", j), ""), "{}", std::nullopt});
+    }
+    ASSERT_TRUE(store->Commit(std::move(some)).has_value());
+  }
+  auto all = store->ListAllAccounts("Node");
+  ASSERT_EQ(all->size(), 1100u);
+  EXPECT_EQ(all->back().key.name, "n01099");
+  auto limited = store->List("", "Node", {"", "n00999", 150});
+  ASSERT_EQ(limited->size(), 100u);
+  EXPECT_EQ(limited->front().key.name, "n01000");
+}
+
+}  // namespace
+}  // namespace carve::store
