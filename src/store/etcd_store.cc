@@ -226,15 +226,14 @@ json RangeOps(const std::vector<std::string>& etcd_keys) {
   return ops;
 }
 
-}  // namespace
-
-Result<std::vector<std::optional<EtcdStore::Stored>>> EtcdStore::ParseRanges(
-    const json& responses, const std::vector<Key>& keys) const {
+// The first keys.size() range responses of a Txn, decoded.
+Result<std::vector<std::optional<EtcdStore::Stored>>> ParseRanges(const json& responses,
+                                                                  const std::vector<Key>& keys) {
   if (!responses.is_array() || responses.size() < keys.size()) {
     return Internal("etcd answered " + std::to_string(responses.size()) + " ranges for " +
                     std::to_string(keys.size()) + " keys");
   }
-  std::vector<std::optional<Stored>> out;
+  std::vector<std::optional<EtcdStore::Stored>> out;
   for (size_t i = 0; i < keys.size(); ++i) {
     const json kvs =
         responses[i].value("response_range", json::object()).value("kvs", json::array());
@@ -242,15 +241,18 @@ Result<std::vector<std::optional<EtcdStore::Stored>>> EtcdStore::ParseRanges(
       out.emplace_back();
       continue;
     }
-    CARVE_ASSIGN_OR_RETURN(Stored s, DecodeStored(keys[i], kvs.front()));
+    CARVE_ASSIGN_OR_RETURN(EtcdStore::Stored s, DecodeStored(keys[i], kvs.front()));
     out.emplace_back(std::move(s));
   }
   return out;
 }
 
+}  // namespace
+
 Result<std::vector<std::optional<EtcdStore::Stored>>> EtcdStore::ReadKeys(
     const std::vector<Key>& keys) {
   std::vector<std::string> etcd_keys;
+  etcd_keys.reserve(keys.size());
   for (const Key& k : keys) etcd_keys.push_back(EtcdKey(k));
   // A Txn of ranges only: one round trip, one revision for every key, and safe to resend.
   CARVE_ASSIGN_OR_RETURN(

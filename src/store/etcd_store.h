@@ -13,14 +13,14 @@
 // put or delete. A compare that fails means another writer came between: the Txn's failure
 // branch reads every key at that revision, and the store plans again against it. A commit of
 // creates only skips the first read: it assumes its keys absent, and a failed compare says
-// which is not (AlreadyExists), so a create costs one round trip. A Txn whose outcome is unknown (sent, then the connection broke or the member timed
-// out) is never resent blindly: the store re-reads the keys and finds its own COMMIT_ID in them
-// if it landed.
+// which is not (AlreadyExists), so a create costs one round trip. A Txn whose outcome is unknown
+// (sent, then the connection broke or the member timed out) is never resent blindly: the store
+// re-reads the keys and finds its own COMMIT_ID in them if it landed.
 //
-// Limits, from etcd: at most `max_commit_keys` distinct keys per Commit (etcd's --max-txn-ops,
-// 128 by default, one fewer with a fence) and `max_request_bytes` per Txn (--max-request-bytes, 1.5
-// MiB): a larger Commit is InvalidArgument naming the limit, before anything is sent. Kind and
-// account must not contain '/'.
+// Limits, from etcd: at most `max_commit_keys` distinct keys per Commit (etcd's
+// --max-txn-ops, 128 by default, one fewer with a fence) and `max_request_bytes` per Txn
+// (--max-request-bytes, 1.5 MiB): a larger Commit is InvalidArgument naming the limit, before
+// anything is sent. Kind and account must not contain '/'.
 //
 // The change feed covers every writer: this process's commits are noted before Commit returns,
 // as with every Store, and a watch on PREFIX notes everyone's (peers' too), resuming from the
@@ -102,9 +102,6 @@ class EtcdStore final : public Store {
   std::string EtcdKey(const Key& key) const;
   std::optional<Key> KeyOf(std::string_view etcd_key) const;
   Result<std::vector<std::optional<Stored>>> ReadKeys(const std::vector<Key>& keys);
-  // The first keys.size() range responses of a Txn, decoded.
-  Result<std::vector<std::optional<Stored>>> ParseRanges(const nlohmann::json& responses,
-                                                         const std::vector<Key>& keys) const;
   Result<nlohmann::json> BuildTxn(const Plan& plan, const std::optional<EtcdFence>& fence) const;
   Result<std::vector<Record>> RangeRecords(const std::string& start, const std::string& end,
                                            int limit);
