@@ -1,21 +1,25 @@
 #include "app/server_app.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <vector>
 
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
+#include "app/cluster_view.h"
 #include "app/data_dir.h"
 #include "app/scalable_resources.h"
 #include "app/server_routes.h"
 #include "aws/credentials.h"
+#include "common/clock.h"
 #include "protocol/signed_client.h"
 #include "server/autoscaling/autoscaling_service.h"
 #include "server/http_server.h"
@@ -32,6 +36,8 @@
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
 #include "server/ui/ui_routes.h"
+#include "store/etcd_leadership.h"
+#include "store/etcd_store.h"
 #include "store/sqlite_store.h"
 
 namespace carve::app {
@@ -45,7 +51,9 @@ struct ServerApp::Parts {
   std::string credentials_file;
   bool credentials_created = false;
   server::nodes::FleetConfig fleet;
-  std::unique_ptr<store::SqliteStore> store;
+  std::unique_ptr<store::Store> store;
+  store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
+  std::unique_ptr<store::EtcdLeadership> leadership;  // With etcd; released before the store.
   std::unique_ptr<server::nodes::NodeRegistry> registry;
   server::nodes::NodeClaims claims;
   std::unique_ptr<server::nodes::AgentNodeDriver> driver;
@@ -99,6 +107,56 @@ void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const server::nodes:
   }
 }
 
+// http://HOST:PORT as a client on this machine reaches the listener.
+std::string BoundUrl(const ServerConfig& c, int port) {
+  const std::string& host = c.listen_host;
+  return "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) + ":" +
+         std::to_string(port);
+}
+
+std::string Identity(const ServerConfig& c) {
+  if (!c.advertise_url.empty()) return c.advertise_url;
+  std::string id = BoundUrl(c, c.listen_port);
+  // Port 0 is not known until Start binds: the pid tells such replicas apart.
+  if (c.listen_port == 0) id += "#pid" + std::to_string(getpid());
+  return id;
+}
+
+// Opens the etcd store and blocks until this replica leads: only the leader recovers state and
+// runs the reconcilers. Its store is fenced from then on (store/etcd_leadership.h).
+Status OpenEtcdAndLead(ServerApp::Parts& p) {
+  const ServerConfig& c = p.config;
+  auto opened = store::EtcdStore::OpenUrl(c.store_url);
+  if (!opened.has_value()) {
+    Error e = opened.error();
+    e.message = "--store " + c.store_url + ": " + e.message;
+    return e;
+  }
+  p.etcd = opened->get();
+  p.store = std::move(opened).value();
+  const std::string identity = Identity(c);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const nlohmann::json details = {{"url", identity},
+                                  {"host", host},
+                                  {"pid", getpid()},
+                                  {"started_ms", SystemClock::Get().UnixMillis()}};
+  p.leadership = std::make_unique<store::EtcdLeadership>(
+      *p.etcd, store::LeadershipOptions{identity, details.dump(), c.leader_ttl});
+  spdlog::info("store: etcd {} (prefix {}); {} campaigns to lead", c.store_url, p.etcd->prefix(),
+               identity);
+  std::function<void()> lost = c.on_leadership_lost;
+  if (!lost) {
+    lost = [identity] {
+      spdlog::critical("{} lost its leadership; exiting so that it restarts as a standby",
+                       identity);
+      spdlog::shutdown();
+      std::_Exit(75);
+    };
+  }
+  return p.leadership->Campaign(c.keep_campaigning, std::move(lost));
+}
+
 }  // namespace
 
 ServerApp::ServerApp(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -123,10 +181,14 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
     p->credentials = loaded->credentials;
     p->credentials_created = loaded->created;
   }
-  const std::string db_file = fs::absolute(fs::path(c.data_dir) / "carve.db").string();
-  auto opened = store::SqliteStore::Open(db_file);
-  if (!opened.has_value()) return BadDatabase(db_file, opened.error());
-  p->store = std::move(opened).value();
+  if (c.store_url.empty()) {
+    const std::string db_file = fs::absolute(fs::path(c.data_dir) / "carve.db").string();
+    auto opened = store::SqliteStore::Open(db_file);
+    if (!opened.has_value()) return BadDatabase(db_file, opened.error());
+    p->store = std::move(opened).value();
+  } else {
+    CARVE_RETURN_IF_ERROR(OpenEtcdAndLead(*p));
+  }
   CARVE_ASSIGN_OR_RETURN(std::string config_text, ReadConfig(c.config_path));
   if (c.config_path.empty()) {
     p->fleet = server::nodes::DefaultFleetConfig();
@@ -197,6 +259,19 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
   server::queues::RegisterQueueRoutes(*p->http, *p->queues);
   RegisterViewRoutes(*p->http, *p->sagemaker, *p->queues);
+  RegisterClusterRoute(
+      *p->http,
+      {.self =
+           [parts = p.get()] {
+             return parts->etcd != nullptr || parts->port == 0
+                        ? Identity(parts->config)
+                        : BoundUrl(parts->config, parts->port);
+           },
+       .sqlite_file = c.store_url.empty() ? fs::absolute(fs::path(c.data_dir) / "carve.db").string()
+                                          : std::string(),
+       .store_url = c.store_url,
+       .etcd = p->etcd,
+       .leadership = p->leadership.get()});
   // The web dashboard at /ui/ and its read routes (docs/dashboard.md).
   p->dashboard = server::ui::RegisterUiRoutes(
       *p->http, p->credentials, p->metrics,
@@ -261,11 +336,7 @@ void ServerApp::Stop() {
   }
 }
 
-std::string ServerApp::url() const {
-  const std::string& host = parts_->config.listen_host;
-  return "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) + ":" +
-         std::to_string(parts_->port);
-}
+std::string ServerApp::url() const { return BoundUrl(parts_->config, parts_->port); }
 
 std::string ServerApp::credentials_file() const { return parts_->credentials_file; }
 bool ServerApp::credentials_created() const { return parts_->credentials_created; }

@@ -6,7 +6,8 @@
 // server over loopback. `carve server` parses flags into ServerConfig and runs one; tests create
 // one on port 0 in a temporary directory.
 //
-// Lifecycle: Create (opens the store, recovers every part from it) -> Start (binds, starts the
+// Lifecycle: Create (opens the store, on etcd waits until this replica leads, then recovers
+// every part from it) -> Start (binds, starts the
 // local agents and waits for them to register, then the reconcilers) -> Stop (reconcilers first,
 // so that agents that cannot report while the listener closes are never declared lost; then the
 // listener; then the local agents, stopping their processes unless keep_workloads).
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +29,18 @@ struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;  // 0: any free port.
   std::string data_dir = "./carve-data";
+  // "": the SQLite file in data_dir. "etcd://HOST:PORT,...[/PREFIX]": the replicated store; the
+  // server then campaigns to lead before it recovers anything, and only the leader runs
+  // (docs/ha.md). The data directory still holds the credentials file, the same on every replica.
+  std::string store_url;
+  // This replica's URL as the others and `carve cluster status` show it ("": http://LISTEN).
+  std::string advertise_url;
+  std::chrono::seconds leader_ttl{3};  // How long a silent leader keeps leading.
+  // While waiting to lead: false ends the wait (the server shuts down instead).
+  std::function<bool()> keep_campaigning = [] { return true; };
+  // Called once when this leader lost its lease; nullptr: log and exit with status 75, so that
+  // the supervisor starts it again as a standby.
+  std::function<void()> on_leadership_lost = nullptr;
   std::string config_path;  // YAML with fleet: and runtimes: sections; "" for the defaults.
   std::string region = "us-east-1";
   bool insecure_no_auth = false;

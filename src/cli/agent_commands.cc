@@ -70,7 +70,18 @@ int RunAgent(const AgentFlags& f) {
         "queues with enforcement interposer will fail to start on this node; only "
         "queues with enforcement none run shares here, unenforced");
   }
-  agent::node::HttpControlPlane control(protocol::SignedClient(f.server, *credentials));
+  // --server URL[,URL...]: the replicas of an HA control plane, tried in turn.
+  std::vector<protocol::SignedClient> servers;
+  for (size_t at = 0; at <= f.server.size();) {
+    const size_t comma = std::min(f.server.find(',', at), f.server.size());
+    if (comma > at) servers.emplace_back(f.server.substr(at, comma - at), *credentials);
+    at = comma + 1;
+  }
+  if (servers.empty()) {
+    std::cerr << "carve agent: --server names no URL\n";
+    return 2;
+  }
+  agent::node::HttpControlPlane control(std::move(servers));
   auto created = agent::node::Agent::Create(o, control);
   if (!created) {
     std::cerr << "carve agent: " << created.error().message << "\n";
@@ -107,7 +118,11 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
       "the same --data-dir adopts them (those no longer desired are stopped). An agent that "
       "freezes or dies instead has its workloads stopped by its fence watchdog before the "
       "server can place them elsewhere (--no-fence turns that off).");
-  cmd->add_option("--server", flags->server, "Server URL, e.g. http://10.0.0.5:8080")->required();
+  cmd->add_option("--server", flags->server,
+                  "Server URL, e.g. http://10.0.0.5:8080; several, comma-separated, for the "
+                  "replicas of an HA "
+                  "control plane (tried in turn)")
+      ->required();
   cmd->add_option("--credentials", flags->credentials,
                   "AWS shared-credentials file with the server's key (the server writes one)")
       ->required();

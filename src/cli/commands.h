@@ -29,5 +29,6 @@ void RegisterFleetSimCommands(CLI::App& app, Context& ctx);  // fleet-sim (N sim
 void RegisterLogsCommands(CLI::App& app, Context& ctx);   // logs NAME [--copy N]
 void RegisterQueueCommands(CLI::App& app, Context& ctx);  // queue ..., job ... (mGPU queues)
 void RegisterTokenCommands(CLI::App& app, Context& ctx);  // token (OpenAI route bearer tokens)
+void RegisterClusterCommands(CLI::App& app, Context& ctx);  // cluster status (HA replicas)
 
 }  // namespace carve::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   carve::cli::RegisterBenchCommands(app, ctx);
   carve::cli::RegisterQueueCommands(app, ctx);
   carve::cli::RegisterTokenCommands(app, ctx);
+  carve::cli::RegisterClusterCommands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -28,6 +29,7 @@ struct ServerFlags {
   int64_t scale_out_evaluation_s = 180;
   int64_t scale_in_evaluation_s = 900;
   int64_t high_resolution_scale_out_evaluation_s = 30;
+  int64_t leader_ttl_s = 3;
 };
 
 // SIGTERM and SIGINT write one byte here; the main thread blocks reading it (write() is
@@ -35,7 +37,10 @@ struct ServerFlags {
 // inherit a clean one).
 int g_stop_pipe[2] = {-1, -1};
 
+std::atomic<bool> g_stopping{false};  // Lock-free, so the handler may set it.
+
 extern "C" void OnStopSignal(int) {
+  g_stopping = true;
   const char byte = 's';
   [[maybe_unused]] ssize_t n = write(g_stop_pipe[1], &byte, 1);
 }
@@ -83,8 +88,19 @@ int RunServer(ServerFlags f) {
         "queues with enforcement interposer will fail to start on the local agents; "
         "only queues with enforcement none run shares, unenforced");
   }
+  // The handlers go in first: a standby waits inside Create until it leads, and a signal ends
+  // that wait.
+  if (pipe(g_stop_pipe) != 0) {
+    spdlog::error("cannot create the shutdown pipe: {}", std::strerror(errno));
+    return 2;
+  }
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGINT, OnStopSignal);
+  f.config.leader_ttl = std::chrono::seconds(f.leader_ttl_s);
+  f.config.keep_campaigning = [] { return !g_stopping.load(); };
   auto server = app::ServerApp::Create(f.config);
   if (!server.has_value()) {
+    if (g_stopping) return 0;  // Stopped while it waited to lead.
     spdlog::error("{}", server.error().message);
     return 2;
   }
@@ -93,12 +109,6 @@ int RunServer(ServerFlags f) {
               << (*server)->credentials_file() << " (use AWS_SHARED_CREDENTIALS_FILE=<that file>)"
               << std::endl;
   }
-  if (pipe(g_stop_pipe) != 0) {
-    spdlog::error("cannot create the shutdown pipe: {}", std::strerror(errno));
-    return 2;
-  }
-  std::signal(SIGTERM, OnStopSignal);
-  std::signal(SIGINT, OnStopSignal);
   auto port = (*server)->Start();
   if (!port.has_value()) {
     spdlog::error("cannot listen on {}: {}", f.listen, port.error().message);
@@ -125,6 +135,15 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("server", "Run the SageMaker-compatible control plane");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
   cmd->add_option("--data-dir", flags->config.data_dir, "Where the database and credentials live");
+  cmd->add_option("--store", flags->config.store_url,
+                  "etcd://HOST:PORT,...[/PREFIX]: keep state in etcd and run as one of several "
+                  "replicas, of which one leads (docs/ha.md); default: SQLite in --data-dir");
+  cmd->add_option("--advertise-url", flags->config.advertise_url,
+                  "This replica's URL as carve cluster status shows it (default: http://LISTEN)");
+  cmd->add_option("--leader-ttl-s", flags->leader_ttl_s,
+                  "With --store etcd: seconds a leader that stops renewing its lease keeps "
+                  "leading")
+      ->check(CLI::Range(2, 60));
   cmd->add_option("--config", flags->config.config_path, "YAML file with a fleet: section");
   cmd->add_option("--region", flags->config.region, "Region written into ARNs");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error");

@@ -206,7 +206,7 @@ struct WorkloadStatus {
 };
 
 inline constexpr size_t kMaxLogTail = 1024;
-inline constexpr size_t kMaxStatusBody = 16 * 1024;
+inline constexpr size_t kMaxStatusBody = size_t{16} * 1024;
 
 struct StatusReport {
   std::string node_id;

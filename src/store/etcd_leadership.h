@@ -10,9 +10,11 @@
 // A leader that cannot renew its lease for `ttl` (a partition, or it was paused: GC, SIGSTOP)
 // has lost: etcd deletes the key when the lease expires and another replica creates it anew,
 // so the old leader's writes fail on the fence whether or not it has noticed yet. When its
-// keep-alive finds the lease gone, or has not renewed it for `ttl`, `on_lost` runs once (the
-// server exits there, and its supervisor starts it again as a standby; Kubernetes' controllers
-// do the same). Kubernetes does not fence its controllers' writes; this does.
+// keep-alive finds the lease gone, `on_lost` runs once (the server exits there, and its
+// supervisor starts it again as a standby; Kubernetes' controllers do the same). A renewal
+// that merely fails (etcd unreachable, or electing its own leader, after which etcd extends
+// every lease) decides nothing: the fence already makes a deposed leader harmless, so it does
+// not step down on a guess. Kubernetes does not fence its controllers' writes; this does.
 // Thread-safe.
 #pragma once
 
@@ -73,7 +75,6 @@ class EtcdLeadership {
   std::atomic<int64_t> lease_{0};
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_{false};
-  std::atomic<int64_t> renewed_ms_{0};  // steady_clock millis of the last renewal.
 
   std::mutex mu_;
   std::condition_variable wake_;

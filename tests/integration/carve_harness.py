@@ -175,6 +175,10 @@ class CarveServer:
 
     # -- process control ---------------------------------------------------------------------
     def start(self, timeout_s=30.0):
+        return self.launch().await_listening(timeout_s)
+
+    def launch(self):
+        """Starts the process without waiting for it to listen (an HA standby waits to lead)."""
         self.proc = subprocess.Popen(
             [carve_bin(), "server", "--listen", f"127.0.0.1:{self.listen_port}",
              "--data-dir", self.data_dir,
@@ -182,6 +186,9 @@ class CarveServer:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.proc, self.lines), daemon=True).start()
+        return self
+
+    def await_listening(self, timeout_s=30.0):
         deadline = time.monotonic() + timeout_s
         seen = []
         while time.monotonic() < deadline:
@@ -311,8 +318,10 @@ class CarveServer:
 class CarveAgent:
     """One `carve agent` process with simulated GPUs, talking to `server`."""
 
-    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge", extra_args=()):
+    def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge", extra_args=(),
+                 server_urls=None):
         self.server = server
+        self.server_urls = server_urls or server.url  # "URL,URL": the replicas, tried in turn.
         self.node_id = node_id
         self.instance_type = instance_type
         self.extra_args = list(extra_args)
@@ -322,7 +331,7 @@ class CarveAgent:
 
     def start(self):
         self.proc = subprocess.Popen(
-            [carve_bin(), "agent", "--server", self.server.url, "--credentials",
+            [carve_bin(), "agent", "--server", self.server_urls, "--credentials",
              self.server.credentials_file, "--driver", "sim", "--instance-type",
              self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir,
              *self.extra_args],
@@ -447,3 +456,80 @@ class FleetSim:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class EtcdCluster:
+    """N real etcd members (Debian's `etcd`) on free loopback ports with data in a temp dir,
+    elections tuned short as in src/store/etcd_test_env.h. Members fsync as in production."""
+
+    def __init__(self, members=3):
+        self.dir = tempfile.mkdtemp(prefix="carve-etcd-")
+        self.names = [f"m{i}" for i in range(members)]
+        self.client_ports = [free_port() for _ in self.names]
+        self.peer_ports = [free_port() for _ in self.names]
+        self.procs = [None] * members
+        self.cluster = ",".join(f"{n}=http://127.0.0.1:{p}"
+                                for n, p in zip(self.names, self.peer_ports))
+        for i in range(members):
+            self.launch(i)
+        for i in range(members):
+            self.await_healthy(i)
+
+    def endpoint(self, i):
+        return f"127.0.0.1:{self.client_ports[i]}"
+
+    def url(self, prefix="/carve"):
+        return "etcd://" + ",".join(self.endpoint(i) for i in range(len(self.names))) + prefix
+
+    def launch(self, i):
+        name, c, p = self.names[i], self.client_ports[i], self.peer_ports[i]
+        log = open(os.path.join(self.dir, f"{name}.log"), "a")
+        self.procs[i] = subprocess.Popen(
+            ["etcd", f"--name={name}", f"--data-dir={os.path.join(self.dir, name)}",
+             f"--listen-client-urls=http://127.0.0.1:{c}",
+             f"--advertise-client-urls=http://127.0.0.1:{c}",
+             f"--listen-peer-urls=http://127.0.0.1:{p}",
+             f"--initial-advertise-peer-urls=http://127.0.0.1:{p}",
+             f"--initial-cluster={self.cluster}", "--initial-cluster-state=new",
+             "--initial-cluster-token=carve-it", "--heartbeat-interval=50",
+             "--election-timeout=500", "--auto-compaction-mode=revision",
+             "--auto-compaction-retention=10000", "--logger=zap", "--log-level=warn"],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def await_healthy(self, i, timeout_s=30):
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"http://{self.endpoint(i)}/health", timeout=1) as r:
+                    return json.loads(r.read()).get("health") == "true"
+            except (OSError, ValueError):
+                return False
+        poll(healthy, timeout_s=timeout_s, interval_s=0.05, what=f"etcd member {i} healthy")
+
+    def leader(self):
+        """The index of the member that leads now."""
+        for i, proc in enumerate(self.procs):
+            if proc is None or proc.poll() is not None:
+                continue
+            try:
+                req = urllib.request.Request(f"http://{self.endpoint(i)}/v3/maintenance/status",
+                                             data=b"{}", method="POST")
+                with urllib.request.urlopen(req, timeout=1) as r:
+                    st = json.loads(r.read())
+            except (OSError, ValueError):
+                continue
+            if st.get("leader") and st["leader"] == st["header"]["member_id"]:
+                return i
+        return None
+
+    def kill9(self, i):
+        if self.procs[i] is not None and self.procs[i].poll() is None:
+            self.procs[i].kill()
+            self.procs[i].wait(timeout=30)
+        self.procs[i] = None
+
+    def cleanup(self):
+        for i in range(len(self.procs)):
+            self.kill9(i)
+        if not os.environ.get("CARVE_TEST_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)

@@ -8,8 +8,11 @@
 // Implementations are thread-safe: the agent's watcher and reporter call concurrently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "protocol/agent_protocol.h"
@@ -33,9 +36,13 @@ class ControlPlane {
   virtual Result<protocol::HeartbeatReply> Heartbeat(const protocol::Heartbeat& heartbeat) = 0;
 };
 
+// Over several server URLs (the replicas of an HA control plane, docs/ha.md) it talks to one at
+// a time and moves on to the next when a call finds it Unavailable (not listening, not
+// answering, or a standby that does not serve yet), trying each once per call.
 class HttpControlPlane final : public ControlPlane {
  public:
-  explicit HttpControlPlane(protocol::SignedClient client) : client_(std::move(client)) {}
+  explicit HttpControlPlane(protocol::SignedClient client);
+  explicit HttpControlPlane(std::vector<protocol::SignedClient> clients);
 
   Result<protocol::RegisterReply> Register(const protocol::Registration& registration) override;
   Result<protocol::DesiredState> WatchDesired(const std::string& node, const std::string& epoch,
@@ -45,7 +52,12 @@ class HttpControlPlane final : public ControlPlane {
   Result<protocol::HeartbeatReply> Heartbeat(const protocol::Heartbeat& heartbeat) override;
 
  private:
-  protocol::SignedClient client_;
+  // Runs `call` on the current server, then on the others in turn while it is Unavailable.
+  template <typename T>
+  Result<T> OnAnyServer(const std::function<Result<T>(const protocol::SignedClient&)>& call);
+
+  std::vector<protocol::SignedClient> clients_;
+  std::atomic<size_t> current_{0};  // Index into clients_.
 };
 
 // The long-poll's target: "/v1/agent/desired?node=..&epoch=..&after=..&wait_ms=..".

@@ -1,0 +1,29 @@
+// GET /v1/cluster: the control plane as an operator checks it. Which replicas are alive, which
+// one leads, and the store under them: the SQLite file, or every etcd member with its health as
+// the member itself reports it (`carve cluster status` prints this).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/http_server.h"
+#include "store/etcd_leadership.h"
+#include "store/etcd_store.h"
+
+namespace carve::app {
+
+struct ClusterSources {
+  std::function<std::string()> self;            // This replica's URL (known once bound).
+  std::string sqlite_file;                      // The store, when it is SQLite.
+  std::string store_url;                        // The store, when it is etcd...
+  store::EtcdStore* etcd = nullptr;             // ...opened here,
+  store::EtcdLeadership* leadership = nullptr;  // ...with this replica's leadership.
+};
+
+// The view; etcd members that do not answer are listed unhealthy with the reason.
+nlohmann::json ClusterJson(const ClusterSources& sources);
+
+void RegisterClusterRoute(server::HttpServer& http, ClusterSources sources);
+
+}  // namespace carve::app

@@ -1,0 +1,34 @@
+// What every `carve` command that talks to a running server shares: the --endpoint-url and
+// --credentials flags (with $CARVE_ENDPOINT_URL and $AWS_SHARED_CREDENTIALS_FILE as defaults),
+// one signed call with the exit-code convention of commands.h, and plain-text tables.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "protocol/signed_client.h"
+
+namespace carve::cli {
+
+struct Conn {
+  std::string endpoint_url;
+  std::string credentials;
+};
+
+void AddConnFlags(CLI::App* cmd, Conn& c);
+std::string Env(const char* name);
+Result<protocol::SignedClient> Client(const Conn& c);
+// Runs one call; prints the error and returns the exit code (2 bad input, 1 refused) when it
+// fails, 0 with the answer in `out` when it succeeds.
+int Call(const Conn& c, const std::string& what, std::string_view method, const std::string& path,
+         const nlohmann::json* body, nlohmann::json& out);
+// Left-aligned columns, two spaces apart.
+void PrintTable(const std::vector<std::vector<std::string>>& rows);
+// A JSON value as a table cell: strings bare, null as "-", floats to one decimal.
+std::string Str(const nlohmann::json& v);
+
+}  // namespace carve::cli

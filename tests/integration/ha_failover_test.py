@@ -1,0 +1,191 @@
+"""The control plane on etcd (docs/ha.md): three real etcd members, two `carve server` replicas
+with --store etcd://, and two `carve agent`s that know both replicas. The steps share one
+cluster and run in order:
+
+1. one replica leads and serves; the other waits as a standby; `carve cluster status` says so;
+2. kill -9 of the leader: the standby leads within the target, every acknowledged write is
+   there, the agents move over, the copies keep running (no copy is started twice), and the
+   endpoint answers;
+3. kill -9 of the etcd leader under a stream of writes: nothing acknowledged is lost and writes
+   resume;
+4. a leader paused (SIGSTOP) past its lease is replaced, and when it resumes it is refused and
+   exits (status 75) without writing.
+
+Figures go to stdout (docs/benchmarks.md quotes them)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+from carve_harness import (CarveAgent, CarveServer, EtcdCluster, carve_bin, free_port, poll,
+                           spread_copies, workload_pids)
+
+NODE_TIMEOUT_MS = 6000
+LEADER_TTL_S = 2
+
+
+class HaFailoverTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.etcd = EtcdCluster(3)
+        cls.store = cls.etcd.url("/carve-ha")
+        cls.replicas = [cls.make_replica() for _ in range(3)]
+        a, b, _ = cls.replicas
+        a.start()
+        for r in cls.replicas[1:]:  # One key for every replica: copy the first one's file.
+            shutil.copy2(a.credentials_file, r.credentials_file)
+        b.launch()
+        urls = ",".join(f"http://127.0.0.1:{r.listen_port}" for r in cls.replicas)
+        cls.agents = {n: CarveAgent(a, n, server_urls=urls).start() for n in ("node-a", "node-b")}
+        poll(lambda: all(a.nodes().get(n, {}).get("Status") == "Ready" for n in cls.agents),
+             timeout_s=60, what="both agents registered")
+
+    @classmethod
+    def make_replica(cls):
+        port = free_port()
+        return CarveServer(port=port, extra_args=[
+            "--no-local-agent", "--store", cls.store, "--leader-ttl-s", str(LEADER_TTL_S),
+            "--node-timeout-ms", str(NODE_TIMEOUT_MS), "--heartbeat-ms", "300"])
+
+    @classmethod
+    def tearDownClass(cls):
+        for agent in cls.agents.values():
+            agent.cleanup()
+        for r in cls.replicas:
+            if r.proc is not None and r.proc.poll() is None:
+                os.kill(r.proc.pid, signal.SIGCONT)
+            r.cleanup()
+        cls.etcd.cleanup()
+
+    def cluster_status(self, replica):
+        p = subprocess.run([carve_bin(), "cluster", "status", "--endpoint-url", replica.url,
+                            "--credentials", replica.credentials_file, "--json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_1_one_replica_leads_and_the_other_waits(self):
+        a, b, _ = self.replicas
+        view = self.cluster_status(a)
+        self.assertEqual(view["leader"], f"http://127.0.0.1:{a.listen_port}")
+        self.assertEqual(view["store"]["kind"], "etcd")
+        self.assertEqual(len(view["store"]["members"]), 3)
+        self.assertTrue(all(m["healthy"] for m in view["store"]["members"]), view)
+        replicas = {r["url"]: r for r in view["replicas"]}
+        self.assertEqual(set(replicas), {f"http://127.0.0.1:{r.listen_port}" for r in (a, b)})
+        self.assertTrue(replicas[f"http://127.0.0.1:{a.listen_port}"]["leader"])
+        self.assertFalse(replicas[f"http://127.0.0.1:{b.listen_port}"]["leader"])
+        self.assertIsNone(b.port)  # The standby does not serve.
+        self.assertIsNone(b.proc.poll())
+
+    def test_2_killing_the_leader_loses_nothing_and_stops_nothing(self):
+        a, b, _ = self.replicas
+        sm = a.client()
+        spread_copies(sm, 2)
+        poll(lambda: sm.describe_inference_component(InferenceComponentName="ic")
+             ["InferenceComponentStatus"] == "InService", timeout_s=60, what="ic InService")
+        acked = []
+        for i in range(20):
+            sm.create_model(ModelName=f"acked-{i}", PrimaryContainer={"Image": "carve/testmodel"})
+            acked.append(f"acked-{i}")
+        pids = {n: sorted(workload_pids(agent.data_dir)) for n, agent in self.agents.items()}
+        self.assertEqual([len(p) for p in pids.values()], [1, 1], pids)
+
+        killed = time.monotonic()
+        a.kill9()
+        b.await_listening(timeout_s=30)
+        took = time.monotonic() - killed
+        print(f"\nleader kill -9 -> standby serving: {took:.2f} s (lease TTL {LEADER_TTL_S} s)")
+        self.assertLess(took, 5.0)
+
+        sm = b.client()
+        names = set()
+        for page in sm.get_paginator("list_models").paginate():
+            names.update(m["ModelName"] for m in page["Models"])
+        self.assertTrue(set(acked) <= names, sorted(set(acked) - names))
+        poll(lambda: all(b.nodes().get(n, {}).get("Status") == "Ready" for n in self.agents),
+             timeout_s=30, what="agents moved to the new leader")
+        ic = poll(lambda: (lambda d: d["InferenceComponentStatus"] == "InService" and
+                           d["RuntimeConfig"]["CurrentCopyCount"] == 2 and d)(
+            sm.describe_inference_component(InferenceComponentName="ic")),
+            timeout_s=30, what="ic InService under the new leader")
+        self.assertEqual(ic["RuntimeConfig"]["DesiredCopyCount"], 2)
+        # The same processes serve: nothing was started again.
+        after = {n: sorted(workload_pids(agent.data_dir)) for n, agent in self.agents.items()}
+        self.assertEqual(after, pids)
+        rt = b.boto_client("sagemaker-runtime", attempts=3)
+        r = rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
+                               Body=b'{"inputs": "after failover"}',
+                               ContentType="application/json")
+        self.assertEqual(r["ResponseMetadata"]["HTTPStatusCode"], 200)
+        view = self.cluster_status(b)
+        self.assertEqual(view["leader"], f"http://127.0.0.1:{b.listen_port}")
+        self.assertEqual([r["url"] for r in view["replicas"]],
+                         [f"http://127.0.0.1:{b.listen_port}"])  # a's lease is gone.
+
+    def test_3_killing_the_etcd_leader_loses_no_acknowledged_write(self):
+        _, b, _ = self.replicas
+        sm = b.client()
+        acked, gaps = [], []
+        last = time.monotonic()
+        killed_at = None
+        deadline = time.monotonic() + 30
+        i = 0
+        while time.monotonic() < deadline and (killed_at is None or
+                                               time.monotonic() - killed_at < 3):
+            if i == 20:
+                leader = self.etcd.leader()
+                self.assertIsNotNone(leader)
+                self.etcd.kill9(leader)
+                killed_at = time.monotonic()
+            try:
+                sm.create_model(ModelName=f"stream-{i}",
+                                PrimaryContainer={"Image": "carve/testmodel"})
+                acked.append(f"stream-{i}")
+                now = time.monotonic()
+                if killed_at is not None:
+                    gaps.append(now - max(last, killed_at))
+                last = now
+            except sm.exceptions.ClientError as e:
+                self.assertIn(e.response["ResponseMetadata"]["HTTPStatusCode"], (500, 503), e)
+            i += 1
+        self.assertIsNotNone(killed_at)
+        self.etcd.launch(leader)  # It rejoins from its data directory.
+        self.etcd.await_healthy(leader)
+        worst = max(gaps) if gaps else float("inf")
+        print(f"\netcd leader kill -9: longest wait for an acknowledged write {worst:.2f} s")
+        self.assertLess(worst, 10.0)
+        names = set()
+        for page in sm.get_paginator("list_models").paginate():
+            names.update(m["ModelName"] for m in page["Models"])
+        self.assertTrue(set(acked) <= names, sorted(set(acked) - names))
+
+    def test_4_a_paused_leader_is_replaced_and_refused_when_it_wakes(self):
+        _, b, c = self.replicas
+        c.launch()  # The next standby.
+        time.sleep(1.0)
+        os.kill(b.proc.pid, signal.SIGSTOP)
+        paused = time.monotonic()
+        c.await_listening(timeout_s=30)
+        print(f"\nleader SIGSTOP -> standby serving: {time.monotonic() - paused:.2f} s")
+        sm = c.client()
+        before = sm.describe_inference_component(InferenceComponentName="ic")
+        os.kill(b.proc.pid, signal.SIGCONT)
+        rc = b.proc.wait(timeout=20)
+        self.assertEqual(rc, 75)  # It found its lease gone and stepped down.
+        with open(b.log_path) as f:
+            log = f.read()
+        self.assertIn("lost its leadership", log)
+        view = self.cluster_status(c)
+        self.assertEqual(view["leader"], f"http://127.0.0.1:{c.listen_port}")
+        after = sm.describe_inference_component(InferenceComponentName="ic")
+        self.assertEqual(after["RuntimeConfig"]["CurrentCopyCount"],
+                         before["RuntimeConfig"]["CurrentCopyCount"])
+
+
+if __name__ == "__main__":
+    unittest.main()
