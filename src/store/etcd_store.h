@@ -82,6 +82,9 @@ class EtcdStore final : public Store {
   // Commits the fence refused (for tests and logs).
   int64_t fenced() const { return fenced_.load(); }
 
+  // One fewer than etcd's per-Txn limit, whether or not a fence is set yet.
+  size_t max_commit_keys() const override { return options_.max_commit_keys - 1; }
+
   EtcdClient& client() { return *client_; }
   const std::string& prefix() const { return options_.prefix; }
   // Txns this store sent whose compares failed because another writer came first, and

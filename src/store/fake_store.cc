@@ -1,5 +1,6 @@
 #include "store/fake_store.h"
 
+#include <set>
 #include <utility>
 
 #include "store/store_rules.h"
@@ -46,6 +47,15 @@ Result<std::vector<Record>> FakeStore::ListAllAccounts(const std::string& kind) 
 Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
   for (const Mutation& m : mutations) CARVE_RETURN_IF_ERROR(ValidateKey(MutationKey(m)));
   std::lock_guard lock(mu_);
+  if (max_commit_keys_ != SIZE_MAX) {
+    std::set<Key> keys;
+    for (const Mutation& m : mutations) keys.insert(MutationKey(m));
+    if (keys.size() > max_commit_keys_) {
+      return InvalidArgument("a commit of " + std::to_string(keys.size()) +
+                             " records is more than the " + std::to_string(max_commit_keys_) +
+                             " this store takes in one transaction");
+    }
+  }
   if (commits_until_failure_ > 0 && --commits_until_failure_ == 0) {
     Error e = std::move(*injected_error_);
     injected_error_.reset();
@@ -111,6 +121,20 @@ void FakeStore::FailNthCommit(int n, Error error) {
 int FakeStore::successful_commits() const {
   std::lock_guard lock(mu_);
   return successful_commits_;
+}
+
+}  // namespace carve::store
+
+namespace carve::store {
+
+void FakeStore::set_max_commit_keys(size_t keys) {
+  std::lock_guard lock(mu_);
+  max_commit_keys_ = keys;
+}
+
+size_t FakeStore::max_commit_keys() const {
+  std::lock_guard lock(mu_);
+  return max_commit_keys_;
 }
 
 }  // namespace carve::store

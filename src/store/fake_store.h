@@ -5,6 +5,7 @@
 // (nothing is written by that Commit). Thread-safe: every method takes one mutex.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,10 @@ class FakeStore final : public Store {
   void FailNthCommit(int n, Error error);
   // Number of Commit calls that wrote (succeeded) so far.
   int successful_commits() const;
+  // Emulates a store with a per-transaction limit (EtcdStore's): a Commit of more distinct keys
+  // is InvalidArgument, and max_commit_keys() reports it.
+  void set_max_commit_keys(size_t keys);
+  size_t max_commit_keys() const override;
 
  protected:
   // Store::Commit calls this, then notes the keys for the change feed.
@@ -46,6 +51,7 @@ class FakeStore final : public Store {
   int commits_until_failure_ = 0;        // Guarded by mu_. 0: no failure armed.
   std::optional<Error> injected_error_;  // Guarded by mu_.
   int successful_commits_ = 0;           // Guarded by mu_.
+  size_t max_commit_keys_ = SIZE_MAX;    // Guarded by mu_.
 };
 
 }  // namespace carve::store

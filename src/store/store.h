@@ -10,6 +10,7 @@
 // Implementations are thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -81,6 +82,11 @@ class Store {
   // Applies all mutations atomically, or none. Returns the records as written (removed ones are
   // omitted). Durable when it returns success, and noted for watchers before it returns.
   Result<std::vector<Record>> Commit(std::vector<Mutation> mutations);
+
+  // The most distinct keys one Commit may write (etcd: its --max-txn-ops, less the leader's
+  // fence); SIZE_MAX when there is no limit. Callers that write many records split them into
+  // commits this size, each consistent on its own.
+  virtual size_t max_commit_keys() const { return SIZE_MAX; }
 
   // Conveniences over Commit for one record.
   Result<Record> Create(Key key, std::string body);

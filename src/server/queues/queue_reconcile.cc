@@ -329,6 +329,8 @@ void QueueService::PruneFinished(QueueState& q) {
   std::sort(finished.begin(), finished.end(),
             [](const JobRecord* a, const JobRecord* b) { return a->seq < b->seq; });
   finished.resize(finished.size() - keep);
+  // One transaction a pass, within the store's limit (etcd's); later passes take the rest.
+  finished.resize(std::min(finished.size(), store_.max_commit_keys()));
   std::vector<store::Mutation> batch;
   std::vector<std::string> ids;
   for (const JobRecord* job : finished) {

@@ -125,6 +125,27 @@ TEST_F(ComponentPlacementTest, EachCopyGetsAPartitionOfItsTypeAndARecordNamingPr
   EXPECT_EQ(placement_.CopiesOf(kAccount, "g").size(), 3u);
 }
 
+// On a store that takes few keys per transaction (etcd takes 128) a pass writes at most that
+// many copy records: a large component is placed, and lowered, over several passes.
+TEST_F(ComponentPlacementTest, CopiesArePlacedAndReleasedWithinTheStoresTransactionLimit) {
+  AddComponent("g", "mig-1g.5gb", 10);
+  store_.set_max_commit_keys(5);  // The component's record and 4 copies.
+  Pass();
+  EXPECT_EQ(StoredCopies().size(), 4u);
+  EXPECT_THAT(Stored("g").status_message, HasSubstr("placing at most 4 copies a pass"));
+  Pass();
+  Pass();
+  EXPECT_EQ(StoredCopies().size(), 10u);
+  EXPECT_EQ(Stored("g").status, ComponentStatus::kInService);
+  SetDesired("g", 1);
+  Pass();
+  EXPECT_EQ(StoredCopies().size(), 6u);
+  Pass();
+  Pass();
+  EXPECT_EQ(StoredCopies().size(), 1u);
+  EXPECT_EQ(FreePartitions(placement_), 48 - 1);
+}
+
 TEST_F(ComponentPlacementTest, SpreadPutsCopiesOnBothInstances) {
   AddComponent("g", "mig-4g.20gb", 2);
   Pass();

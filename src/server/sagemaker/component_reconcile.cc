@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <set>
 #include <string_view>
@@ -199,7 +200,9 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
       release.push_back(i);
     }
   }
-  if (deleting && release.size() > kDeleteBatch) release.resize(kDeleteBatch);
+  if (deleting && release.size() > std::min(kDeleteBatch, store_.max_commit_keys() - 1)) {
+    release.resize(std::min(kDeleteBatch, store_.max_commit_keys() - 1));
+  }
   if (!lost.empty()) {
     spdlog::warn("component {}/{}: rescheduling {} (node NotReady or leaving the endpoint)",
                  account, c.name, fmt::join(lost, ", "));
@@ -216,11 +219,24 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   // Places up to n more copies of the current specification; why the rest wait is in `reason`.
   std::vector<LiveCopy> placed;
   std::string reason;
+  // Copy records this pass may still write in its one transaction, less the component's own: a
+  // store with a per-transaction limit (etcd) gets the rest placed or released by later passes.
+  auto budget = [&] {
+    const size_t limit = store_.max_commit_keys();
+    if (limit == SIZE_MAX) return std::numeric_limits<int>::max();
+    return std::max(0,
+                    static_cast<int>(limit) - 1 - static_cast<int>(release.size() + placed.size()));
+  };
   std::set<int> used;
   for (size_t i : keep) used.insert(cc.copies[i].record.index);
   int next_index = 0;
   auto place = [&](int n) {
     const core::Request request = c.CopyRequest();
+    if (budget() < n) {
+      n = budget();
+      reason = fmt::format("placing at most {} copies a pass (the store's transaction limit)",
+                           store_.max_commit_keys() - 1);
+    }
     int done = 0;
     for (; done < n; ++done) {
       auto out = vp->pool.PlaceOne(request, c.strategy);
@@ -265,7 +281,7 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   }
   if (!stopped && !c.deployment) {
     // Copies beyond the count are released, the highest numbers first (keep is in index order).
-    while (static_cast<int>(keep.size()) > c.desired) stop(keep.back());
+    while (static_cast<int>(keep.size()) > c.desired && budget() > 0) stop(keep.back());
     wanted = c.desired - static_cast<int>(keep.size());
     if (wanted > 0 && blocked.empty()) place(wanted);
   }
