@@ -406,6 +406,53 @@ Result<std::vector<Record>> EtcdStore::Apply(std::vector<Mutation> mutations) {
                      " times in a row; nothing was written, retry the call");
 }
 
+Status EtcdStore::Import(const std::vector<Record>& records) {
+  if (records.size() > max_commit_keys()) {
+    return InvalidArgument("an import of " + std::to_string(records.size()) +
+                           " records is more than one etcd transaction may write (" +
+                           std::to_string(max_commit_keys()) + ")");
+  }
+  json compare = json::array();
+  json success = json::array();
+  std::vector<std::string> etcd_keys;
+  const std::string commit_id = NewCommitId();
+  for (const Record& r : records) {
+    CARVE_RETURN_IF_ERROR(ValidateEtcdKey(r.key));
+    const std::string key = EtcdKey(r.key);
+    compare.push_back({{"key", KeyField(key)},
+                       {"target", "CREATE"},
+                       {"result", "EQUAL"},
+                       {"create_revision", "0"}});
+    success.push_back(
+        {{"request_put",
+          {{"key", KeyField(key)}, {"value", Base64Encode(EncodeValue(r, commit_id))}}}});
+    etcd_keys.push_back(key);
+  }
+  if (records.empty()) return OkStatus();
+  EtcdReply reply = client_->Call("kv/txn",
+                                  json{{"compare", std::move(compare)},
+                                       {"success", std::move(success)},
+                                       {"failure", RangeOps(etcd_keys)}},
+                                  EtcdCall::kWrite);
+  if (!reply.body.has_value()) {
+    if (!reply.outcome_unknown) return reply.body.error();
+    // Landed if the first record carries this import's commit id.
+    CARVE_ASSIGN_OR_RETURN(auto now, ReadKeys({records.front().key}));
+    if (now.front() && now.front()->commit_id == commit_id) return OkStatus();
+    return Unavailable("etcd import: " + reply.body.error().message + "; nothing was written");
+  }
+  if (reply.body->value("succeeded", false)) return OkStatus();
+  std::vector<Key> keys;
+  keys.reserve(records.size());
+  for (const Record& r : records) keys.push_back(r.key);
+  CARVE_ASSIGN_OR_RETURN(auto held,
+                         ParseRanges(reply.body->value("responses", json::array()), keys));
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (held[i]) return AlreadyExistsError(keys[i], held[i]->record.version);
+  }
+  return Unavailable("etcd import: the transaction failed and no key explains it; retry");
+}
+
 Result<Record> EtcdStore::Get(const Key& key) {
   CARVE_RETURN_IF_ERROR(ValidateEtcdKey(key));
   CARVE_ASSIGN_OR_RETURN(json reply,

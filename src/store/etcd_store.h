@@ -76,6 +76,11 @@ class EtcdStore final : public Store {
                                    const ListOptions& options) override;
   Result<std::vector<Record>> ListAllAccounts(const std::string& kind) override;
 
+  // Writes `records` exactly as they are (version and timestamps kept), in one Txn, each only
+  // if its key is absent: AlreadyExists naming the first key that is not, and nothing written.
+  // For moving a deployment from another store (store_migrate.h); at most max_commit_keys().
+  Status Import(const std::vector<Record>& records);
+
   // From now on every Commit is conditional on `fence`; a Commit the fence refuses is
   // FailedPrecondition saying this replica is no longer the leader, and writes nothing.
   void SetFence(EtcdFence fence);

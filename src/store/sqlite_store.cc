@@ -343,6 +343,19 @@ Result<std::vector<Record>> SqliteStore::Apply(std::vector<Mutation> mutations) 
   return impl_->Commit(std::move(mutations));
 }
 
+Result<std::vector<std::string>> SqliteStore::Kinds() {
+  return impl_->WithReader([](sqlite3* db) -> Result<std::vector<std::string>> {
+    CARVE_ASSIGN_OR_RETURN(
+        auto s, Statement::Prepare(db, "SELECT DISTINCT kind FROM records ORDER BY kind"));
+    std::vector<std::string> out;
+    while (true) {
+      CARVE_ASSIGN_OR_RETURN(bool row, s.Step("reading kinds"));
+      if (!row) return out;
+      out.push_back(s.ColumnText(0));
+    }
+  });
+}
+
 int SqliteStore::schema_version() const {
   auto v = impl_->WithReader([](sqlite3* db) { return SchemaVersion(db); });
   return v.value_or(-1);

@@ -57,6 +57,9 @@ class SqliteStore final : public Store {
                                    const ListOptions& options) override;
   Result<std::vector<Record>> ListAllAccounts(const std::string& kind) override;
 
+  // Every kind that has a record, in order (for moving the records to another store).
+  Result<std::vector<std::string>> Kinds();
+
   // The schema version of the open database (PRAGMA user_version).
   int schema_version() const;
   // The SQLite journal and synchronous modes in effect ("wal", 2 == FULL), for tests and logs.
