@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test demo lint format bench clang sanitize sanitize-asan \
+.PHONY: all setup configure build test demo demo-ha lint format bench clang sanitize sanitize-asan \
         sanitize-asan-unit sanitize-tsan sanitize-ubsan-interposer fuzz mutate clean
 
 all: build
@@ -24,6 +24,11 @@ test: build
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)
+
+# The control plane on etcd: 3 members and 2 replicas on loopback, the leader killed mid-scenario
+# (docs/ha.md).
+demo-ha: build
+	bash scripts/demo-ha.sh $(BUILD_DIR)
 
 # The mutation check (docs/testing.md): applies each tests/mutations/*.patch (or PATCHES=...) to a
 # scratch copy in build-mutate/, rebuilds what its tests need, runs them, and fails if any patch

@@ -62,8 +62,8 @@ class SqliteStore::Impl {
  public:
   Impl(std::string path, SqliteStoreOptions options, DbPtr writer)
       : path_(std::move(path)),
-        options_(options),
-        clock_(options.clock != nullptr ? *options.clock : SystemClock::Get()),
+        options_(std::move(options)),
+        clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
         writer_(std::move(writer)) {}
 
   ~Impl() {

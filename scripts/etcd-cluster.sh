@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# bench/etcd_cluster.sh DIR N -- COMMAND...: starts N etcd members on free loopback ports with
+# scripts/etcd-cluster.sh DIR N -- COMMAND...: starts N etcd members on free loopback ports with
 # data under DIR (on the disk DIR is on), runs COMMAND with CARVE_ETCD set to their
-# etcd://HOST:PORT,... list, then stops them. Used by store_bench's etcd run
+# etcd://HOST:PORT,... list, then stops them. Used by `make demo-ha` and by store_bench's etcd run
 # (docs/benchmarks.md); the members fsync as in production.
+
 set -euo pipefail
 dir=$1 n=$2
 shift 2
