@@ -91,7 +91,7 @@ invoke() {
   echo "response body: $(cat "$work/out.json")"
 }
 wait_component() {
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 300); do
     s=$(aws sagemaker describe-inference-component --inference-component-name "$1" \
       --endpoint-url "$url" --query InferenceComponentStatus --output text 2>/dev/null || true)
     [[ "$s" == InService ]] && return 0

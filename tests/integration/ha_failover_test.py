@@ -100,7 +100,8 @@ class HaFailoverTest(unittest.TestCase):
         b.await_listening(timeout_s=30)
         took = time.monotonic() - killed
         print(f"\nleader kill -9 -> standby serving: {took:.2f} s (lease TTL {LEADER_TTL_S} s)")
-        self.assertLess(took, 5.0)
+        # The target is 5 s; an instrumented build (make sanitize) recovers slower.
+        self.assertLess(took, 15.0 if os.environ.get("CARVE_SANITIZE") else 5.0)
 
         sm = b.client()
         names = set()
