@@ -25,6 +25,7 @@ json EtcdMembers(store::EtcdStore& etcd) {
     json entry = {{"name", m.name}, {"id", std::to_string(m.id)}, {"client_urls", m.client_urls}};
     std::string endpoint = m.client_urls.empty() ? "" : m.client_urls.front();
     if (endpoint.starts_with("http://")) endpoint.erase(0, 7);
+    if (endpoint.starts_with("https://")) endpoint.erase(0, 8);
     Status health = endpoint.empty() ? Status(Unavailable("the member has no client URL"))
                                      : etcd.client().Health(endpoint);
     entry["healthy"] = health.ok();

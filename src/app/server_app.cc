@@ -126,7 +126,9 @@ std::string Identity(const ServerConfig& c) {
 // runs the reconcilers. Its store is fenced from then on (store/etcd_leadership.h).
 Status OpenEtcdAndLead(ServerApp::Parts& p) {
   const ServerConfig& c = p.config;
-  auto opened = store::EtcdStore::OpenUrl(c.store_url);
+  auto opened = store::EtcdStore::OpenUrl(
+      c.store_url, {},
+      {.ca_file = c.etcd_ca_file, .cert_file = c.etcd_cert_file, .key_file = c.etcd_key_file});
   if (!opened.has_value()) {
     Error e = opened.error();
     e.message = "--store " + c.store_url + ": " + e.message;

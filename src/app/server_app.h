@@ -33,6 +33,10 @@ struct ServerConfig {
   // server then campaigns to lead before it recovers anything, and only the leader runs
   // (docs/ha.md). The data directory still holds the credentials file, the same on every replica.
   std::string store_url;
+  // With etcds://: the CA of the members' certificates and this server's client certificate.
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
   // This replica's URL as the others and `carve cluster status` show it ("": http://LISTEN).
   std::string advertise_url;
   std::chrono::seconds leader_ttl{3};  // How long a silent leader keeps leading.

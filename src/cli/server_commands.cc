@@ -136,8 +136,15 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
   cmd->add_option("--data-dir", flags->config.data_dir, "Where the database and credentials live");
   cmd->add_option("--store", flags->config.store_url,
-                  "etcd://HOST:PORT,...[/PREFIX]: keep state in etcd and run as one of several "
+                  "etcd://HOST:PORT,...[/PREFIX] (etcds:// for TLS): keep state in etcd and run as "
+                  "one of several "
                   "replicas, of which one leads (docs/ha.md); default: SQLite in --data-dir");
+  cmd->add_option("--etcd-cacert", flags->config.etcd_ca_file,
+                  "With --store etcds://: the CA that signed the members' certificates");
+  cmd->add_option("--etcd-cert", flags->config.etcd_cert_file,
+                  "With --store etcds://: this server's client certificate (PEM)");
+  cmd->add_option("--etcd-key", flags->config.etcd_key_file,
+                  "With --store etcds://: the client certificate's key (PEM)");
   cmd->add_option("--advertise-url", flags->config.advertise_url,
                   "This replica's URL as carve cluster status shows it (default: http://LISTEN)");
   cmd->add_option("--leader-ttl-s", flags->leader_ttl_s,

@@ -19,6 +19,7 @@ namespace {
 struct MigrateFlags {
   std::string data_dir = "./carve-data";
   std::string to;
+  store::EtcdTls tls;  // For etcds://.
 };
 
 int Migrate(const MigrateFlags& f, const Context& ctx) {
@@ -39,7 +40,7 @@ int Migrate(const MigrateFlags& f, const Context& ctx) {
     std::cerr << "carve store migrate: " << app::BadDatabase(db, from.error()).message << "\n";
     return 1;
   }
-  auto to = store::EtcdStore::OpenUrl(f.to, {.watch = false});
+  auto to = store::EtcdStore::OpenUrl(f.to, {.watch = false}, f.tls);
   if (!to.has_value()) {
     std::cerr << "carve store migrate: --to " << f.to << ": " << to.error().message << "\n";
     return to.error().code == ErrorCode::kInvalidArgument ? 2 : 1;
@@ -75,6 +76,9 @@ void RegisterStoreCommands(CLI::App& app, Context& ctx) {
   migrate->add_option("--data-dir", flags->data_dir, "The server's data directory");
   migrate->add_option("--to", flags->to, "etcd://HOST:PORT,...[/PREFIX], an empty prefix")
       ->required();
+  migrate->add_option("--etcd-cacert", flags->tls.ca_file, "With etcds://: the members' CA");
+  migrate->add_option("--etcd-cert", flags->tls.cert_file, "With etcds://: a client certificate");
+  migrate->add_option("--etcd-key", flags->tls.key_file, "With etcds://: its key");
   migrate->callback([flags, &ctx] { ctx.exit_code = Migrate(*flags, ctx); });
 }
 

@@ -110,13 +110,18 @@ struct EtcdClient::Pool {
 };
 
 Result<EtcdUrl> ParseEtcdUrl(std::string_view url) {
-  constexpr std::string_view kScheme = "etcd://";
-  if (!url.starts_with(kScheme)) {
-    return InvalidArgument("store URL '" + std::string(url) +
-                           "' must start with etcd:// (etcd://HOST:PORT,HOST:PORT[/PREFIX])");
-  }
-  std::string_view rest = url.substr(kScheme.size());
   EtcdUrl out;
+  std::string_view rest;
+  if (url.starts_with("etcd://")) {
+    rest = url.substr(7);
+  } else if (url.starts_with("etcds://")) {
+    rest = url.substr(8);
+    out.tls = true;
+  } else {
+    return InvalidArgument("store URL '" + std::string(url) +
+                           "' must start with etcd:// or, for TLS, etcds:// "
+                           "(etcd://HOST:PORT,HOST:PORT[/PREFIX])");
+  }
   const size_t slash = rest.find('/');
   out.prefix = slash == std::string_view::npos ? "/carve" : std::string(rest.substr(slash));
   rest = rest.substr(0, slash);
@@ -174,8 +179,23 @@ std::string EtcdClient::current_endpoint() const {
 }
 
 std::unique_ptr<httplib::Client> EtcdClient::Connect(size_t member) const {
-  auto c = std::make_unique<httplib::Client>("http://" + options_.endpoints[member]);
-  SetTimeouts(*c, options_.connect_timeout, options_.request_timeout);
+  return NewClient(options_.endpoints[member], options_.request_timeout);
+}
+
+std::unique_ptr<httplib::Client> EtcdClient::NewClient(const std::string& endpoint,
+                                                       std::chrono::milliseconds io) const {
+  const EtcdTls& tls = options_.tls;
+  std::unique_ptr<httplib::Client> c;
+  if (!tls.enabled) {
+    c = std::make_unique<httplib::Client>("http://" + endpoint);
+  } else {
+    c = tls.cert_file.empty()
+            ? std::make_unique<httplib::Client>("https://" + endpoint)
+            : std::make_unique<httplib::Client>("https://" + endpoint, tls.cert_file, tls.key_file);
+    if (!tls.ca_file.empty()) c->set_ca_cert_path(tls.ca_file);
+    c->enable_server_certificate_verification(true);
+  }
+  SetTimeouts(*c, options_.connect_timeout, io);
   c->set_keep_alive(true);
   return c;
 }
@@ -267,8 +287,7 @@ Status EtcdClient::Stream(const json& create_request,
   const size_t members = options_.endpoints.size();
   if (members == 0) return Unavailable("etcd: no endpoints configured");
   const size_t member = current_.load() % members;
-  auto client = Connect(member);
-  SetTimeouts(*client, options_.connect_timeout, idle_timeout);
+  auto client = NewClient(options_.endpoints[member], idle_timeout);
   {
     std::lock_guard lock(streams_mu_);
     if (cancelled_) return Unavailable("etcd: the client is shutting down");
@@ -375,10 +394,8 @@ Result<std::vector<EtcdMember>> EtcdClient::MemberList() {
 }
 
 Status EtcdClient::Health(const std::string& endpoint) {
-  httplib::Client c("http://" + endpoint);
-  SetTimeouts(c, options_.connect_timeout,
-              std::min(options_.request_timeout, std::chrono::milliseconds(2000)));
-  httplib::Result r = c.Get("/health");
+  auto c = NewClient(endpoint, std::min(options_.request_timeout, std::chrono::milliseconds(2000)));
+  httplib::Result r = c->Get("/health");
   if (!r) return Unavailable("etcd member " + endpoint + ": " + httplib::to_string(r.error()));
   const json j = json::parse(r->body, nullptr, false);
   if (r->status == 200 && j.is_object() && j.value("health", "") == "true") return OkStatus();

@@ -39,12 +39,23 @@ class Client;
 
 namespace carve::store {
 
+// TLS to the members (etcd's --cert-file/--key-file, and --client-cert-auth with
+// --trusted-ca-file): the CA that signed their certificates, and this client's certificate and
+// key when they ask for one. Paths to PEM files; every member's certificate is verified.
+struct EtcdTls {
+  bool enabled = false;
+  std::string ca_file{};    // "": the system's CAs.
+  std::string cert_file{};  // "" (with key_file ""): no client certificate.
+  std::string key_file{};
+};
+
 struct EtcdClientOptions {
-  std::vector<std::string> endpoints;  // "host:port" of the members' client URLs (plain HTTP).
+  std::vector<std::string> endpoints;  // "host:port" of the members' client URLs.
   std::chrono::milliseconds connect_timeout{500};
   // How long one exchange with a member may take, and a call's budget for trying members in
   // turn (each member gets one try even when the budget ran out on an earlier one).
   std::chrono::milliseconds request_timeout{5000};
+  EtcdTls tls{};  // Off: plain HTTP.
 };
 
 enum class EtcdCall { kRead, kWrite };
@@ -62,11 +73,12 @@ struct EtcdMember {
   std::vector<std::string> client_urls;
 };
 
-// Parses "etcd://host:port,host:port[/prefix]" into the endpoints and the key prefix
-// ("/carve" when none is given). InvalidArgument names what is wrong.
+// Parses "etcd://host:port,host:port[/prefix]" (etcds:// for TLS) into the endpoints and the
+// key prefix ("/carve" when none is given). InvalidArgument names what is wrong.
 struct EtcdUrl {
   std::vector<std::string> endpoints;
   std::string prefix;
+  bool tls = false;
 };
 Result<EtcdUrl> ParseEtcdUrl(std::string_view url);
 
@@ -117,6 +129,9 @@ class EtcdClient {
   std::unique_ptr<httplib::Client> Borrow(size_t member);
   void Return(size_t member, std::unique_ptr<httplib::Client> client);
   std::unique_ptr<httplib::Client> Connect(size_t member) const;
+  // A connection to `endpoint` over HTTP or TLS, with `io` as its read and write timeout.
+  std::unique_ptr<httplib::Client> NewClient(const std::string& endpoint,
+                                             std::chrono::milliseconds io) const;
 
   const EtcdClientOptions options_;
   std::atomic<size_t> current_{0};            // Index into options_.endpoints.

@@ -22,6 +22,8 @@ TEST(EtcdUrl, ParsesMembersAndPrefix) {
   EXPECT_EQ(u->endpoints, (std::vector<std::string>{"10.0.0.1:2379", "etcd-b:2379"}));
   EXPECT_EQ(u->prefix, "/prod/carve");
   EXPECT_EQ(ParseEtcdUrl("etcd://h:1")->prefix, "/carve");
+  EXPECT_FALSE(ParseEtcdUrl("etcd://h:1")->tls);
+  EXPECT_TRUE(ParseEtcdUrl("etcds://h:1")->tls);
 }
 
 TEST(EtcdUrl, RefusesWhatIsNotAMemberListNamingThePart) {
@@ -154,6 +156,35 @@ TEST(EtcdClient, GatewayErrorsKeepEtcdsWordsAndCode) {
   ASSERT_FALSE(dup.body.has_value());
   EXPECT_EQ(dup.body.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(dup.body.error().message.find("duplicate key"), std::string::npos);
+}
+
+// A member that serves TLS and requires client certificates: carve connects with its
+// certificate and the CA, and without the certificate etcd refuses it.
+TEST(EtcdClient, TalksTlsWithAClientCertificate) {
+  TempDir dir;
+  const EtcdTestCerts certs = MakeEtcdTestCerts(dir.path());
+  ASSERT_TRUE(certs.ok) << "openssl failed; see " << dir.path() / "openssl.log";
+  EtcdCluster etcd(dir.path(), 1, &certs);
+  auto store = EtcdStore::OpenUrl(
+      "etcds://" + etcd.endpoint(0) + "/tls", {},
+      {.ca_file = certs.ca, .cert_file = certs.client_cert, .key_file = certs.client_key});
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  ASSERT_TRUE((*store)->Create(K("Model", "over-tls"), "{}").has_value());
+  EXPECT_TRUE((*store)->client().Health(etcd.endpoint(0)).ok());
+  auto members = (*store)->client().MemberList();
+  ASSERT_TRUE(members.has_value());
+  EXPECT_EQ(members->front().client_urls.front(), "https://" + etcd.endpoint(0));
+
+  EtcdClient no_cert({.endpoints = {etcd.endpoint(0)},
+                      .request_timeout = std::chrono::milliseconds(1000),
+                      .tls = {.enabled = true, .ca_file = certs.ca}});
+  auto refused = no_cert.Read("kv/range", {{"key", Base64Encode("/tls/")}});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  // A plain etcd:// URL with certificates is a mistake, said before anything connects.
+  auto mixed = EtcdStore::OpenUrl("etcd://" + etcd.endpoint(0), {}, {.ca_file = certs.ca});
+  ASSERT_FALSE(mixed.has_value());
+  EXPECT_NE(mixed.error().message.find("etcds://"), std::string::npos);
 }
 
 TEST(EtcdClient, ListsMembersAndTheirHealth) {

@@ -103,11 +103,20 @@ Result<std::unique_ptr<EtcdStore>> EtcdStore::Open(std::unique_ptr<EtcdClient> c
 }
 
 Result<std::unique_ptr<EtcdStore>> EtcdStore::OpenUrl(std::string_view url,
-                                                      EtcdStoreOptions options) {
+                                                      EtcdStoreOptions options, EtcdTls tls) {
   CARVE_ASSIGN_OR_RETURN(EtcdUrl parsed, ParseEtcdUrl(url));
   options.prefix = parsed.prefix;
+  if (!parsed.tls && (!tls.ca_file.empty() || !tls.cert_file.empty())) {
+    return InvalidArgument("store URL '" + std::string(url) +
+                           "': certificates are given, so the URL must be etcds://");
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return InvalidArgument("a client certificate for etcd needs both its certificate and its key");
+  }
+  tls.enabled = parsed.tls;
   EtcdClientOptions client;
   client.endpoints = std::move(parsed.endpoints);
+  client.tls = std::move(tls);
   return Open(std::make_unique<EtcdClient>(std::move(client)), std::move(options));
 }
 

@@ -66,9 +66,11 @@ class EtcdStore final : public Store {
   // none does.
   static Result<std::unique_ptr<EtcdStore>> Open(std::unique_ptr<EtcdClient> client,
                                                  EtcdStoreOptions options = {});
-  // From "etcd://HOST:PORT,...[/PREFIX]" (ParseEtcdUrl); `options.prefix` is the URL's.
+  // From "etcd://HOST:PORT,...[/PREFIX]" or etcds:// (ParseEtcdUrl); `options.prefix` is the
+  // URL's. `tls` gives the certificates for etcds:// (its `enabled` comes from the URL).
   static Result<std::unique_ptr<EtcdStore>> OpenUrl(std::string_view url,
-                                                    EtcdStoreOptions options = {});
+                                                    EtcdStoreOptions options = {},
+                                                    EtcdTls tls = {});
   ~EtcdStore() override;
 
   Result<Record> Get(const Key& key) override;

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,10 +40,42 @@ inline int FreeLoopbackPort() {
   return ntohs(a.sin_port);
 }
 
+// A CA, a certificate for 127.0.0.1 signed by it, and a client certificate, made with the
+// openssl command under `dir`, for members that serve TLS and require client certificates.
+struct EtcdTestCerts {
+  std::string ca, server_cert, server_key, client_cert, client_key;
+  bool ok = false;
+};
+
+inline EtcdTestCerts MakeEtcdTestCerts(const std::filesystem::path& dir) {
+  const std::string d = dir.string();
+  EtcdTestCerts c{d + "/ca.crt", d + "/server.crt", d + "/server.key", d + "/client.crt",
+                  d + "/client.key"};
+  {
+    std::ofstream script(d + "/make-certs.sh");
+    script << "set -e\ncd '" << d << "'\n"
+           << "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 "
+              "-subj /CN=carve-test-ca\n"
+           << "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n'"
+              " > ext\n"
+           << "for n in server client; do\n"
+           << "  openssl req -newkey rsa:2048 -nodes -keyout $n.key -out $n.csr "
+              "-subj /CN=carve-test-$n\n"
+           << "  openssl x509 -req -in $n.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $n.crt "
+              "-days 1 -extfile ext\n"
+           << "done\n";
+  }
+  c.ok =
+      std::system(("bash '" + d + "/make-certs.sh' > '" + d + "/openssl.log' 2>&1").c_str()) == 0;
+  return c;
+}
+
 class EtcdCluster {
  public:
-  // Starts `members` members under `dir` and waits until every one reports healthy.
-  EtcdCluster(std::filesystem::path dir, int members) : dir_(std::move(dir)) {
+  // Starts `members` members under `dir` and waits until every one reports healthy. With
+  // `certs`, clients reach them over TLS and must present a certificate the CA signed.
+  EtcdCluster(std::filesystem::path dir, int members, const EtcdTestCerts* certs = nullptr)
+      : dir_(std::move(dir)), certs_(certs) {
     std::string initial;
     for (int i = 0; i < members; ++i) {
       Member m;
@@ -122,11 +156,15 @@ class EtcdCluster {
   }
   bool AwaitHealthy(int i, std::chrono::seconds timeout = std::chrono::seconds(20)) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    httplib::Client c("http://" + endpoint(i));
-    c.set_connection_timeout(0, 200'000);
-    c.set_read_timeout(1, 0);
+    std::unique_ptr<httplib::Client> c =
+        certs_ == nullptr ? std::make_unique<httplib::Client>("http://" + endpoint(i))
+                          : std::make_unique<httplib::Client>(
+                                "https://" + endpoint(i), certs_->client_cert, certs_->client_key);
+    if (certs_ != nullptr) c->set_ca_cert_path(certs_->ca);
+    c->set_connection_timeout(0, 200'000);
+    c->set_read_timeout(1, 0);
     while (std::chrono::steady_clock::now() < deadline) {
-      auto r = c.Get("/health");
+      auto r = c->Get("/health");
       if (r && r->status == 200 && r->body.find("\"true\"") != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -143,7 +181,8 @@ class EtcdCluster {
 
   void Launch(int i) {
     Member& m = members_[static_cast<size_t>(i)];
-    const std::string client = "http://127.0.0.1:" + std::to_string(m.client_port);
+    const std::string client = (certs_ != nullptr ? "https" : "http") +
+                               std::string("://127.0.0.1:") + std::to_string(m.client_port);
     const std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
     const std::string data = (dir_ / m.name).string();
     const std::string log = (dir_ / (m.name + ".log")).string();
@@ -163,6 +202,13 @@ class EtcdCluster {
                                      "--auto-compaction-retention=100000",
                                      "--logger=zap",
                                      "--log-level=warn"};
+    if (certs_ != nullptr) {
+      for (std::string a :
+           {"--cert-file=" + certs_->server_cert, "--key-file=" + certs_->server_key,
+            std::string("--client-cert-auth"), "--trusted-ca-file=" + certs_->ca}) {
+        args.push_back(std::move(a));
+      }
+    }
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -183,6 +229,7 @@ class EtcdCluster {
   }
 
   std::filesystem::path dir_;
+  const EtcdTestCerts* certs_ = nullptr;  // Must outlive the cluster.
   std::string initial_cluster_;
   std::vector<Member> members_;
 };
