@@ -9,10 +9,11 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libssl-dev
   libcpp-httplib-dev libboost-dev zlib1g-dev python3 curl procps
-  etcd-server etcd-client
+  etcd-server etcd-client openssl
 )
 # etcd-server, etcd-client: the replicated store (`--store etcd://...`, docs/ha.md); its tests
-# start their own members on loopback. The package's etcd.service is not used.
+# start their own members on loopback (the package's etcd.service is not used); openssl makes the
+# certificates of the TLS test.
 # libclang-rt-14-dev: Clang's sanitizer and libFuzzer runtimes (`make fuzz`); GCC's sanitizer
 # runtimes (`make sanitize`) come with g++.
 # nginx-light (the reverse proxy the router is measured against) is installed by
