@@ -172,7 +172,8 @@ Result<EtcdStore::Stored> DecodeStored(Key key, const json& kv) {
   return s;
 }
 
-// The mutations applied in order to `plan.before`, by SqliteStore::Apply's rules.
+// The mutations applied in order to `plan.before`, by the rules every Store applies
+// (CheckMutation).
 Status Simulate(std::vector<Mutation>& mutations, EtcdStore::Plan& plan, int64_t now) {
   std::map<Key, size_t> index;
   for (size_t i = 0; i < plan.keys.size(); ++i) index[plan.keys[i]] = i;
@@ -184,22 +185,11 @@ Status Simulate(std::vector<Mutation>& mutations, EtcdStore::Plan& plan, int64_t
   for (const Mutation& m : mutations) {
     const Key& key = MutationKey(m);
     std::optional<Record>& cur = plan.after[index.at(key)];
+    CARVE_RETURN_IF_ERROR(CheckMutation(m, cur ? &*cur : nullptr));
     if (const auto* put = std::get_if<Put>(&m)) {
-      if (!put->expected_version.has_value() && cur) return AlreadyExistsError(key, cur->version);
-      if (put->expected_version.value_or(0) > 0) {
-        if (!cur) return NotFoundError(key);
-        if (cur->version != *put->expected_version) {
-          return VersionConflictError(key, *put->expected_version, cur->version);
-        }
-      }
       cur = Record{key, put->body, cur ? cur->version + 1 : 1, cur ? cur->created_ms : now, now};
       plan.written.push_back(*cur);
     } else {
-      const auto& rm = std::get<Remove>(m);
-      if (!cur) return NotFoundError(key);
-      if (rm.expected_version.has_value() && *rm.expected_version != cur->version) {
-        return VersionConflictError(key, *rm.expected_version, cur->version);
-      }
       cur.reset();
     }
   }

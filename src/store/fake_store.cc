@@ -74,16 +74,8 @@ Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
     const Key& key = MutationKey(m);
     MapKey mk{key.kind, key.account, key.name};
     const Record* cur = current(mk);
+    CARVE_RETURN_IF_ERROR(CheckMutation(m, cur));
     if (auto* put = std::get_if<Put>(&m)) {
-      if (!put->expected_version.has_value() && cur != nullptr) {
-        return AlreadyExistsError(key, cur->version);
-      }
-      if (put->expected_version.value_or(0) > 0) {
-        if (cur == nullptr) return NotFoundError(key);
-        if (cur->version != *put->expected_version) {
-          return VersionConflictError(key, *put->expected_version, cur->version);
-        }
-      }
       Record r;
       r.key = put->key;
       r.body = std::move(put->body);
@@ -93,11 +85,6 @@ Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
       out.push_back(r);
       staged[mk] = std::move(r);
     } else {
-      const auto& rm = std::get<Remove>(m);
-      if (cur == nullptr) return NotFoundError(key);
-      if (rm.expected_version.has_value() && *rm.expected_version != cur->version) {
-        return VersionConflictError(key, *rm.expected_version, cur->version);
-      }
       staged[mk] = std::nullopt;
     }
   }

@@ -244,16 +244,8 @@ class SqliteStore::Impl {
     for (Mutation& m : mutations) {
       const Key& key = MutationKey(m);
       CARVE_ASSIGN_OR_RETURN(std::optional<Record> cur, Current(key));
+      CARVE_RETURN_IF_ERROR(CheckMutation(m, cur ? &*cur : nullptr));
       if (auto* put = std::get_if<Put>(&m)) {
-        if (!put->expected_version.has_value() && cur) {
-          return AlreadyExistsError(key, cur->version);
-        }
-        if (put->expected_version.value_or(0) > 0) {
-          if (!cur) return NotFoundError(key);
-          if (cur->version != *put->expected_version) {
-            return VersionConflictError(key, *put->expected_version, cur->version);
-          }
-        }
         Record r{put->key, std::move(put->body), cur ? cur->version + 1 : 1,
                  cur ? cur->created_ms : now, now};
         upsert_.Reset();
@@ -267,11 +259,6 @@ class SqliteStore::Impl {
         CARVE_RETURN_IF_ERROR(upsert_.Step("writing " + DescribeKey(key)));
         out.push_back(std::move(r));
       } else {
-        const auto& rm = std::get<Remove>(m);
-        if (!cur) return NotFoundError(key);
-        if (rm.expected_version.has_value() && *rm.expected_version != cur->version) {
-          return VersionConflictError(key, *rm.expected_version, cur->version);
-        }
         delete_.Reset();
         delete_.BindText(1, key.kind);
         delete_.BindText(2, key.account);

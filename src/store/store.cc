@@ -115,6 +115,26 @@ Error VersionConflictError(const Key& key, int64_t expected_version, int64_t cur
                             " (someone else wrote first)");
 }
 
+Status CheckMutation(const Mutation& mutation, const Record* current) {
+  const Key& key = MutationKey(mutation);
+  std::optional<int64_t> expected;
+  if (const auto* put = std::get_if<Put>(&mutation)) {
+    if (!put->expected_version.has_value()) {
+      if (current != nullptr) return AlreadyExistsError(key, current->version);
+      return OkStatus();
+    }
+    if (*put->expected_version == 0) return OkStatus();  // Upsert.
+    expected = put->expected_version;
+  } else {
+    expected = std::get<Remove>(mutation).expected_version;
+  }
+  if (current == nullptr) return NotFoundError(key);
+  if (expected.has_value() && *expected != current->version) {
+    return VersionConflictError(key, *expected, current->version);
+  }
+  return OkStatus();
+}
+
 const Key& MutationKey(const Mutation& mutation) {
   return std::visit([](const auto& m) -> const Key& { return m.key; }, mutation);
 }

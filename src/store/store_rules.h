@@ -20,6 +20,11 @@ std::string DescribeKey(const Key& key);
 Error AlreadyExistsError(const Key& key, int64_t current_version);
 Error NotFoundError(const Key& key);
 Error VersionConflictError(const Key& key, int64_t expected_version, int64_t current_version);
+// The rules every Store applies to one mutation, given the record its key holds at that point of
+// the commit (nullptr: none): a Put of nullopt needs the key absent (AlreadyExists), a Put of
+// N > 0 and a Remove of N need version N (NotFound when absent, FailedPrecondition otherwise),
+// and a Remove of nullopt needs the key present. OK when the mutation may be applied.
+Status CheckMutation(const Mutation& mutation, const Record* current);
 // The key a mutation writes or removes.
 const Key& MutationKey(const Mutation& mutation);
 
