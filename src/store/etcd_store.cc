@@ -74,11 +74,14 @@ Result<EtcdStore::Stored> DecodeStored(Key key, const json& kv);
 
 }  // namespace
 
-EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, EtcdStoreOptions options, int64_t revision)
+EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, EtcdStoreOptions options)
     : client_(std::move(client)),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()) {
-  if (options_.watch) watcher_ = std::thread([this, revision] { WatchLoop(revision + 1); });
+  if (options_.cache_reads) {
+    cache_ = std::make_unique<RecordCache>();
+    cached_reads_ = true;
+  }
 }
 
 EtcdStore::~EtcdStore() {
@@ -93,13 +96,27 @@ Result<std::unique_ptr<EtcdStore>> EtcdStore::Open(std::unique_ptr<EtcdClient> c
     return InvalidArgument("etcd key prefix '" + options.prefix +
                            "' must start with '/' and not be the whole keyspace");
   }
+  if (options.cache_reads && !options.watch) {
+    return InvalidArgument(
+        "an etcd store's read cache is kept by its watch: cache_reads needs watch");
+  }
   const std::string root = options.prefix + "/";
   CARVE_ASSIGN_OR_RETURN(json head,
                          client->Read("kv/range", json{{"key", KeyField(root)},
                                                        {"range_end", KeyField(PrefixEnd(root))},
                                                        {"count_only", true}}));
-  const int64_t revision = JsonInt(head.value("header", json::object()), "revision");
-  return std::unique_ptr<EtcdStore>(new EtcdStore(std::move(client), std::move(options), revision));
+  int64_t revision = JsonInt(head.value("header", json::object()), "revision");
+  std::unique_ptr<EtcdStore> store(new EtcdStore(std::move(client), std::move(options)));
+  if (store->cache_) {
+    // The watch starts after the listing's revision, so no write falls between the two.
+    CARVE_ASSIGN_OR_RETURN(std::vector<Record> all,
+                           store->RangeRecords(root, PrefixEnd(root), 0, &revision));
+    store->cache_->Reset(std::move(all), revision);
+  }
+  if (store->options_.watch) {
+    store->watcher_ = std::thread([s = store.get(), revision] { s->WatchLoop(revision + 1); });
+  }
+  return store;
 }
 
 Result<std::unique_ptr<EtcdStore>> EtcdStore::OpenUrl(std::string_view url,
@@ -129,7 +146,7 @@ std::optional<Key> EtcdStore::KeyOf(std::string_view etcd_key) const {
   if (!etcd_key.starts_with(root)) return std::nullopt;
   etcd_key.remove_prefix(root.size());
   const size_t a = etcd_key.find('/');
-  if (a == std::string_view::npos) return std::nullopt;
+  if (a == std::string_view::npos || etcd_key.starts_with('_')) return std::nullopt;  // _ha/...
   const size_t n = etcd_key.find('/', a + 1);
   if (n == std::string_view::npos) return std::nullopt;
   return Key{std::string(etcd_key.substr(a + 1, n - a - 1)), std::string(etcd_key.substr(0, a)),
@@ -326,6 +343,11 @@ Result<std::vector<Record>> EtcdStore::Apply(std::vector<Mutation> mutations) {
     std::lock_guard lock(fence_mu_);
     fence = fence_;
   }
+  if (!fence && options_.require_fence) {
+    fenced_.fetch_add(1);
+    return FailedPrecondition(
+        "this replica does not lead, so it does not write: its writes go to the leader");
+  }
   const size_t max_keys = options_.max_commit_keys - (fence ? 1 : 0);  // The fence is a compare.
   if (plan.keys.size() > max_keys) {
     return InvalidArgument("a commit of " + std::to_string(plan.keys.size()) +
@@ -452,8 +474,28 @@ Status EtcdStore::Import(const std::vector<Record>& records) {
   return Unavailable("etcd import: the transaction failed and no key explains it; retry");
 }
 
+void EtcdStore::SetCachedReads(bool on) { cached_reads_ = on && cache_ != nullptr; }
+
+bool EtcdStore::CacheCaughtUp() {
+  if (!cached_reads_) return false;
+  // etcd's revision now, by a quorum read of one key that never exists: whatever was
+  // acknowledged before this call is at or below it.
+  auto head = client_->Read("kv/range",
+                            json{{"key", KeyField(options_.prefix + "/")}, {"count_only", true}});
+  const bool fresh =
+      head.has_value() &&
+      cache_->AwaitRevision(JsonInt(head->value("header", json::object()), "revision"),
+                            options_.cache_wait);
+  (fresh ? cache_hits_ : cache_fallbacks_).fetch_add(1);
+  return fresh;
+}
+
 Result<Record> EtcdStore::Get(const Key& key) {
   CARVE_RETURN_IF_ERROR(ValidateEtcdKey(key));
+  if (CacheCaughtUp()) {
+    if (auto r = cache_->Get(key)) return std::move(*r);
+    return NotFoundError(key);
+  }
   CARVE_ASSIGN_OR_RETURN(json reply,
                          client_->Read("kv/range", json{{"key", KeyField(EtcdKey(key))}}));
   const json kvs = reply.value("kvs", json::array());
@@ -463,7 +505,8 @@ Result<Record> EtcdStore::Get(const Key& key) {
 }
 
 Result<std::vector<Record>> EtcdStore::RangeRecords(const std::string& start,
-                                                    const std::string& end, int limit) {
+                                                    const std::string& end, int limit,
+                                                    int64_t* at_revision) {
   std::vector<Record> out;
   std::string from = start;
   int64_t revision = 0;  // Later pages read at the first page's revision: one consistent view.
@@ -474,6 +517,7 @@ Result<std::vector<Record>> EtcdStore::RangeRecords(const std::string& start,
     if (revision != 0) request["revision"] = std::to_string(revision);
     CARVE_ASSIGN_OR_RETURN(json reply, client_->Read("kv/range", request));
     if (revision == 0) revision = JsonInt(reply.value("header", json::object()), "revision");
+    if (at_revision != nullptr) *at_revision = revision;
     const json kvs = reply.value("kvs", json::array());
     for (const json& kv : kvs) {
       auto etcd_key = JsonBytes(kv, "key");
@@ -494,6 +538,7 @@ Result<std::vector<Record>> EtcdStore::List(const std::string& account, const st
     return InvalidArgument("store list of kind '" + kind + "' in account '" + account +
                            "': kind and account must not contain '/'");
   }
+  if (CacheCaughtUp()) return cache_->List(account, kind, options);
   const std::string base = options_.prefix + "/" + kind + "/" + account + "/";
   std::string start = base + options.name_prefix;
   if (!options.after_name.empty()) {
@@ -506,6 +551,7 @@ Result<std::vector<Record>> EtcdStore::ListAllAccounts(const std::string& kind) 
   if (kind.find('/') != std::string::npos) {
     return InvalidArgument("store list of kind '" + kind + "': a kind must not contain '/'");
   }
+  if (CacheCaughtUp()) return cache_->ListAllAccounts(kind);
   const std::string base = options_.prefix + "/" + kind + "/";
   CARVE_ASSIGN_OR_RETURN(auto out, RangeRecords(base, PrefixEnd(base), 0));
   // etcd orders by the whole key; "a/x" and "a-/x" would not sort as (account, name) does.
@@ -533,6 +579,60 @@ bool EtcdStore::TakeOwnRevision(int64_t revision) {
   return own_revisions_.contains(revision);
 }
 
+void EtcdStore::FeedCache(const json& message) {
+  const json events = message.value("events", json::array());
+  if (events.empty()) {
+    // A progress notification says every event up to its revision was sent; the answer to the
+    // watch's creation says nothing about events still to come.
+    if (!message.value("created", false)) {
+      cache_->Advance(JsonInt(message.value("header", json::object()), "revision"));
+    }
+    return;
+  }
+  std::vector<CacheEvent> changes;
+  int64_t revision = 0;
+  for (const json& event : events) {
+    const json kv = event.value("kv", json::object());
+    revision = std::max(revision, JsonInt(kv, "mod_revision"));
+    auto etcd_key = JsonBytes(kv, "key");
+    auto key = etcd_key ? KeyOf(*etcd_key) : std::nullopt;
+    if (!key) continue;  // PREFIX/_ha/...: not a record.
+    if (event.value("type", "PUT") == "DELETE") {
+      changes.push_back({std::move(*key), std::nullopt});
+      continue;
+    }
+    auto stored = DecodeStored(*key, kv);
+    if (!stored.has_value()) {
+      spdlog::error("etcd watch: {}; left out of the read cache", stored.error().message);
+      changes.push_back({std::move(*key), std::nullopt});
+      continue;
+    }
+    changes.push_back({std::move(*key), std::move(stored->record)});
+  }
+  // A response holds whole revisions, so the cache now reflects the last one in it.
+  cache_->Apply(changes, revision);
+}
+
+Status EtcdStore::ResumeAfterCompaction(int64_t& next_revision) {
+  const std::string root = options_.prefix + "/";
+  int64_t now = 0;
+  if (cache_) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<Record> all, RangeRecords(root, PrefixEnd(root), 0, &now));
+    cache_->Reset(std::move(all), now);
+  } else {
+    CARVE_ASSIGN_OR_RETURN(json head,
+                           client_->Read("kv/range", json{{"key", KeyField(root)},
+                                                          {"range_end", KeyField(PrefixEnd(root))},
+                                                          {"count_only", true}}));
+    now = JsonInt(head.value("header", json::object()), "revision");
+  }
+  next_revision = now + 1;
+  NoteEverything();
+  spdlog::info("etcd watch of {}: history compacted; watchers re-list{}", root,
+               cache_ ? ", and the read cache was listed again" : "");
+  return OkStatus();
+}
+
 void EtcdStore::WatchLoop(int64_t next_revision) {
   const std::string root = options_.prefix + "/";
   while (!stopping_) {
@@ -550,8 +650,10 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
             return false;
           }
           if (message.value("canceled", false)) return false;
+          if (cache_) FeedCache(message);
           std::vector<Key> keys;
-          for (const json& event : message.value("events", json::array())) {
+          const json events = message.value("events", json::array());
+          for (const json& event : events) {
             const json kv = event.value("kv", json::object());
             const int64_t revision = JsonInt(kv, "mod_revision");
             auto etcd_key = JsonBytes(kv, "key");
@@ -561,8 +663,9 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
           }
           if (!keys.empty()) {
             NoteChanged(keys);
-          } else if (!message.value("created", false)) {
-            // A progress notification: every event up to its revision has been sent.
+          } else if (events.empty() && !message.value("created", false)) {
+            // A progress notification: every event up to its revision has been sent. (A
+            // response with events may carry a later revision while etcd catches a watch up.)
             next_revision = std::max(
                 next_revision, JsonInt(message.value("header", json::object()), "revision") + 1);
           }
@@ -572,17 +675,10 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
     if (stopping_) return;
     if (compacted) {
       // The history since next_revision is gone: resume from now, and have every watcher
-      // re-list what it watches, which covers whatever was missed.
-      auto head = client_->Read("kv/range", json{{"key", KeyField(root)},
-                                                 {"range_end", KeyField(PrefixEnd(root))},
-                                                 {"count_only", true}});
-      if (head.has_value()) {
-        next_revision = JsonInt(head->value("header", json::object()), "revision") + 1;
-        NoteEverything();
-        spdlog::info("etcd watch of {}: history compacted; watchers re-list", root);
-        continue;
-      }
-      ended = head.error();
+      // re-list what it watches, which covers whatever was missed. The cache is listed anew.
+      Status resumed = ResumeAfterCompaction(next_revision);
+      if (resumed.ok()) continue;
+      ended = resumed;
     }
     if (!ended.ok()) spdlog::debug("etcd watch of {}: {}; resuming", root, ended.error().message);
     for (int i = 0; i < 10 && !stopping_; ++i) {

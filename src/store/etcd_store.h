@@ -26,8 +26,13 @@
 // as with every Store, and a watch on PREFIX notes everyone's (peers' too), resuming from the
 // last revision it saw after a broken stream, and telling watchers to re-list everything after
 // a compaction it could not resume across.
-// Reads are linearizable (a quorum read), so a client reads its own acknowledged writes through
-// any replica. Thread-safe.
+// Reads are linearizable, so a client reads its own acknowledged writes through any replica.
+// By default each is a quorum read of the records. With `cache_reads` (a standby replica) the
+// store keeps every record in memory from that watch (record_cache.h) and a read asks etcd only
+// for its current revision (a quorum read of one absent key), waits until the watch has
+// delivered it, and answers from memory; when the watch does not get there within `cache_wait`
+// (another user of the cluster wrote outside the prefix, or the watch is behind) the read goes
+// to etcd as without a cache. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -39,6 +44,7 @@
 
 #include "common/clock.h"
 #include "store/etcd_client.h"
+#include "store/record_cache.h"
 #include "store/store.h"
 
 namespace carve::store {
@@ -58,6 +64,12 @@ struct EtcdStoreOptions {
   size_t max_request_bytes = size_t{1536} * 1024;
   int max_commit_attempts = 32;  // Conflicting writers are retried this often, then Unavailable.
   bool watch = true;             // Feed other writers' commits into the change feed.
+  // Keep a watch cache and answer reads from it (needs `watch`); SetCachedReads turns it off.
+  bool cache_reads = false;
+  std::chrono::milliseconds cache_wait{250};
+  // Refuse every Commit until SetFence: a server replica's store, which writes only once it
+  // leads (a standby's request handlers must never write around the leader).
+  bool require_fence = false;
 };
 
 class EtcdStore final : public Store {
@@ -89,6 +101,18 @@ class EtcdStore final : public Store {
   // Commits the fence refused (for tests and logs).
   int64_t fenced() const { return fenced_.load(); }
 
+  // Whether reads come from the watch cache (only with options.cache_reads; a replica that
+  // starts to lead turns them off, since its own commits reach the cache only through the
+  // watch). The cache stays current either way.
+  void SetCachedReads(bool on);
+  bool cached_reads() const { return cached_reads_.load(); }
+  // Reads answered from the cache, and reads that went to etcd because it was behind.
+  int64_t cache_hits() const { return cache_hits_.load(); }
+  int64_t cache_fallbacks() const { return cache_fallbacks_.load(); }
+  // Records the cache holds, and the revision it reflects (0 and 0 without a cache).
+  size_t cached_records() const { return cache_ ? cache_->size() : 0; }
+  int64_t cache_revision() const { return cache_ ? cache_->revision() : 0; }
+
   // One fewer than etcd's per-Txn limit, whether or not a fence is set yet.
   size_t max_commit_keys() const override { return options_.max_commit_keys - 1; }
 
@@ -107,15 +131,26 @@ class EtcdStore final : public Store {
   Result<std::vector<Record>> Apply(std::vector<Mutation> mutations) override;
 
  private:
-  EtcdStore(std::unique_ptr<EtcdClient> client, EtcdStoreOptions options, int64_t revision);
+  EtcdStore(std::unique_ptr<EtcdClient> client, EtcdStoreOptions options);
 
   std::string EtcdKey(const Key& key) const;
+  // The record key of an etcd key; nullopt for what is not a record (PREFIX/_ha/...).
   std::optional<Key> KeyOf(std::string_view etcd_key) const;
   Result<std::vector<std::optional<Stored>>> ReadKeys(const std::vector<Key>& keys);
   Result<nlohmann::json> BuildTxn(const Plan& plan, const std::optional<EtcdFence>& fence) const;
+  // The records in [start, end), at most `limit` (0: all), read at one revision (returned in
+  // `at_revision` when given).
   Result<std::vector<Record>> RangeRecords(const std::string& start, const std::string& end,
-                                           int limit);
+                                           int limit, int64_t* at_revision = nullptr);
+  // Whether this read may come from the cache: cached reads are on, and the cache caught up
+  // with etcd's current revision within cache_wait.
+  bool CacheCaughtUp();
+  // The events of one watch response, into the cache.
+  void FeedCache(const nlohmann::json& message);
   void WatchLoop(int64_t next_revision);
+  // After a compaction the watch could not resume across: lists again (the cache, when there is
+  // one), tells watchers to re-list, and sets where the watch resumes.
+  Status ResumeAfterCompaction(int64_t& next_revision);
   // Revisions of this store's own commits, which Store::Commit noted already: the watch skips
   // their events, so a watcher is told of a commit once.
   void NoteOwnRevision(int64_t revision);
@@ -130,7 +165,11 @@ class EtcdStore final : public Store {
   std::mutex fence_mu_;
   std::optional<EtcdFence> fence_;  // Guarded by fence_mu_.
   std::mutex own_mu_;
-  std::set<int64_t> own_revisions_;  // Guarded by own_mu_.
+  std::set<int64_t> own_revisions_;     // Guarded by own_mu_.
+  std::unique_ptr<RecordCache> cache_;  // With options.cache_reads; fed by the watch.
+  std::atomic<bool> cached_reads_{false};
+  std::atomic<int64_t> cache_hits_{0};
+  std::atomic<int64_t> cache_fallbacks_{0};
   std::atomic<bool> stopping_{false};
   std::thread watcher_;
 };

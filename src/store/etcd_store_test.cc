@@ -1,5 +1,6 @@
 // EtcdStore beyond the shared contract (store_contract_test.cc): what only a replicated store
-// has. Peers' writes reach the change feed, a compaction past the watch makes watchers re-list,
+// has. Peers' writes reach the change feed and the watch cache, a compaction past the watch makes
+// watchers re-list (and the cache list again),
 // a commit whose answer was lost lands exactly once, and etcd's limits are refused up front.
 #include "store/etcd_store.h"
 
@@ -50,12 +51,92 @@ TEST(EtcdStore, AnotherWritersCommitsReachTheChangeFeed) {
   EXPECT_EQ(a->Get(K("Endpoint", "second"))->version, 1);
 }
 
+// A standby's store: a peer's every write is read back at once, from the cache. Reads never
+// went to etcd for the records, and turning cached reads off (a replica that starts to lead)
+// sends them there.
+TEST(EtcdStore, ACachedStoreReadsAPeersWritesAtOnceFromItsCache) {
+  const std::string prefix = UniqueEtcdPrefix();
+  auto writer = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  ASSERT_TRUE(writer->Create(K("Model", "before-open"), "{\"n\":0}").has_value());
+  auto reader = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix, true, 10s);
+  EXPECT_EQ(reader->cached_records(), 1u);  // Listed when it opened.
+  int reads = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = fmt::format("m{:02}", i);
+    ASSERT_TRUE(writer->Create(K("Model", name), "{}").has_value());
+    auto got = reader->Get(K("Model", name));
+    ASSERT_TRUE(got.has_value()) << name << ": " << got.error().message;
+    ASSERT_TRUE(writer->Update(K("Model", name), "{\"v\":2}", 1).has_value());
+    EXPECT_EQ(reader->Get(K("Model", name))->body, "{\"v\":2}");
+    if (i % 2 == 1) {
+      ASSERT_TRUE(writer->Delete(K("Model", name)).ok());
+      EXPECT_EQ(reader->Get(K("Model", name)).error().code, ErrorCode::kNotFound) << name;
+    }
+    reads += 2 + (i % 2);
+  }
+  ASSERT_TRUE(writer->Create(K("Model", "other-account", "222222222222"), "{}").has_value());
+  auto listed =
+      reader->List("111111111111", "Model", {.name_prefix = "m", .after_name = "", .limit = 4});
+  ASSERT_TRUE(listed.has_value());
+  std::vector<std::string> names;
+  for (const Record& r : *listed) names.push_back(r.key.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"m00", "m02", "m04", "m06"}));
+  auto all = reader->ListAllAccounts("Model");
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->size(), 17u);  // before-open, 15 left of m00..m29, other-account.
+  EXPECT_EQ(all->back().key.account, "222222222222");
+  reads += 2;
+  EXPECT_EQ(reader->cache_hits(), reads);
+  EXPECT_EQ(reader->cache_fallbacks(), 0);
+
+  reader->SetCachedReads(false);
+  ASSERT_TRUE(reader->Get(K("Model", "m00")).has_value());
+  EXPECT_EQ(reader->cache_hits(), reads);
+}
+
+// Another user of the etcd cluster writes outside carve's prefix: etcd's revision moves on but
+// no event reaches the cache. The read does not wait forever or answer stale: after cache_wait
+// it goes to etcd.
+TEST(EtcdStore, AWriteOutsideThePrefixSendsACachedReadToEtcd) {
+  const std::string prefix = UniqueEtcdPrefix();
+  auto reader = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix, true, 1s);
+  auto writer = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  ASSERT_TRUE(writer->Create(K("Model", "m"), "{}").has_value());
+  ASSERT_TRUE(reader->Get(K("Model", "m")).has_value());
+  EXPECT_EQ(reader->cache_fallbacks(), 0);
+  auto put = writer->client().Call(
+      "kv/put", {{"key", Base64Encode(prefix + "-elsewhere/x")}, {"value", Base64Encode("1")}},
+      EtcdCall::kWrite);
+  ASSERT_TRUE(put.body.has_value()) << put.body.error().message;
+  auto got = reader->Get(K("Model", "m"));
+  ASSERT_TRUE(got.has_value()) << got.error().message;
+  EXPECT_EQ(reader->cache_fallbacks(), 1);
+}
+
+// A server replica's store writes only once it leads: before its fence is set, a Commit is
+// refused and nothing reaches etcd.
+TEST(EtcdStore, AStoreThatRequiresAFenceWritesNothingWithoutOne) {
+  const std::string prefix = UniqueEtcdPrefix();
+  EtcdClientOptions client;
+  client.endpoints = SharedEtcd().endpoints();
+  auto standby = EtcdStore::Open(std::make_unique<EtcdClient>(client),
+                                 {.prefix = prefix, .require_fence = true});
+  ASSERT_TRUE(standby.has_value()) << standby.error().message;
+  auto refused = (*standby)->Create(K("Model", "m"), "{}");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("does not lead"), std::string::npos)
+      << refused.error().message;
+  auto other = OpenEtcdStore(SharedEtcd().endpoints(), nullptr, prefix);
+  EXPECT_EQ(other->Get(K("Model", "m")).error().code, ErrorCode::kNotFound);
+}
+
 // The watching store's member goes away; meanwhile another member takes writes and compacts
 // them away. When the watch comes back it cannot resume, so every watcher re-lists.
 TEST(EtcdStore, ACompactionPastTheWatchMakesWatchersReList) {
   TempDir dir;
   EtcdCluster etcd(dir.path(), 3);
-  auto watching = OpenEtcdStore({etcd.endpoint(0)}, nullptr, "/c");
+  auto watching = OpenEtcdStore({etcd.endpoint(0)}, nullptr, "/c", /*cache_reads=*/true, 10s);
   auto writer = OpenEtcdStore({etcd.endpoint(1)}, nullptr, "/c");
   const int watcher = watching->Watch({"Model"});
   (void)watching->TakeChanges(watcher);
@@ -77,7 +158,10 @@ TEST(EtcdStore, ACompactionPastTheWatchMakesWatchersReList) {
   ASSERT_TRUE(compacted.body.has_value()) << compacted.body.error().message;
   ASSERT_TRUE(etcd.Restart(0));
   EXPECT_TRUE(AwaitChanges(*watching, watcher, [](const Changes& c) { return c.everything; }));
+  // Its cache was listed again: the writes it never saw as events are there.
+  EXPECT_EQ(watching->cached_records(), 6u);
   EXPECT_EQ(watching->List("111111111111", "Model", {})->size(), 6u);
+  EXPECT_EQ(watching->cache_fallbacks(), 0);
 }
 
 // A member in front of a real one that passes every request on, except that it can lose the

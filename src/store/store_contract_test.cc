@@ -1,8 +1,10 @@
 // The Store contract (store.h), run against every implementation: FakeStore, SqliteStore and
-// EtcdStore (on a real etcd member) must be interchangeable.
+// EtcdStore (on a real etcd member, reading from etcd and from its watch cache) must be
+// interchangeable.
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <type_traits>
 
 #include "store/store_test_env.h"
 
@@ -13,12 +15,20 @@ template <typename Factory>
 class StoreContract : public ::testing::Test {
  protected:
   StoreContract() : store_(Factory::Make(dir_, clock_)) {}
+  ~StoreContract() override {
+    if constexpr (std::is_same_v<Factory, EtcdCachedStoreFactory>) {
+      if (store_ == nullptr) return;
+      EXPECT_EQ(static_cast<EtcdStore&>(*store_).cache_fallbacks(), 0)
+          << "a read went to etcd: the cache did not catch up";
+    }
+  }
   TempDir dir_;
   FakeClock clock_{1'700'000'000'000};
   std::unique_ptr<Store> store_;
 };
 
-using Implementations = ::testing::Types<FakeStoreFactory, SqliteStoreFactory, EtcdStoreFactory>;
+using Implementations = ::testing::Types<FakeStoreFactory, SqliteStoreFactory, EtcdStoreFactory,
+                                         EtcdCachedStoreFactory>;
 TYPED_TEST_SUITE(StoreContract, Implementations);
 
 TYPED_TEST(StoreContract, CreateAssignsVersionOneAndTimestamps) {
