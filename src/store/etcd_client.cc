@@ -42,6 +42,7 @@ void SetTimeouts(httplib::Client& c, std::chrono::milliseconds connect,
 struct GatewayError {
   Error error;
   bool transient = false;
+  bool maybe_applied = false;  // A write it refused may still have been applied (NOSPACE).
 };
 
 GatewayError ParseGatewayError(std::string_view rpc, int http_status, const std::string& text) {
@@ -62,9 +63,12 @@ GatewayError ParseGatewayError(std::string_view rpc, int http_status, const std:
       return {FailedPrecondition(what)};
     case 8:  // ResourceExhausted: a request over the gRPC limit, or the NOSPACE alarm.
       if (message.find("database space exceeded") != std::string::npos) {
-        return {Unavailable(what +
-                            " (etcd's space quota is exhausted and it raised its NOSPACE alarm: "
-                            "compact, defragment and disarm it, as docs/ha.md describes)")};
+        // etcd applies the write that crosses the quota and then answers NOSPACE
+        // (quotaApplierV3), so the caller must look before it says nothing was written.
+        return {
+            Unavailable(what + " (etcd's space quota is exhausted and it raised its NOSPACE alarm: "
+                               "compact, defragment and disarm it, as docs/ha.md describes)"),
+            false, true};
       }
       return {InvalidArgument(what)};
     case 7:   // PermissionDenied
@@ -246,7 +250,12 @@ EtcdReply EtcdClient::Call(std::string_view rpc, const json& request, EtcdCall k
       GatewayError e = ParseGatewayError(rpc, x.status, x.body);
       if (x.status == 200)
         e = {Unavailable("etcd " + std::string(rpc) + ": the answer broke off"), true};
-      if (!e.transient) return {std::move(e.error)};
+      if (!e.transient) {
+        if (e.maybe_applied && kind == EtcdCall::kWrite) {
+          return {std::move(e.error), /*outcome_unknown=*/true, /*worth_resending=*/false};
+        }
+        return {std::move(e.error)};
+      }
       if (kind == EtcdCall::kWrite) return {std::move(e.error), /*outcome_unknown=*/true};
       last_failure = endpoint + ": " + e.error.message;
     } else {

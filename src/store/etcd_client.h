@@ -64,6 +64,9 @@ struct EtcdReply {
   Result<nlohmann::json> body;
   // Only for a failed kWrite: it was sent, so etcd may have applied it.
   bool outcome_unknown = false;
+  // With outcome_unknown: false when sending it again cannot succeed now. etcd's NOSPACE alarm
+  // refuses every write, yet the one that crossed the quota was applied before it said so.
+  bool worth_resending = true;
 };
 
 // One member as `MemberList` reports it, with its health from its own /health.

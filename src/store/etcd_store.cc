@@ -419,6 +419,13 @@ Result<std::vector<Record>> EtcdStore::Apply(std::vector<Mutation> mutations) {
                          ": the outcome is unknown (" + reply.body.error().message +
                          ") and etcd cannot be read to find out (" + again.error().message + ")");
     }
+    if (!reply.worth_resending) {
+      if (ShowsLanded(plan, *again)) {
+        ++unknown_resolved_;
+        return plan.written;
+      }
+      return reply.body.error();  // It did not land, and etcd refuses writes for now.
+    }
     known = std::move(again).value();
   }
   return Unavailable("etcd commit of " + DescribeKey(plan.keys.front()) +

@@ -164,6 +164,61 @@ TEST(EtcdStore, ACompactionPastTheWatchMakesWatchersReList) {
   EXPECT_EQ(watching->cache_fallbacks(), 0);
 }
 
+// etcd's space quota runs out and it raises its NOSPACE alarm: the commit is Unavailable (503
+// to API callers), saying so and what to do; the write acknowledged before it is still there;
+// and once the operator compacts, defragments and disarms the alarm (docs/ha.md), commits
+// succeed again.
+TEST(EtcdStore, AFullSpaceQuotaIsUnavailableLosesNothingAndRecoversWhenDisarmed) {
+  TempDir dir;
+  EtcdCluster etcd(dir.path(), 1, nullptr, {"--quota-backend-bytes=4194304"});
+  auto store = OpenEtcdStore(etcd.endpoints(), nullptr, "/q");
+  ASSERT_NE(store, nullptr);
+  const Key key = K("Model", "big");
+  ASSERT_TRUE(store->Create(key, "{}").has_value());
+  // Every update keeps the old revision until a compaction: 64 KiB at a time fills 4 MiB.
+  int64_t acked = 1;
+  std::optional<Error> refused;
+  for (int i = 0; i < 400 && !refused; ++i) {
+    auto r = store->Update(key, fmt::format("\"{}\"", std::string(64 * 1024, 'a' + i % 26)), acked);
+    if (r.has_value()) {
+      acked = r->version;
+    } else {
+      refused = r.error();
+    }
+  }
+  ASSERT_TRUE(refused.has_value()) << "4 MiB of updates never filled the quota";
+  EXPECT_EQ(refused->code, ErrorCode::kUnavailable) << refused->message;
+  EXPECT_NE(refused->message.find("NOSPACE"), std::string::npos) << refused->message;
+  auto kept = store->Get(key);
+  ASSERT_TRUE(kept.has_value()) << kept.error().message;
+  EXPECT_EQ(kept->version, acked);
+
+  auto head =
+      store->client().Read("kv/range", {{"key", Base64Encode("/q/")}, {"count_only", true}});
+  ASSERT_TRUE(head.has_value());
+  EtcdClient& c = store->client();
+  ASSERT_TRUE(c.Call("kv/compaction",
+                     {{"revision", std::to_string(JsonInt(head->at("header"), "revision"))},
+                      {"physical", true}},
+                     EtcdCall::kWrite)
+                  .body.has_value());
+  ASSERT_TRUE(c.Call("maintenance/defragment", json::object(), EtcdCall::kWrite).body.has_value());
+  auto alarms = c.Call("maintenance/alarm", {{"action", "GET"}}, EtcdCall::kRead).body;
+  ASSERT_TRUE(alarms.has_value());
+  ASSERT_FALSE(alarms->value("alarms", json::array()).empty()) << alarms->dump();
+  for (const json& alarm : alarms->at("alarms")) {
+    auto disarmed = c.Call("maintenance/alarm",
+                           {{"action", "DEACTIVATE"},
+                            {"memberID", alarm.value("memberID", "0")},
+                            {"alarm", "NOSPACE"}},
+                           EtcdCall::kWrite);
+    ASSERT_TRUE(disarmed.body.has_value()) << disarmed.body.error().message;
+  }
+  auto again = store->Update(key, "{\"after\":\"disarm\"}", acked);
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->version, acked + 1);
+}
+
 // A member in front of a real one that passes every request on, except that it can lose the
 // answer to the next write (it was applied) or lose the write itself (it was not): either way
 // the client times out and cannot know which.

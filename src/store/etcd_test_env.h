@@ -74,8 +74,10 @@ class EtcdCluster {
  public:
   // Starts `members` members under `dir` and waits until every one reports healthy. With
   // `certs`, clients reach them over TLS and must present a certificate the CA signed.
-  EtcdCluster(std::filesystem::path dir, int members, const EtcdTestCerts* certs = nullptr)
-      : dir_(std::move(dir)), certs_(certs) {
+  // `extra_args` go to every member (e.g. a small --quota-backend-bytes).
+  EtcdCluster(std::filesystem::path dir, int members, const EtcdTestCerts* certs = nullptr,
+              std::vector<std::string> extra_args = {})
+      : dir_(std::move(dir)), certs_(certs), extra_args_(std::move(extra_args)) {
     std::string initial;
     for (int i = 0; i < members; ++i) {
       Member m;
@@ -209,6 +211,7 @@ class EtcdCluster {
         args.push_back(std::move(a));
       }
     }
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -230,6 +233,7 @@ class EtcdCluster {
 
   std::filesystem::path dir_;
   const EtcdTestCerts* certs_ = nullptr;  // Must outlive the cluster.
+  std::vector<std::string> extra_args_;
   std::string initial_cluster_;
   std::vector<Member> members_;
 };
