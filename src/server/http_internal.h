@@ -29,15 +29,7 @@ std::string NewRequestId();
 std::string ErrorBody(const std::string& type, const std::string& message);
 
 // One request as read off the wire.
-struct Incoming {
-  std::string method;
-  std::string path;   // Raw (still percent-encoded), without the query.
-  std::string query;  // Raw, without '?'.
-  std::vector<std::pair<std::string, std::string>> headers;  // Names as sent.
-  std::string body;
-
-  std::string Header(std::string_view name) const;
-};
+using Incoming = RawRequest;
 
 // The answer to a request Beast could not parse.
 NativeResponse ParseFailure(const boost::beast::error_code& ec, size_t max_body_bytes);

@@ -35,6 +35,13 @@ using http_internal::ErrorBody;
 using http_internal::Incoming;
 using http_internal::kAmzJson;
 
+std::string RawRequest::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return v;
+  }
+  return "";
+}
+
 namespace http_internal {
 
 // Request ids only need to be unique, not unpredictable: a per-thread generator seeded once from
@@ -61,13 +68,6 @@ std::string ErrorBody(const std::string& type, const std::string& message) {
   // Messages quote the request (its path, its target): invalid UTF-8 must not throw.
   return nlohmann::json{{"__type", type}, {"message", message}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::string Incoming::Header(std::string_view name) const {
-  for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return v;
-  }
-  return "";
 }
 
 NativeResponse ParseFailure(const error_code& ec, size_t max_body_bytes) {
@@ -384,7 +384,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   }
   bool Handle(Incoming in, std::string request_id, Responder respond,
               std::function<void()> taken_async) override {
-    if (OnLoop(in)) {  // A hand-off route: no worker, no thread hop.
+    if (!Forwarding() && OnLoop(in)) {  // A hand-off route: no worker, no thread hop.
       Serve(in, request_id, respond, taken_async);
       return true;
     }
@@ -400,7 +400,8 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
              std::function<void()>& taken_async) {
     std::optional<NativeResponse> out;
     try {
-      out = Dispatch(in, request_id, respond, taken_async);
+      if (Forwarding()) out = forwarder_.forward(in);
+      if (!out) out = Dispatch(in, request_id, respond, taken_async);
     } catch (const std::exception& e) {
       spdlog::error("{} {}: handler failed: {}", in.method, in.path, e.what());
       out = NativeResponse{
@@ -408,6 +409,8 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     }
     if (out) respond(std::move(*out));
   }
+  bool Forwarding() const { return forwarder_.active && forwarder_.active(); }
+  void SetForwarder(Forwarder f) { forwarder_ = std::move(f); }
   // Whether `in` is for a route whose handler runs on the loop.
   bool OnLoop(const Incoming& in) const {
     if (!any_on_loop_) return false;
@@ -686,6 +689,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   std::vector<ApiTarget> apis_;  // Set before Start; read-only afterwards.
   std::vector<Route> routes_;    // Set before Start; read-only afterwards.
   bool any_on_loop_ = false;     // Some route runs on the loop (set with routes_).
+  Forwarder forwarder_;          // Set before Start; read-only afterwards.
   asio::io_context loop_{1};
   std::shared_ptr<http_internal::LoopGate> gate_ = std::make_shared<http_internal::LoopGate>(loop_);
   tcp::acceptor acceptor_;
@@ -734,6 +738,8 @@ void HttpServer::AddAsyncRoute(std::string method, const std::string& pattern, R
   impl_->AddRoute(std::move(method), pattern, auth, nullptr, std::move(handler),
                   runs == AsyncRouteRuns::kOnLoop);
 }
+
+void HttpServer::SetForwarder(Forwarder forwarder) { impl_->SetForwarder(std::move(forwarder)); }
 
 Result<int> HttpServer::Start(const std::string& host, int port) {
   return impl_->Start(host, port);

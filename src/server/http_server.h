@@ -51,6 +51,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -123,6 +124,27 @@ struct NativeResponse {
   std::function<void(const StreamWriter&)> stream{};
 };
 
+// A request as it arrived, for a Forwarder: path and query still percent-encoded.
+struct RawRequest {
+  std::string method;
+  std::string path;                                          // Without the query.
+  std::string query;                                         // Without '?'.
+  std::vector<std::pair<std::string, std::string>> headers;  // Names as sent.
+  std::string body;
+  // The value of header `name` in any case, or "".
+  std::string Header(std::string_view name) const;
+};
+
+// For a replica that serves only part of the API itself (a standby, app/replica_forwarder.h).
+// While `active()` returns true, every request runs on a worker (no route runs on the loop) and
+// is given to `forward` first, before authentication: it answers the request (it sent it on to
+// the leader) or returns nullopt to have it served here as usual. `active` is asked for every
+// request and must be cheap.
+struct Forwarder {
+  std::function<bool()> active;
+  std::function<std::optional<NativeResponse>(const RawRequest&)> forward;
+};
+
 using ApiHandler = std::function<ApiResponse(const ApiRequest&)>;
 using NativeHandler = std::function<NativeResponse(const NativeRequest&)>;
 // Completes an async request; call it once, from any thread. Calls after the first, or after
@@ -160,6 +182,9 @@ class HttpServer {
                 NativeHandler handler);
   void AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
                      AsyncHandler handler, AsyncRouteRuns runs = AsyncRouteRuns::kOnWorker);
+
+  // At most one; before Start.
+  void SetForwarder(Forwarder forwarder);
 
   // Binds host:port (port 0: any free port) and starts serving in the background.
   // Returns the bound port. Unavailable if the address cannot be bound. Call once.
