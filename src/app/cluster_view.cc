@@ -1,5 +1,8 @@
 #include "app/cluster_view.h"
 
+#include <memory>
+#include <utility>
+
 #include "server/native_reply.h"
 
 namespace carve::app {
@@ -74,6 +77,26 @@ void RegisterClusterRoute(server::HttpServer& http, ClusterSources sources) {
                 [sources = std::move(sources)](const server::NativeRequest&) {
                   return server::JsonReply(200, ClusterJson(sources));
                 });
+}
+
+void RegisterStoreCacheMetrics(server::MetricsRegistry& metrics, const store::EtcdStore& etcd) {
+  auto& reads = metrics.AddCounter(
+      "carve_store_cache_reads_total",
+      "Store reads on this replica by where they were answered: from the watch cache, or from "
+      "etcd because the cache had not caught up in time",
+      {"served"});
+  auto& records = metrics.AddGauge("carve_store_cache_records",
+                                   "Records held in this replica's watch cache", {});
+  // The store counts; the collector adds what it counted since the last scrape.
+  auto last = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);
+  metrics.AddCollector([&reads, &records, &etcd, last] {
+    const int64_t hits = etcd.cache_hits();
+    const int64_t fallbacks = etcd.cache_fallbacks();
+    reads.Increment({"cache"}, static_cast<double>(hits - last->first));
+    reads.Increment({"etcd"}, static_cast<double>(fallbacks - last->second));
+    *last = {hits, fallbacks};
+    records.Set({}, static_cast<double>(etcd.cached_records()));
+  });
 }
 
 }  // namespace carve::app

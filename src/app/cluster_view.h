@@ -8,6 +8,7 @@
 #include <string>
 
 #include "server/http_server.h"
+#include "server/metrics.h"
 #include "store/etcd_leadership.h"
 #include "store/etcd_store.h"
 
@@ -25,5 +26,9 @@ struct ClusterSources {
 nlohmann::json ClusterJson(const ClusterSources& sources);
 
 void RegisterClusterRoute(server::HttpServer& http, ClusterSources sources);
+
+// The etcd store's read cache: carve_store_cache_reads_total{served="cache"|"etcd"} (reads it
+// answered, and reads that went to etcd because it was behind) and carve_store_cache_records.
+void RegisterStoreCacheMetrics(server::MetricsRegistry& metrics, const store::EtcdStore& etcd);
 
 }  // namespace carve::app

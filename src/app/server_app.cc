@@ -16,6 +16,7 @@
 #include "agent/node/control_plane.h"
 #include "app/cluster_view.h"
 #include "app/data_dir.h"
+#include "app/replica_forwarder.h"
 #include "app/scalable_resources.h"
 #include "app/server_routes.h"
 #include "aws/credentials.h"
@@ -65,6 +66,7 @@ struct ServerApp::Parts {
   std::unique_ptr<server::runtime::Router> router;
   std::unique_ptr<SageMakerScalableResources> scalable;
   std::unique_ptr<server::autoscaling::AutoScalingService> autoscaling;
+  std::unique_ptr<ReplicaForwarder> forwarder;  // With etcd: what a standby serves, and sends on.
   std::unique_ptr<server::HttpServer> http;
   std::unique_ptr<server::ui::Dashboard> dashboard;
   std::unique_ptr<agent::node::HttpControlPlane> control;
@@ -122,12 +124,12 @@ std::string Identity(const ServerConfig& c) {
   return id;
 }
 
-// Opens the etcd store and blocks until this replica leads: only the leader recovers state and
-// runs the reconcilers. Its store is fenced from then on (store/etcd_leadership.h).
-Status OpenEtcdAndLead(ServerApp::Parts& p) {
+// Opens the etcd store, with the watch cache a standby reads from, and this replica's
+// leadership (not campaigning yet).
+Status OpenEtcd(ServerApp::Parts& p) {
   const ServerConfig& c = p.config;
   auto opened = store::EtcdStore::OpenUrl(
-      c.store_url, {},
+      c.store_url, {.cache_reads = true, .require_fence = true},
       {.ca_file = c.etcd_ca_file, .cert_file = c.etcd_cert_file, .key_file = c.etcd_key_file});
   if (!opened.has_value()) {
     Error e = opened.error();
@@ -145,8 +147,29 @@ Status OpenEtcdAndLead(ServerApp::Parts& p) {
                                   {"started_ms", SystemClock::Get().UnixMillis()}};
   p.leadership = std::make_unique<store::EtcdLeadership>(
       *p.etcd, store::LeadershipOptions{identity, details.dump(), c.leader_ttl});
-  spdlog::info("store: etcd {} (prefix {}); {} campaigns to lead", c.store_url, p.etcd->prefix(),
-               identity);
+  return OkStatus();
+}
+
+// Every part's state from the store: the node registry first (placement needs the nodes), then
+// the SageMaker service, then the queues.
+Status RecoverAll(ServerApp::Parts& p) {
+  CARVE_RETURN_IF_ERROR(p.registry->Recover());
+  CARVE_RETURN_IF_ERROR(p.sagemaker->Recover());
+  return p.queues->Recover();
+}
+
+// A standby binds the listener at once (reads from the watch cache, the rest forwarded to the
+// leader: replica_forwarder.h), then blocks until this replica leads. Only the leader recovers
+// state and runs the reconcilers; its store is fenced from then on (store/etcd_leadership.h)
+// and reads etcd itself, since its own commits reach the cache only through the watch.
+Status ServeAsStandbyThenLead(ServerApp::Parts& p) {
+  const ServerConfig& c = p.config;
+  const std::string identity = Identity(c);
+  CARVE_ASSIGN_OR_RETURN(p.port, p.http->Start(c.listen_host, c.listen_port));
+  p.started = true;
+  spdlog::info("store: etcd {} (prefix {}); {} serves as a standby and campaigns to lead",
+               c.store_url, p.etcd->prefix(), identity);
+  if (c.on_standby) c.on_standby(BoundUrl(c, p.port));
   std::function<void()> lost = c.on_leadership_lost;
   if (!lost) {
     lost = [identity] {
@@ -156,7 +179,13 @@ Status OpenEtcdAndLead(ServerApp::Parts& p) {
       std::_Exit(75);
     };
   }
-  return p.leadership->Campaign(c.keep_campaigning, std::move(lost));
+  CARVE_RETURN_IF_ERROR(p.leadership->Campaign(c.keep_campaigning, std::move(lost)));
+  p.forwarder->SetRole(ReplicaRole::kPromoting);  // Requests wait while state is recovered.
+  p.etcd->SetCachedReads(false);
+  CARVE_RETURN_IF_ERROR(RecoverAll(p));
+  p.forwarder->SetRole(ReplicaRole::kLeading);
+  spdlog::info("{} leads", identity);
+  return OkStatus();
 }
 
 }  // namespace
@@ -189,7 +218,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
     if (!opened.has_value()) return BadDatabase(db_file, opened.error());
     p->store = std::move(opened).value();
   } else {
-    CARVE_RETURN_IF_ERROR(OpenEtcdAndLead(*p));
+    CARVE_RETURN_IF_ERROR(OpenEtcd(*p));
   }
   CARVE_ASSIGN_OR_RETURN(std::string config_text, ReadConfig(c.config_path));
   if (c.config_path.empty()) {
@@ -215,7 +244,6 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   registry_options.node_timeout = c.node_timeout;
   registry_options.heartbeat_interval = c.heartbeat;
   p->registry = std::make_unique<server::nodes::NodeRegistry>(*p->store, registry_options);
-  CARVE_RETURN_IF_ERROR(p->registry->Recover());
   p->driver = std::make_unique<server::nodes::AgentNodeDriver>(*p->registry);
   server::sagemaker::ServiceOptions options;
   options.region = c.region;
@@ -223,11 +251,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   options.runtimes = std::move(runtimes);
   p->sagemaker = std::make_unique<server::sagemaker::SageMakerService>(*p->store, p->claims,
                                                                        *p->driver, options);
-  CARVE_RETURN_IF_ERROR(p->sagemaker->Recover());
   // mGPU queues take whole nodes from the same claims, so no node serves both.
   p->queues = std::make_unique<server::queues::QueueService>(*p->store, *p->registry, p->claims,
                                                              std::move(queue_options));
-  CARVE_RETURN_IF_ERROR(p->queues->Recover());
 
   RegisterServerMetrics(p->metrics, *p->sagemaker, *p->registry);
   server::queues::RegisterQueueMetrics(p->metrics, *p->queues);
@@ -252,6 +278,15 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   http_options.header_timeout = c.header_timeout;
   http_options.max_body_bytes = c.max_body_bytes;
   p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
+  if (p->etcd != nullptr) {
+    p->forwarder = std::make_unique<ReplicaForwarder>(
+        ReplicaForwarderOptions{
+            .self = Identity(c),
+            .leader = [leadership = p->leadership.get()] { return leadership->Leader(); }},
+        p->metrics);
+    p->http->SetForwarder(p->forwarder->Hook());
+    RegisterStoreCacheMetrics(p->metrics, *p->etcd);
+  }
   p->http->SetApiHandler(
       [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
   p->http->AddApiHandler(
@@ -278,14 +313,24 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->dashboard = server::ui::RegisterUiRoutes(
       *p->http, p->credentials, p->metrics,
       [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
+  if (p->etcd == nullptr) {
+    CARVE_RETURN_IF_ERROR(RecoverAll(*p));
+  } else if (Status led = ServeAsStandbyThenLead(*p); !led.ok()) {
+    p->http->Stop();  // Before the parts its routes use go.
+    p->http->Wait();
+    p->dashboard->Stop();
+    return led.error();
+  }
   return std::unique_ptr<ServerApp>(new ServerApp(std::move(p)));
 }
 
 Result<int> ServerApp::Start() {
   Parts& p = *parts_;
   const ServerConfig& c = p.config;
-  CARVE_ASSIGN_OR_RETURN(p.port, p.http->Start(c.listen_host, c.listen_port));
-  p.started = true;
+  if (!p.started) {  // A replica on etcd listens from the moment it starts, as a standby.
+    CARVE_ASSIGN_OR_RETURN(p.port, p.http->Start(c.listen_host, c.listen_port));
+    p.started = true;
+  }
   if (!c.no_local_agent) {
     protocol::ClientCredentials key;
     if (!c.insecure_no_auth && !p.credentials.all().empty()) {

@@ -6,8 +6,9 @@
 // server over loopback. `carve server` parses flags into ServerConfig and runs one; tests create
 // one on port 0 in a temporary directory.
 //
-// Lifecycle: Create (opens the store, on etcd waits until this replica leads, then recovers
-// every part from it) -> Start (binds, starts the
+// Lifecycle: Create (opens the store; on etcd binds the listener as a standby, which serves
+// reads and forwards the rest, and waits until this replica leads; then recovers every part
+// from the store) -> Start (binds unless bound already, starts the
 // local agents and waits for them to register, then the reconcilers) -> Stop (reconcilers first,
 // so that agents that cannot report while the listener closes are never declared lost; then the
 // listener; then the local agents, stopping their processes unless keep_workloads).
@@ -42,6 +43,9 @@ struct ServerConfig {
   std::chrono::seconds leader_ttl{3};  // How long a silent leader keeps leading.
   // While waiting to lead: false ends the wait (the server shuts down instead).
   std::function<bool()> keep_campaigning = [] { return true; };
+  // With etcd: called with the bound URL once the listener serves as a standby (reads from the
+  // watch cache, the rest forwarded to the leader), before the wait to lead.
+  std::function<void(const std::string& url)> on_standby = nullptr;
   // Called once when this leader lost its lease; nullptr: log and exit with status 75, so that
   // the supervisor starts it again as a standby.
   std::function<void()> on_leadership_lost = nullptr;

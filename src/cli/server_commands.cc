@@ -98,6 +98,11 @@ int RunServer(ServerFlags f) {
   std::signal(SIGINT, OnStopSignal);
   f.config.leader_ttl = std::chrono::seconds(f.leader_ttl_s);
   f.config.keep_campaigning = [] { return !g_stopping.load(); };
+  f.config.on_standby = [](const std::string& url) {
+    std::cout << "carve: standby on " << url
+              << ": serves reads from its watch cache, forwards the rest to the leader"
+              << std::endl;
+  };
   auto server = app::ServerApp::Create(f.config);
   if (!server.has_value()) {
     if (g_stopping) return 0;  // Stopped while it waited to lead.
