@@ -205,6 +205,34 @@ class CarveServer:
                 return self
         raise AssertionError("carve server did not start; output:\n" + "".join(seen))
 
+    def await_standby(self, timeout_s=30.0):
+        """Waits until a replica on etcd serves as a standby (reads here, the rest forwarded)."""
+        deadline = time.monotonic() + timeout_s
+        seen = []
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            seen.append(line)
+            m = re.search(r"standby on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                return self
+        raise AssertionError("carve server did not serve as a standby; output:\n" + "".join(seen))
+
+    def metric(self, name, **labels):
+        """The value of one series of GET /metrics (0 when absent)."""
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        series = f"{name}{{{want}}}" if labels else name
+        with urllib.request.urlopen(self.url + "/metrics", timeout=30) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(series + " "):
+                    return float(line.split()[-1])
+        return 0.0
+
     def _pump(self, proc, q):
         with open(self.log_path, "a") as log:
             for line in proc.stdout:
