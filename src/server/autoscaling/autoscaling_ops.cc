@@ -9,6 +9,7 @@
 
 #include "server/autoscaling/autoscaling_service.h"
 #include "server/sagemaker/validator.h"
+#include "store/commit_in_steps.h"
 
 namespace carve::server::autoscaling {
 
@@ -423,15 +424,17 @@ Result<json> AutoScalingService::DeregisterScalableTarget(const std::string& acc
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   auto rec = store_.Get({account, std::string(kTargetKind), key->Name()});
   if (!rec.has_value()) return NotFound(TargetNotFound(*key));
-  // The target's policies, scheduled actions and activities go with it.
-  std::vector<store::Mutation> writes{store::Remove{rec->key, rec->version}};
+  // The target's policies, scheduled actions and activities go with it, before it: more than
+  // one commit holds on etcd, and a failure part-way leaves the target with fewer of them.
+  std::vector<store::Mutation> writes;
   for (std::string_view kind : {kPolicyKind, kScheduledKind, kActivityKind}) {
     store::ListOptions lo;
     lo.name_prefix = key->Name() + " ";
     CARVE_ASSIGN_OR_RETURN(auto records, store_.List(account, std::string(kind), lo));
     for (const auto& r : records) writes.push_back(store::Remove{r.key, r.version});
   }
-  CARVE_RETURN_IF_ERROR(store_.Commit(std::move(writes)));
+  CARVE_RETURN_IF_ERROR(
+      store::CommitInSteps(store_, std::move(writes), store::Remove{rec->key, rec->version}));
   samples_.erase({account, *key});
   return json::object();
 }

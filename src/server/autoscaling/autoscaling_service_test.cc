@@ -146,6 +146,28 @@ TEST_F(AutoScalingServiceTest, RegisteringValidatesAsTheServiceDoes) {
   EXPECT_EQ(type, "UnknownOperationException");
 }
 
+// On etcd one commit removes at most 127 records; a target can hold more with its activities.
+TEST_F(AutoScalingServiceTest, DeregisteringRemovesMoreRecordsThanOneCommitHolds) {
+  Register(1, 4);
+  for (const char* name : {"a", "b", "c"}) {
+    json b = Key();
+    b["PolicyName"] = name;
+    b["PolicyType"] = "TargetTrackingScaling";
+    b["TargetTrackingScalingPolicyConfiguration"] = {
+        {"TargetValue", 10},
+        {"PredefinedMetricSpecification",
+         {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+    Ok("PutScalingPolicy", b);
+  }
+  store_.set_max_commit_keys(2);
+  Ok("DeregisterScalableTarget", Key());
+  for (std::string_view kind : {kTargetKind, kPolicyKind, kScheduledKind, kActivityKind}) {
+    EXPECT_TRUE(store_.ListAllAccounts(std::string(kind))->empty()) << kind;
+  }
+  EXPECT_TRUE(Ok("DescribeScalingPolicies", {{"ServiceNamespace", "sagemaker"}})["ScalingPolicies"]
+                  .empty());
+}
+
 TEST_F(AutoScalingServiceTest, RegisteringBringsTheCapacityWithinTheBoundsAndUpdatesThem) {
   Register(2, 4);
   EXPECT_EQ(resources_.sets, std::vector<int>{2});

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "store/commit_in_steps.h"
+
 namespace carve::server::queues {
 
 namespace {
@@ -224,10 +226,25 @@ Status QueueService::DeleteQueue(const std::string& account, const std::string& 
         "before deleting the queue",
         name, busy.size(), busy.size() == 1 ? "" : "s", fmt::join(busy, ", ")));
   }
-  std::vector<store::Mutation> batch;
-  batch.push_back(store::Remove{QueueKeyOf(q->record), q->version});
-  for (const auto& [id, job] : q->jobs) batch.push_back(store::Remove{JobKeyOf(job), {}});
-  CARVE_RETURN_IF_ERROR(store_.Commit(std::move(batch)));
+  // Its finished jobs go first, in as many commits as the store needs (etcd: 127 keys each), and
+  // the queue last: a failure part-way leaves the queue with fewer finished jobs, never jobs
+  // without a queue.
+  std::vector<store::Mutation> jobs;
+  std::vector<std::string> ids;
+  for (const auto& [id, job] : q->jobs) {
+    jobs.push_back(store::Remove{JobKeyOf(job), {}});
+    ids.push_back(id);
+  }
+  size_t landed = 0;
+  auto removed = store::CommitInSteps(store_, std::move(jobs),
+                                      store::Remove{QueueKeyOf(q->record), q->version}, &landed);
+  if (!removed.has_value()) {
+    for (size_t i = 0; i < landed; ++i) {
+      q->jobs.erase(ids[i]);
+      q->job_versions.erase(ids[i]);
+    }
+    return removed.error();
+  }
   claims_.Release(q->record.Owner());
   queues_.erase({account, name});
   Publish();

@@ -376,6 +376,26 @@ TEST_F(QueueServiceTest, RefusesToDeleteAQueueWithRunningJobsThenReleasesItsNode
   EXPECT_FALSE(store_.Get({kAccount, "Job", "q1/" + job.id}).has_value());
 }
 
+// On etcd one commit removes at most 127 records, and a queue keeps up to 1,000 finished jobs.
+TEST_F(QueueServiceTest, DeletingAQueueWithMoreJobsThanOneCommitHoldsSurvivesAFailedStep) {
+  QueueRecord q = MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Submit("q1", "emr.serverless.mgpu.core=200;").state, JobState::kFailed);
+  }
+  store_.set_max_commit_keys(2);
+  store_.FailNthCommit(2, Unavailable("disk"));
+  Status failed = service_->DeleteQueue(kAccount, "q1");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(store_.Get({kAccount, "Queue", "q1"}).has_value());  // The queue goes last.
+  EXPECT_EQ(service_->ListJobs(kAccount, "q1")->size(), 3u);       // 2 went in the first step.
+  Status again = service_->DeleteQueue(kAccount, "q1");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(store_.Get({kAccount, "Queue", "q1"}).has_value());
+  EXPECT_TRUE(store_.ListAllAccounts("Job")->empty());
+  EXPECT_TRUE(claims_.NodesOf(q.Owner()).empty());
+}
+
 TEST_F(QueueServiceTest, KeepsJobsTaskIdsAndPlacementsAcrossARestart) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=70;");

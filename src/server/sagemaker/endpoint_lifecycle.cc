@@ -4,10 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "server/sagemaker/resources.h"
+#include "store/commit_in_steps.h"
 
 namespace carve::server::sagemaker {
 namespace {
@@ -284,9 +284,7 @@ void EndpointLifecycle::Uncarve(Key key) {
       }
     }
     const std::string endpoint = key.first + "/" + key.second;
-    std::vector<store::Mutation> batch{store::Remove{rec->key, rec->version}};
-    AddResetRecords(batch, not_ready, endpoint);
-    auto written = store_.Commit(std::move(batch));
+    auto written = CommitWithResets(store::Remove{rec->key, rec->version}, not_ready, endpoint);
     if (!written.has_value()) {
       spdlog::warn("endpoint {}: cannot remove the record: {}", endpoint,
                    written.error().message);
@@ -298,13 +296,18 @@ void EndpointLifecycle::Uncarve(Key key) {
   notify_();
 }
 
-void EndpointLifecycle::AddResetRecords(std::vector<store::Mutation>& batch,
-                                        const std::map<std::string, int>& nodes,
-                                        const std::string& endpoint) {
+Result<std::vector<store::Record>> EndpointLifecycle::CommitWithResets(
+    store::Mutation endpoint_write, const std::map<std::string, int>& nodes,
+    const std::string& endpoint) {
+  // Upserts, so a step redone after a failure writes the same records again.
+  std::vector<store::Mutation> resets;
+  resets.reserve(nodes.size());
   for (const auto& [node, gpus] : nodes) {
-    batch.push_back(store::Put{{"", std::string(kNodeReset), node},
-                               json{{"gpus", gpus}, {"endpoint", endpoint}}.dump(), int64_t{0}});
+    resets.push_back(store::Put{{"", std::string(kNodeReset), node},
+                                json{{"gpus", gpus}, {"endpoint", endpoint}}.dump(),
+                                int64_t{0}});
   }
+  return store::CommitInSteps(store_, std::move(resets), std::move(endpoint_write));
 }
 
 void EndpointLifecycle::HoldForReset(std::span<const store::Record> written,
@@ -531,9 +534,8 @@ void EndpointLifecycle::Resize(Key key, std::vector<Growth> grows, std::vector<D
     }
     // A grown instance whose carve failed was never the endpoint's: it is released, and reset
     // like a leaving one (its GPUs may be half carved).
-    std::vector<store::Mutation> batch{store::Put{rec->key, ep->ToJson().dump(), rec->version}};
-    AddResetRecords(batch, pending_reset, endpoint);
-    auto written = store_.Commit(std::move(batch));
+    auto written = CommitWithResets(store::Put{rec->key, ep->ToJson().dump(), rec->version},
+                                    pending_reset, endpoint);
     if (!written.has_value()) {
       spdlog::warn("endpoint {}: cannot record its new instances: {}", endpoint,
                    written.error().message);

@@ -111,14 +111,15 @@ class EndpointLifecycle {
   void Claim(EndpointEntry& entry);
   void Update(EndpointEntry& entry);
   void Resize(Key key, std::vector<Growth> grows, std::vector<Drain> drains);
-  // NodeReset records for `nodes` (node -> GPU count) into `batch`; once committed,
-  // HoldForReset claims each for its reset (Owner::Reset).
-  static void AddResetRecords(std::vector<store::Mutation>& batch,
-                              const std::map<std::string, int>& nodes,
-                              const std::string& endpoint);
-  void HoldForReset(std::span<const store::Record> written,
-                    const std::map<std::string, int>& nodes, const std::string& endpoint,
-                    bool refused);
+  // Commits `endpoint_write` with a NodeReset record for each of `nodes` (node -> GPU count)
+  // and returns every record written; once it succeeds, HoldForReset claims each node for its
+  // reset (Owner::Reset). Resets beyond one commit's max_commit_keys() go first, in commits of
+  // their own: a failure or a crash between leaves a reset too many, never one missing.
+  Result<std::vector<store::Record>> CommitWithResets(store::Mutation endpoint_write,
+                                                      const std::map<std::string, int>& nodes,
+                                                      const std::string& endpoint);
+  void HoldForReset(std::span<const store::Record> written, const std::map<std::string, int>& nodes,
+                    const std::string& endpoint, bool refused);
   void StartWorker(Key key, void (EndpointLifecycle::*work)(Key));
   void Carve(Key key);
   void Uncarve(Key key);

@@ -265,6 +265,23 @@ TEST_F(EndpointLifecycleTest, AResetTheAgentRefusesStillDeletesAndIsRetriedLater
   EXPECT_TRUE(lifecycle_.PendingResets().empty());
 }
 
+// On etcd one commit writes at most 127 keys; an endpoint of more instances than that, whose
+// agents all refused their reset, still goes, and every one of its nodes is held.
+TEST_F(EndpointLifecycleTest, MoreResetsThanOneCommitHoldsStillDeleteAndHoldEveryNode) {
+  CreateEndpoint("ep", 3);
+  Pass();
+  driver_.FailCarve("p4d-1", 3);
+  store_.set_max_commit_keys(2);  // The endpoint's record and one reset.
+  MarkDeleting("ep");
+  Pass();
+  EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
+  EXPECT_EQ(store_.ListAllAccounts(std::string(EndpointLifecycle::kNodeReset))->size(), 3u);
+  EXPECT_EQ(lifecycle_.PendingResets().size(), 3u);
+  for (const char* n : {"p4d-0", "p4d-1", "p4d-2"}) {
+    EXPECT_EQ(claims_.Find(NodeId(n))->owner, nodes::Owner::Reset(NodeId(n))) << n;
+  }
+}
+
 TEST_F(EndpointLifecycleTest, AFailedDeleteCommitKeepsTheInstancesClaimed) {
   CreateEndpoint("ep", 1);
   Pass();
