@@ -490,8 +490,9 @@ class EtcdCluster:
     """N real etcd members (Debian's `etcd`) on free loopback ports with data in a temp dir,
     elections tuned short as in src/store/etcd_test_env.h. Members fsync as in production."""
 
-    def __init__(self, members=3):
+    def __init__(self, members=3, extra_args=()):
         self.dir = tempfile.mkdtemp(prefix="carve-etcd-")
+        self.extra_args = list(extra_args)
         self.names = [f"m{i}" for i in range(members)]
         self.client_ports = [free_port() for _ in self.names]
         self.peer_ports = [free_port() for _ in self.names]
@@ -521,7 +522,8 @@ class EtcdCluster:
              f"--initial-cluster={self.cluster}", "--initial-cluster-state=new",
              "--initial-cluster-token=carve-it", "--heartbeat-interval=50",
              "--election-timeout=500", "--auto-compaction-mode=revision",
-             "--auto-compaction-retention=10000", "--logger=zap", "--log-level=warn"],
+             "--auto-compaction-retention=10000", "--logger=zap", "--log-level=warn",
+             *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
 
@@ -549,6 +551,36 @@ class EtcdCluster:
             if st.get("leader") and st["leader"] == st["header"]["member_id"]:
                 return i
         return None
+
+    def etcdctl(self, *args, member=None, timeout_s=60):
+        """Debian's etcdctl, as docs/ha.md runs it, against every member or only `member` (a
+        snapshot is taken from one); returns its stdout."""
+        members = range(len(self.names)) if member is None else [member]
+        endpoints = ",".join(f"http://{self.endpoint(i)}" for i in members)
+        p = subprocess.run(["etcdctl", f"--endpoints={endpoints}", *args], capture_output=True,
+                           text=True, timeout=timeout_s, env={**os.environ, "ETCDCTL_API": "3"})
+        if p.returncode != 0:
+            raise AssertionError(f"etcdctl {' '.join(args)}: {p.stderr.strip()}")
+        return p.stdout
+
+    def restore(self, snapshot):
+        """Stops every member and starts each on a data directory restored from `snapshot`
+        with `etcdctl snapshot restore`, as docs/ha.md describes."""
+        for i in range(len(self.names)):
+            self.kill9(i)
+        for i, name in enumerate(self.names):
+            data = os.path.join(self.dir, name)
+            shutil.rmtree(data)
+            subprocess.run(
+                ["etcdctl", "snapshot", "restore", snapshot, f"--name={name}",
+                 f"--data-dir={data}", f"--initial-cluster={self.cluster}",
+                 f"--initial-advertise-peer-urls=http://127.0.0.1:{self.peer_ports[i]}",
+                 "--initial-cluster-token=carve-restored"],
+                check=True, capture_output=True, timeout=60, env={**os.environ, "ETCDCTL_API": "3"})
+        for i in range(len(self.names)):
+            self.launch(i)
+        for i in range(len(self.names)):
+            self.await_healthy(i)
 
     def kill9(self, i):
         if self.procs[i] is not None and self.procs[i].poll() is None:

@@ -6,8 +6,9 @@ cluster and run in order:
    sees every write acknowledged before it, wherever it was written) and forwards writes to the
    leader, for boto3 and the aws CLI alike; `carve cluster status` says who leads;
 2. kill -9 of the leader: the standby leads within the target, every acknowledged write is
-   there, the agents move over, the copies keep running (no copy is started twice), the
-   endpoint answers, and a client that only knows the standby carries on through the failover;
+   there, the agents move over, the copies and an mGPU queue's task keep running (neither is
+   started twice), the endpoint answers, the new leader runs the queue, and a client that only
+   knows the standby carries on through the failover;
 3. kill -9 of the etcd leader under a stream of writes: nothing acknowledged is lost and writes
    resume;
 4. a leader paused (SIGSTOP) past its lease is replaced, and when it resumes it is refused and
@@ -24,8 +25,8 @@ import threading
 import time
 import unittest
 
-from carve_harness import (CarveAgent, CarveServer, EtcdCluster, carve_bin, free_port, poll,
-                           spread_copies, workload_pids)
+from carve_harness import (CarveAgent, CarveServer, EtcdCluster, carve_bin, free_port,
+                           pid_alive, poll, spread_copies, workload_pids)
 
 NODE_TIMEOUT_MS = 6000
 LEADER_TTL_S = 2
@@ -44,8 +45,12 @@ class HaFailoverTest(unittest.TestCase):
         b.launch().await_standby()
         urls = ",".join(f"http://127.0.0.1:{r.listen_port}" for r in cls.replicas)
         cls.agents = {n: CarveAgent(a, n, server_urls=urls).start() for n in ("node-a", "node-b")}
-        poll(lambda: all(a.nodes().get(n, {}).get("Status") == "Ready" for n in cls.agents),
-             timeout_s=60, what="both agents registered")
+        # One more node for an mGPU queue, whose task must not run twice across the failover.
+        cls.queue_agent = CarveAgent(a, "node-q", instance_type="ml.g5.xlarge",
+                                     server_urls=urls).start()
+        poll(lambda: all(a.nodes().get(n, {}).get("Status") == "Ready"
+                         for n in (*cls.agents, "node-q")),
+             timeout_s=60, what="the three agents registered")
 
     @classmethod
     def make_replica(cls):
@@ -56,7 +61,7 @@ class HaFailoverTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for agent in cls.agents.values():
+        for agent in (*cls.agents.values(), cls.queue_agent):
             agent.cleanup()
         for r in cls.replicas:
             if r.proc is not None and r.proc.poll() is None:
@@ -70,6 +75,21 @@ class HaFailoverTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout)
+
+    def call(self, replica, method, path, body=None, expect=200):
+        status, out = replica.signed(method, path, body)
+        self.assertEqual(status, expect, out)
+        return out
+
+    def running_task(self, replica, job_id):
+        """The job's task once it runs, as the job and the node's agent report it."""
+        task = self.call(replica, "GET", f"/v1/queues/q/jobs/{job_id}")["tasks"][0]
+        if task["state"] != "Running":
+            return None
+        for w in replica.nodes()[task["node"]]["Workloads"]:
+            if w["id"] == task["workload_id"] and w["state"] == "running":
+                return task, w["pid"]
+        return None
 
     def test_1_one_replica_leads_and_the_other_waits(self):
         a, b, _ = self.replicas
@@ -132,6 +152,17 @@ class HaFailoverTest(unittest.TestCase):
             acked.append(f"acked-{i}")
         pids = {n: sorted(workload_pids(agent.data_dir)) for n, agent in self.agents.items()}
         self.assertEqual([len(p) for p in pids.values()], [1, 1], pids)
+        # An mGPU queue's long task, placed by this leader.
+        self.call(a, "POST", "/v1/queues", {
+            "name": "q", "mgpu": True,
+            "allocation": {"instance_type": "ml.g5.xlarge", "count": 1}}, expect=201)
+        job_id = self.call(a, "POST", "/v1/queues/q/jobs", {
+            "command": "sleep 600",
+            "parameters": "emr.serverless.mgpu.core=60;emr.serverless.mgpu.memory=1000;"},
+            expect=201)["id"]
+        task, task_pid = poll(lambda: self.running_task(a, job_id), timeout_s=60,
+                              what="the task running")
+        self.assertEqual(workload_pids(self.queue_agent.data_dir), [task_pid])
 
         # A client that knows only the standby writes all through the failover: its requests
         # wait while no replica leads, then go to the new leader, which is the standby itself.
@@ -188,6 +219,20 @@ class HaFailoverTest(unittest.TestCase):
         # The same processes serve: nothing was started again.
         after = {n: sorted(workload_pids(agent.data_dir)) for n, agent in self.agents.items()}
         self.assertEqual(after, pids)
+        # The queue's task runs on under the new leader, as the same process, and the new
+        # leader runs the queue: a job submitted now runs to its end.
+        poll(lambda: b.nodes().get("node-q", {}).get("Status") == "Ready", timeout_s=30,
+             what="node-q's agent moved to the new leader")
+        short = self.call(b, "POST", "/v1/queues/q/jobs", {
+            "command": "true", "parameters": "emr.serverless.mgpu.core=30;"}, expect=201)["id"]
+        poll(lambda: self.call(b, "GET", f"/v1/queues/q/jobs/{short}")["state"] == "Succeeded",
+             timeout_s=60, what="a job submitted after the failover finished")
+        still = self.running_task(b, job_id)
+        self.assertIsNotNone(still, "the long task is no longer running")
+        self.assertEqual((still[0]["node"], still[0]["workload_id"], still[1]),
+                         (task["node"], task["workload_id"], task_pid))
+        live = [p for p in workload_pids(self.queue_agent.data_dir) if pid_alive(p)]
+        self.assertEqual(live, [task_pid], "the long task runs once, as the process it was")
         rt = b.boto_client("sagemaker-runtime", attempts=3)
         r = rt.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
                                Body=b'{"inputs": "after failover"}',
