@@ -20,8 +20,9 @@ class CommitInStepsTest : public ::testing::Test {
     EXPECT_TRUE(store_.Create(kParent, "{}").has_value());
     for (int i = 0; i < 7; ++i) EXPECT_TRUE(store_.Create(Child(i), "{}").has_value());
   }
-  std::vector<Mutation> RemoveChildren() {
+  static std::vector<Mutation> RemoveChildren() {
     std::vector<Mutation> out;
+    out.reserve(7);
     for (int i = 0; i < 7; ++i) out.push_back(Remove{Child(i), int64_t{1}});
     return out;
   }
@@ -44,6 +45,7 @@ TEST_F(CommitInStepsTest, OverTheLimitTheRestGoFirstAndTheLastWriteLast) {
   store_.set_max_commit_keys(3);
   const int before = store_.successful_commits();
   std::vector<Mutation> puts;
+  puts.reserve(7);
   for (int i = 0; i < 7; ++i) puts.push_back(Put{Child(i), "\"new\"", int64_t{1}});
   auto written = CommitInSteps(store_, std::move(puts), Put{kParent, "\"new\"", int64_t{1}});
   ASSERT_TRUE(written.has_value()) << written.error().message;
