@@ -56,7 +56,8 @@ Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
                              " this store takes in one transaction");
     }
   }
-  if (commits_until_failure_ > 0 && --commits_until_failure_ == 0) {
+  const bool fail = commits_until_failure_ > 0 && --commits_until_failure_ == 0;
+  if (fail && !injected_after_write_) {
     Error e = std::move(*injected_error_);
     injected_error_.reset();
     return e;
@@ -96,6 +97,11 @@ Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
     }
   }
   ++successful_commits_;
+  if (fail) {
+    Error e = std::move(*injected_error_);
+    injected_error_.reset();
+    return e;
+  }
   return out;
 }
 
@@ -103,6 +109,14 @@ void FakeStore::FailNthCommit(int n, Error error) {
   std::lock_guard lock(mu_);
   commits_until_failure_ = n;
   injected_error_ = std::move(error);
+  injected_after_write_ = false;
+}
+
+void FakeStore::LoseNthAnswer(int n, Error error) {
+  std::lock_guard lock(mu_);
+  commits_until_failure_ = n;
+  injected_error_ = std::move(error);
+  injected_after_write_ = true;
 }
 
 int FakeStore::successful_commits() const {

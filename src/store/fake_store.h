@@ -31,6 +31,9 @@ class FakeStore final : public Store {
   // The `n`th Commit call from now (1 = the next one) returns `error` and writes nothing.
   // Later calls succeed again. One injected failure at a time; a new call replaces it.
   void FailNthCommit(int n, Error error);
+  // Like FailNthCommit, but that commit writes first: its answer is lost, as an etcd Txn's can
+  // be (an unknown outcome), and the caller sees `error` for a write that landed.
+  void LoseNthAnswer(int n, Error error);
   // Number of Commit calls that wrote (succeeded) so far.
   int successful_commits() const;
   // Emulates a store with a per-transaction limit (EtcdStore's): a Commit of more distinct keys
@@ -50,6 +53,7 @@ class FakeStore final : public Store {
   std::map<MapKey, Record> records_;     // Guarded by mu_.
   int commits_until_failure_ = 0;        // Guarded by mu_. 0: no failure armed.
   std::optional<Error> injected_error_;  // Guarded by mu_.
+  bool injected_after_write_ = false;    // Guarded by mu_. The armed failure comes after writing.
   int successful_commits_ = 0;           // Guarded by mu_.
   size_t max_commit_keys_ = SIZE_MAX;    // Guarded by mu_.
 };

@@ -20,6 +20,13 @@ store::Key JobKeyOf(const JobRecord& j) {
   return {j.account, std::string(kJobKind), j.StoreName()};
 }
 
+// True when the store answers that it holds no record under `key`; false when it holds one or
+// cannot say.
+bool Absent(store::Store& store, const store::Key& key) {
+  auto stored = store.Get(key);
+  return !stored.has_value() && stored.error().code == ErrorCode::kNotFound;
+}
+
 }  // namespace
 
 QueueService::QueueService(store::Store& store, nodes::NodeRegistry& registry,
@@ -229,21 +236,27 @@ Status QueueService::DeleteQueue(const std::string& account, const std::string& 
   // Its finished jobs go first, in as many commits as the store needs (etcd: 127 keys each), and
   // the queue last: a failure part-way leaves the queue with fewer finished jobs, never jobs
   // without a queue.
-  std::vector<store::Mutation> jobs;
-  std::vector<std::string> ids;
-  for (const auto& [id, job] : q->jobs) {
-    jobs.push_back(store::Remove{JobKeyOf(job), {}});
-    ids.push_back(id);
-  }
-  size_t landed = 0;
-  auto removed = store::CommitInSteps(store_, std::move(jobs),
-                                      store::Remove{QueueKeyOf(q->record), q->version}, &landed);
-  if (!removed.has_value()) {
-    for (size_t i = 0; i < landed; ++i) {
+  // A step whose answer was lost (etcd: an unknown outcome) may have removed its jobs after all;
+  // the next attempt then finds them NotFound, and forgets the ones the store no longer holds.
+  for (int attempt = 0;; ++attempt) {
+    std::vector<store::Mutation> jobs;
+    std::vector<std::string> ids;
+    for (const auto& [id, job] : q->jobs) {
+      jobs.push_back(store::Remove{JobKeyOf(job), {}});
+      ids.push_back(id);
+    }
+    size_t landed = 0;
+    auto removed = store::CommitInSteps(store_, std::move(jobs),
+                                        store::Remove{QueueKeyOf(q->record), q->version}, &landed);
+    if (removed.has_value()) break;
+    const bool not_found = removed.error().code == ErrorCode::kNotFound;
+    if (not_found && Absent(store_, QueueKeyOf(q->record))) break;  // The last step landed.
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i >= landed && !(not_found && Absent(store_, JobKeyOf(q->jobs.at(ids[i]))))) continue;
       q->jobs.erase(ids[i]);
       q->job_versions.erase(ids[i]);
     }
-    return removed.error();
+    if (attempt == 1 || !not_found) return removed.error();
   }
   claims_.Release(q->record.Owner());
   queues_.erase({account, name});

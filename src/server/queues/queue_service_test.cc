@@ -396,6 +396,36 @@ TEST_F(QueueServiceTest, DeletingAQueueWithMoreJobsThanOneCommitHoldsSurvivesAFa
   EXPECT_TRUE(claims_.NodesOf(q.Owner()).empty());
 }
 
+// On etcd a step can land and lose its answer (an unknown outcome): the next DeleteQueue finds
+// those jobs gone, not NotFound for ever; and a lost answer to the last step means it is done.
+TEST_F(QueueServiceTest, DeletingAQueueAfterAStepsAnswerWasLostFinishesOnTheNextCall) {
+  QueueRecord q = MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Submit("q1", "emr.serverless.mgpu.core=200;").state, JobState::kFailed);
+  }
+  store_.set_max_commit_keys(2);
+  store_.LoseNthAnswer(2, Unavailable("the answer to the commit was lost"));
+  Status failed = service_->DeleteQueue(kAccount, "q1");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(store_.ListAllAccounts("Job")->size(), 1u);  // Two steps of two landed.
+  Status again = service_->DeleteQueue(kAccount, "q1");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(store_.Get({kAccount, "Queue", "q1"}).has_value());
+  EXPECT_TRUE(store_.ListAllAccounts("Job")->empty());
+  EXPECT_TRUE(claims_.NodesOf(q.Owner()).empty());
+
+  QueueRecord q2 = MakeQueue("q2", "ml.g5.xlarge", 1, true);
+  ASSERT_EQ(Submit("q2", "emr.serverless.mgpu.core=200;").state, JobState::kFailed);
+  store_.LoseNthAnswer(1, Unavailable("the answer to the commit was lost"));
+  ASSERT_FALSE(service_->DeleteQueue(kAccount, "q2").ok());
+  EXPECT_FALSE(store_.Get({kAccount, "Queue", "q2"}).has_value());  // It went, unanswered.
+  Status done = service_->DeleteQueue(kAccount, "q2");
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_TRUE(service_->ListQueues(kAccount).empty());
+  EXPECT_TRUE(claims_.NodesOf(q2.Owner()).empty());
+}
+
 TEST_F(QueueServiceTest, KeepsJobsTaskIdsAndPlacementsAcrossARestart) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=70;");
