@@ -16,6 +16,7 @@
 #include "catalog/lookup.h"
 #include "catalog/price_overrides.h"
 #include "cli/commands.h"
+#include "cli/table.h"
 
 namespace carve::cli {
 namespace {
@@ -25,27 +26,6 @@ using catalog::GpuModel;
 using catalog::InstanceType;
 using catalog::MigProfile;
 using Json = nlohmann::ordered_json;
-
-// Rows of cells printed with every column padded to its widest cell.
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) {
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) {
-        line += std::string(widths[i] - row[i].size() + 2, ' ');
-      }
-    }
-    std::cout << line << "\n";
-  }
-}
 
 // 0 means "not known" in the tables; say so rather than print a misleading zero.
 std::string OrUnknown(double value, int decimals = 0) {

@@ -16,6 +16,7 @@
 #include "catalog/catalog.h"
 #include "catalog/price_overrides.h"
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "planner/calibrate.h"
 #include "planner/compare.h"
 #include "planner/memory_fit.h"
@@ -175,22 +176,6 @@ bool Failed(const Result<T>& r, Context& ctx) {
   std::cerr << "carve plan: " << r.error().message << "\n";
   ctx.exit_code = 2;
   return true;
-}
-
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
 }
 
 std::string Ms(double s) { return fmt::format("{:.1f}", s * 1e3); }

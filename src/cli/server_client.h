@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/table.h"
 #include "common/result.h"
 #include "protocol/signed_client.h"
 
@@ -26,8 +27,6 @@ Result<protocol::SignedClient> Client(const Conn& c);
 // fails, 0 with the answer in `out` when it succeeds.
 int Call(const Conn& c, const std::string& what, std::string_view method, const std::string& path,
          const nlohmann::json* body, nlohmann::json& out);
-// Left-aligned columns, two spaces apart.
-void PrintTable(const std::vector<std::vector<std::string>>& rows);
 // A JSON value as a table cell: strings bare, null as "-", floats to one decimal.
 std::string Str(const nlohmann::json& v);
 
