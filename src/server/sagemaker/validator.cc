@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -168,18 +170,31 @@ std::optional<int64_t> Validator::Integer(const json& parent, std::string_view m
                                           std::string_view parent_path, const NumberRule& rule,
                                           bool required) {
   const std::string path = MemberPath(parent_path, member);
+  const json* raw = nullptr;
   if (parent.is_object()) {
     auto it = parent.find(member);
-    if (it != parent.end() && it->is_number() && !it->is_number_integer()) {
-      double d = it->get<double>();
-      if (d != static_cast<double>(static_cast<int64_t>(d))) {
-        Fail(path, Repr(*it), "Member must be an integer");
-        return std::nullopt;
-      }
+    raw = it != parent.end() ? &*it : nullptr;
+    if (raw != nullptr && raw->is_number_float() &&
+        std::trunc(raw->get<double>()) != raw->get<double>()) {
+      Fail(path, Repr(*raw), "Member must be an integer");
+      return std::nullopt;
     }
   }
   auto d = Number(parent, member, parent_path, rule, required);
   if (!d) return std::nullopt;
+  const bool too_big_unsigned =
+      raw->is_number_unsigned() &&
+      raw->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (raw->is_number_integer() && !too_big_unsigned) return raw->get<int64_t>();  // Exact.
+  // A rule without bounds still ends at int64's: a float spelling at or beyond 2^63 (1e69) does
+  // not convert, nor does an unsigned integer above INT64_MAX.
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (too_big_unsigned || *d >= kTwoTo63 || *d < -kTwoTo63) {
+    Fail(path, Repr(*raw),
+         *d > 0 ? "Member must have value less than or equal to 9223372036854775807"
+                : "Member must have value greater than or equal to -9223372036854775808");
+    return std::nullopt;
+  }
   return static_cast<int64_t>(*d);
 }
 

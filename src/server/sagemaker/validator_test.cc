@@ -122,6 +122,30 @@ TEST(Validator, RejectsAFractionWhereAnIntegerIsModeled) {
   EXPECT_FALSE(v.ok());
 }
 
+// Found by fuzzing (fuzz/corpus/sagemaker/crash-integer-beyond-int64): a float beyond int64 was
+// converted to one to see whether it is whole, which is undefined behaviour.
+TEST(Validator, RefusesIntegersBeyondInt64WhateverTheirSpelling) {
+  Validator bounded;
+  EXPECT_FALSE(bounded.Integer(json{{"MaxResults", 1.1e69}}, "MaxResults", "", {1, 100}, false));
+  EXPECT_NE(bounded.ToStatus().error().message.find("less than or equal to 100"),
+            std::string::npos);
+  Validator unbounded;
+  EXPECT_FALSE(unbounded.Integer(json{{"CopyCount", 1e69}}, "CopyCount", "", {0, {}}, true));
+  EXPECT_FALSE(unbounded.Integer(json::parse(R"({"MaxCopies": 18446744073709551615})"), "MaxCopies",
+                                 "", {0, {}}, true));
+  EXPECT_FALSE(unbounded.Integer(json{{"Low", -1e30}}, "Low", "", {}, true));
+  const std::string message = unbounded.ToStatus().error().message;
+  EXPECT_NE(message.find("3 validation errors"), std::string::npos) << message;
+  EXPECT_NE(message.find("less than or equal to 9223372036854775807"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("greater than or equal to -9223372036854775808"), std::string::npos)
+      << message;
+  Validator edge;
+  auto n = edge.Integer(json{{"Big", 9223372036854775807}}, "Big", "", {}, true);
+  ASSERT_TRUE(n.has_value()) << edge.ToStatus().error().message;
+  EXPECT_EQ(*n, INT64_MAX);
+}
+
 TEST(Validator, OptionalMembersMayBeAbsent) {
   Validator v;
   EXPECT_FALSE(v.String(json::object(), "NextToken", "", StringRule{}, false));
