@@ -80,12 +80,15 @@ function(carve_sanitize_target target)
   if(CARVE_ASAN_RUNTIME AND target MATCHES "^(carve_launch|launch_test)$")
     target_compile_definitions(${target} PRIVATE CARVE_ASAN_RUNTIME="${CARVE_ASAN_RUNTIME}")
   endif()
-  # The interposer's shell exports dlsym, and the ASan runtime's own initialisation looks up the
-  # functions it intercepts with dlsym(RTLD_NEXT, ...): that call lands in the shell before ASan
-  # has mapped its shadow memory, where instrumented code faults. So the shell's own files are
-  # built with UBSan only; the tested C++ core it links (carve_interposer_core) keeps ASan, and
-  # the library still links the ASan runtime for it.
-  if(target STREQUAL "carve-mgpu" AND CARVE_SANITIZE MATCHES "address")
+  # The interposer's shell exports dlsym, and the ASan and TSan runtimes' own initialisation
+  # looks up the functions they intercept with dlsym(RTLD_NEXT, ...): that call lands in the
+  # shell before the runtime is ready (ASan has no shadow memory yet, TSan no thread state), where
+  # instrumented code faults. So the shell's own files are built with UBSan only, or with nothing
+  # under TSan; the tested C++ core it links (carve_interposer_core) keeps the sanitizer, and the
+  # library still links the runtime for it. TSan instruments every function's entry, so under it
+  # the glibc floor's wrappers, which that lookup passes through, go uninstrumented too.
+  if((target STREQUAL "carve-mgpu" AND CARVE_SANITIZE MATCHES "address|thread") OR
+     (target STREQUAL "carve_glibc_floor" AND CARVE_SANITIZE STREQUAL "thread"))
     get_target_property(options ${target} COMPILE_OPTIONS)
     list(REMOVE_ITEM options -fsanitize=${CARVE_SANITIZE})
     if(CARVE_SANITIZE MATCHES "undefined")

@@ -353,17 +353,8 @@ std::string WorkerEnvironment(int pid) {
 // What the agent promises an interposer share: the process runs with LD_PRELOAD naming the
 // library and CARVE_MGPU_LEDGER naming its ledger, and the library, loaded from them, charges
 // what the process allocates to that ledger, under the share's quota.
-// A TSan build's interposer cannot be preloaded into the uninstrumented probe: without the TSan
-// runtime first (InterposerPreload puts only ASan's there) the probe dies with SIGSEGV before
-// main. These two run in `make test` and under ASan instead.
-#if defined(__SANITIZE_THREAD__)
-#define CARVE_SKIP_UNDER_TSAN() GTEST_SKIP() << "interposer preload under TSan (see above)"
-#else
-#define CARVE_SKIP_UNDER_TSAN() (void)0
-#endif
 
 TEST_F(WorkloadManagerTest, AnInterposerShareRunsUnderTheLibraryAndChargesItsLedger) {
-  CARVE_SKIP_UNDER_TSAN();
   options_.interposer_path = CARVE_MGPU_LIB_PATH;
   protocol::WorkloadDesired w = ShellCopy("acct/ic-share/2", "");
   w.command = {CARVE_MGPU_PROBE_PATH, "direct", "hold", std::to_string(3 << 20)};
@@ -394,7 +385,6 @@ TEST_F(WorkloadManagerTest, AnInterposerShareRunsUnderTheLibraryAndChargesItsLed
 // The achieved core share is the busy time the worker's limiter charged to its ledger over the
 // wall time between two reports, as a percent of the card: 1 ms over 10 ms is 10 %.
 TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
-  CARVE_SKIP_UNDER_TSAN();
   options_.interposer_path = CARVE_MGPU_LIB_PATH;
   options_.core_sample_interval = 10ms;
   FakeClock clock;

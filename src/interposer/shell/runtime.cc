@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,12 +97,17 @@ Runtime* CreateRuntime() noexcept {
 }  // namespace
 
 void* RealDlsym(void* handle, const char* name) {
-  static const DlsymFn real = [] {
-    DlsymFn f = ResolveRealDlsym();
-    carve_real_dlsym = reinterpret_cast<void*>(f);
-    return f;
-  }();
-  return real == nullptr || name == nullptr ? nullptr : real(handle, name);
+  // An atomic, not a function-local static: a sanitizer runtime calls dlsym while it initialises,
+  // and TSan intercepts a static's guard (__cxa_guard_release) with code that needs it
+  // initialised. Two threads that both resolve store the same pointer.
+  static constinit std::atomic<DlsymFn> real{nullptr};
+  DlsymFn f = real.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = ResolveRealDlsym();
+    __atomic_store_n(&carve_real_dlsym, reinterpret_cast<void*>(f), __ATOMIC_RELEASE);
+    real.store(f, std::memory_order_release);
+  }
+  return f == nullptr || name == nullptr ? nullptr : f(handle, name);
 }
 
 void* RealFn(Fn fn) {
