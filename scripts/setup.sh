@@ -10,10 +10,14 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3 libssl-dev
   libcpp-httplib-dev libboost-dev zlib1g-dev python3 curl procps
   etcd-server etcd-client openssl
+  podman runc netavark iptables
 )
 # etcd-server, etcd-client: the replicated store (`--store etcd://...`, docs/ha.md); its tests
 # start their own members on loopback (the package's etcd.service is not used); openssl makes the
 # certificates of the TLS test.
+# podman, runc, netavark, iptables: tests/integration/container_test.py runs a real image as an
+# inference-component copy (runc because crun refuses hybrid cgroup hosts; netavark and iptables
+# publish the copy's port).
 # libclang-rt-14-dev: Clang's sanitizer and libFuzzer runtimes (`make fuzz`); GCC's sanitizer
 # runtimes (`make sanitize`) come with g++.
 # nginx-light (the reverse proxy the router is measured against) is installed by

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "agent/launch/device_binding.h"
 #include "agent/node/agent.h"
@@ -29,6 +30,7 @@ struct AgentFlags {
   std::string node_id;
   std::string data_dir = "./carve-data";
   std::string interposer;
+  std::vector<std::string> cdi_spec_dirs;
   std::string log_level = "info";
   int64_t log_max_mib = 16;
   int64_t sim_carve_ms = 0;
@@ -64,6 +66,7 @@ int RunAgent(const AgentFlags& f) {
   o.log_max_bytes = static_cast<uint64_t>(f.log_max_mib) << 20;
   o.sim_carve_time = std::chrono::milliseconds(f.sim_carve_ms);
   o.fence = !f.no_fence;
+  o.cdi_spec_dirs = f.cdi_spec_dirs;
   if (o.interposer_path.empty()) {
     spdlog::warn(
         "libcarve-mgpu.so not found beside carve (--interposer PATH): mGPU shares of "
@@ -142,6 +145,10 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--interposer", flags->interposer,
                   "Path of libcarve-mgpu.so for mGPU shares; default: found beside carve (or in "
                   "the build tree). Without it, interposer-enforced shares fail to start");
+  cmd->add_option("--cdi-spec-dir", flags->cdi_spec_dirs,
+                  "A directory of CDI specs that the node's podman or docker reads (repeat for "
+                  "more); default: /etc/cdi and /var/run/cdi. A container's GPU is passed as a "
+                  "CDI device when a spec there names it");
   cmd->add_option("--sim-carve-ms", flags->sim_carve_ms,
                   "With --driver sim: how long carving one GPU takes (tests of in-flight carves)")
       ->check(CLI::NonNegativeNumber);

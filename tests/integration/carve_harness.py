@@ -158,7 +158,7 @@ class CarveServer:
     """One `carve server` process. Reusable across restarts on the same data dir."""
 
     def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0,
-                 log_dir=None):
+                 log_dir=None, config=None):
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="carve-it-")
         # The server's output goes to <log_dir>/server.log: a test that fills the data dir's
@@ -166,7 +166,8 @@ class CarveServer:
         self.log_path = os.path.join(log_dir or self.data_dir, "server.log")
         self.config = os.path.join(self.data_dir, "carve.yaml")
         with open(self.config, "w") as f:
-            f.write(FAST_FLEET.format(carve_ms=carve_ms, p4d=p4d, p5=p5))
+            f.write(config if config is not None else
+                    FAST_FLEET.format(carve_ms=carve_ms, p4d=p4d, p5=p5))
         self.extra_args = list(extra_args)
         self.proc = None
         self.port = None
@@ -347,8 +348,9 @@ class CarveAgent:
     """One `carve agent` process with simulated GPUs, talking to `server`."""
 
     def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge", extra_args=(),
-                 server_urls=None):
+                 server_urls=None, env=None):
         self.server = server
+        self.env = env  # None: this process's environment
         self.server_urls = server_urls or server.url  # "URL,URL": the replicas, tried in turn.
         self.node_id = node_id
         self.instance_type = instance_type
@@ -363,7 +365,7 @@ class CarveAgent:
              self.server.credentials_file, "--driver", "sim", "--instance-type",
              self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir,
              *self.extra_args],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         return self
 
     def kill9(self):

@@ -115,6 +115,7 @@ Status Agent::Init() {
   w.command = {options_.node_id, options_.data_dir, options_.carve_binary,
                !options_.search_path.empty() ? options_.search_path
                                              : (path != nullptr ? path : "/usr/bin:/bin")};
+  if (!options_.cdi_spec_dirs.empty()) w.command.cdi_spec_dirs = options_.cdi_spec_dirs;
   w.interposer_path = options_.interposer_path;
   w.mps_control_path = options_.mps_control_path;
   w.cgroup_root = options_.cgroup_root;

@@ -54,6 +54,9 @@ struct AgentOptions {
   std::string mps_control_path = "/usr/bin/nvidia-cuda-mps-control";
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string search_path;  // PATH searched for podman/docker; "": the agent's $PATH
+  // Where podman or docker find the NVIDIA Container Toolkit's CDI specs; empty: /etc/cdi and
+  // /var/run/cdi, the toolkit's and podman's defaults.
+  std::vector<std::string> cdi_spec_dirs;
 
   std::chrono::milliseconds heartbeat_interval{0};  // 0: what the server's RegisterReply says
   // Telemetry alone (utilization, memory per process) goes in a full status at most this

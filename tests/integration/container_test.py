@@ -1,0 +1,210 @@
+"""The container contract with a real podman: an OCI image, built here, serves through the router.
+
+Where podman is installed (scripts/setup.sh installs it, with runc), this builds an image FROM
+scratch out of one static program (container_image/serve.c; no registry is reachable), and runs
+it as an inference-component copy on a simulated ml.p4d.24xlarge node, through `carve agent`'s
+own `podman run` command line. The suite checks what workload_command.cc promises a serving
+container, from inside the container and through InvokeEndpoint:
+  - it is run with the `serve` argument and SageMaker's SAGEMAKER_BIND_TO_PORT=8080, with the
+    model's Environment;
+  - its MIG partition comes as a CDI device: the test's CDI spec names each partition the agent
+    carved and sets a variable per device, which only podman's CDI injection can put there; the
+    copy's log says CDI was used;
+  - ModelDataUrl (file://) is mounted read-only at /opt/ml/model;
+  - deleting the component stops the container: none is left in podman's store.
+
+podman runs in its own mount namespace (the wrapper below): its /run is private, so the test's
+CDI directory becomes /run/cdi, which podman 4.3 reads (it has no setting for another), and its
+images and containers live in the test's temp directory. The machine's own podman state and
+/etc are not touched. Where podman cannot run a container at all (no runtime, no namespaces),
+the suite is skipped with podman's own error, since no carve code is then under test.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+import unittest
+
+from carve_harness import CarveAgent, CarveServer, live_processes, poll, seed_variant
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+IMAGE = "localhost/carve-it-serve:1"
+NODE = "node-c"
+
+# What this sandbox-like VM needs besides a private root: cgroupfs (no systemd), runc (crun
+# refuses hybrid cgroup v1/v2 hosts), and no ulimits of podman's own (setrlimit to raise them is
+# not permitted in an unprivileged container). They are harmless on an ordinary host.
+CONTAINERS_CONF = textwrap.dedent("""\
+    [containers]
+    default_ulimits = []
+    [engine]
+    cgroup_manager = "cgroupfs"
+    {runtime}
+    """)
+
+WRAPPER = textwrap.dedent("""\
+    #!/bin/sh
+    # podman for the container test: a private /run holding the test's CDI specs, and the
+    # test's own storage. The agent finds this first on its PATH and runs it as podman.
+    export CONTAINERS_CONF={tmp}/containers.conf
+    exec unshare --mount --propagation private sh -c '
+      mount -t tmpfs tmpfs /run && mkdir -p /run/cdi && mount --bind {tmp}/cdi /run/cdi &&
+      exec {podman} --root {tmp}/storage --runroot {tmp}/runroot --tmpdir {tmp}/podman-tmp "$@"
+    ' podman "$@"
+    """)
+
+
+def serving_processes():
+    """Pids of the test image's program, `/serve serve`, wherever it runs on this machine."""
+    return live_processes("cmdline", lambda cmdline: cmdline == b"/serve\0serve\0")
+
+
+def build_static(source, out):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return "no C compiler"
+    p = subprocess.run([cc, "-static", "-O2", "-D_GNU_SOURCE", "-o", out, source],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return None if p.returncode == 0 else p.stdout
+
+
+class ContainerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        podman = shutil.which("podman")
+        if podman is None or shutil.which("unshare") is None:
+            raise unittest.SkipTest("podman is not installed (scripts/setup.sh installs it)")
+        cls.tmp = tempfile.mkdtemp(prefix="carve-podman-")
+        for d in ("cdi", "bin", "model", "image", "storage", "runroot", "podman-tmp"):
+            os.makedirs(os.path.join(cls.tmp, d))
+        runc = shutil.which("runc")
+        with open(os.path.join(cls.tmp, "containers.conf"), "w") as f:
+            f.write(CONTAINERS_CONF.format(runtime=f'runtime = "{runc}"' if runc else ""))
+        cls.podman = os.path.join(cls.tmp, "bin", "podman")
+        with open(cls.podman, "w") as f:
+            f.write(WRAPPER.format(tmp=cls.tmp, podman=podman))
+        os.chmod(cls.podman, 0o755)
+        with open(os.path.join(cls.tmp, "model", "weights.txt"), "w") as f:
+            f.write("weights-v1\n")
+
+        image_dir = os.path.join(cls.tmp, "image")
+        problem = build_static(os.path.join(HERE, "container_image", "serve.c"),
+                               os.path.join(image_dir, "serve"))
+        if problem is not None:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise unittest.SkipTest(f"cannot build the static test server: {problem[-2000:]}")
+        with open(os.path.join(image_dir, "Containerfile"), "w") as f:
+            f.write('FROM scratch\nCOPY serve /serve\nENTRYPOINT ["/serve"]\n')
+        built = cls.run_podman("build", "-q", "-t", IMAGE, image_dir)
+        # podman itself must be able to run a container here, before carve is asked to.
+        probe = cls.run_podman("run", "--rm", IMAGE, "probe") if built.returncode == 0 else built
+        if probe.returncode != 2 or "run me as `serve`" not in probe.stdout:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise unittest.SkipTest(f"podman cannot run a container on this machine: "
+                                    f"{probe.stdout[-2000:]}")
+
+        # No simulated fleet in the server and no default runtime: the one node is the agent
+        # below, and an image is an OCI image.
+        cls.server = CarveServer(config="fleet:\n  nodes: []\n",
+                                 extra_args=["--no-local-agent", "--heartbeat-ms", "300"]).start()
+        env = dict(os.environ, PATH=os.path.join(cls.tmp, "bin") + ":" + os.environ["PATH"])
+        cls.agent = CarveAgent(cls.server, NODE, extra_args=[
+            "--cdi-spec-dir", os.path.join(cls.tmp, "cdi")], env=env).start()
+        poll(lambda: cls.server.nodes().get(NODE, {}).get("Status") == "Ready",
+             timeout_s=60, what="the agent registered")
+        cls.sm = cls.server.client()
+        cls.runtime = cls.server.boto_client("sagemaker-runtime")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.agent.cleanup()
+        cls.server.cleanup()
+        cls.run_podman("rm", "-a", "-f")
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def run_podman(cls, *args):
+        return subprocess.run([cls.podman, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=180)
+
+    def partitions(self):
+        """The MIG uuids the agent carved, as it reports them."""
+        gpus = self.server.nodes()[NODE].get("Gpus", [])
+        return [p["Uuid"] for g in gpus for p in g.get("Partitions", [])]
+
+    def write_cdi_spec(self, uuids):
+        """A CDI spec like `nvidia-ctk cdi generate`'s, naming each partition by its uuid; each
+        device sets a variable instead of device nodes, which simulated GPUs do not have."""
+        devices = [{"name": u, "containerEdits": {"env": [f"CARVE_TEST_CDI_DEVICE={u}"]}}
+                   for u in uuids]
+        with open(os.path.join(self.tmp, "cdi", "nvidia.json"), "w") as f:
+            json.dump({"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": devices}, f)
+
+    def test_an_image_serves_with_its_partition_model_data_and_serve_argument(self):
+        sm = self.sm
+        sm.create_model(ModelName="m", PrimaryContainer={
+            "Image": IMAGE, "ModelDataUrl": "file://" + os.path.join(self.tmp, "model"),
+            "Environment": {"MODEL_VARIABLE": "from-the-model"}})
+        sm.create_endpoint_config(EndpointConfigName="cfg", ProductionVariants=[
+            seed_variant(["mig-3g.20gb", "mig-3g.20gb"])])
+        sm.create_endpoint(EndpointName="ep", EndpointConfigName="cfg")
+        poll(lambda: sm.describe_endpoint(EndpointName="ep")["EndpointStatus"] == "InService",
+             timeout_s=60, what="the endpoint InService")
+        uuids = self.partitions()
+        self.assertEqual(len(uuids), 16, self.server.nodes()[NODE])  # 8 GPUs, 2 partitions each
+        self.write_cdi_spec(uuids)
+
+        sm.create_inference_component(
+            InferenceComponentName="ic", EndpointName="ep", VariantName="AllTraffic",
+            Specification={"ModelName": "m", "ComputeResourceRequirements": {
+                "NumberOfAcceleratorDevicesRequired": 1, "AcceleratorPartitionType": "mig-3g.20gb",
+                "MinMemoryRequiredInMb": 1024}},
+            RuntimeConfig={"CopyCount": 1})
+
+        def status():
+            d = sm.describe_inference_component(InferenceComponentName="ic")
+            if d["InferenceComponentStatus"] == "Failed":
+                raise AssertionError(d.get("FailureReason"))
+            return d["InferenceComponentStatus"]
+        poll(lambda: status() == "InService", timeout_s=120, what="the component InService")
+
+        answer = self.runtime.invoke_endpoint(EndpointName="ep", InferenceComponentName="ic",
+                                              ContentType="application/json", Body=b"{}")
+        seen = json.loads(answer["Body"].read())
+        self.assertEqual(seen["argument"], "serve")
+        self.assertEqual(seen["SAGEMAKER_BIND_TO_PORT"], "8080")
+        self.assertEqual(seen["MODEL_VARIABLE"], "from-the-model")
+        # The partition: CUDA_VISIBLE_DEVICES names one the agent carved, and podman's CDI
+        # injection delivered that same device.
+        self.assertIn(seen["CUDA_VISIBLE_DEVICES"], uuids)
+        self.assertEqual(seen["CARVE_TEST_CDI_DEVICE"], seen["CUDA_VISIBLE_DEVICES"])
+        self.assertEqual(seen["model"], "weights-v1")
+        self.assertEqual(seen["model_writable"], "read-only")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "model", "written-by-container")))
+
+        # The copy's log says how the GPU was passed; podman shows one running container.
+        logs = []
+        for root, _, files in os.walk(os.path.join(self.agent.data_dir, "logs")):
+            logs += [os.path.join(root, f) for f in files if f.startswith("stdout")]
+        text = ""
+        for path in logs:
+            with open(path, errors="replace") as f:
+                text += f.read()
+        self.assertIn(f"carve: podman runs {IMAGE} with its GPU passed as CDI device(s) "
+                      f"nvidia.com/gpu={seen['CUDA_VISIBLE_DEVICES']}", text)
+        # One container runs: its program, seen from the host. (`podman ps` from another
+        # invocation of the wrapper cannot join a running container's network namespace, which
+        # lives in the agent's podman's private /run.)
+        self.assertEqual(len(serving_processes()), 1, serving_processes())
+
+        sm.delete_inference_component(InferenceComponentName="ic")
+        poll(lambda: not serving_processes(), timeout_s=60, what="the container's program gone")
+        poll(lambda: self.run_podman("ps", "-a", "-q").stdout.strip() == "", timeout_s=60,
+             what="the container removed from podman's store")
+
+
+if __name__ == "__main__":
+    unittest.main()
