@@ -23,10 +23,12 @@ the suite is skipped with podman's own error, since no carve code is then under 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import textwrap
 import unittest
+import uuid
 
 from carve_harness import CarveAgent, CarveServer, live_processes, poll, seed_variant
 
@@ -57,9 +59,17 @@ WRAPPER = textwrap.dedent("""\
     """)
 
 
+# Each run's copies carry this in their environment (the model's Environment), so that the
+# suite counts its own containers only, and kills them if it fails part-way.
+TAG = f"from-the-model-{uuid.uuid4().hex[:12]}"
+
+
 def serving_processes():
-    """Pids of the test image's program, `/serve serve`, wherever it runs on this machine."""
-    return live_processes("cmdline", lambda cmdline: cmdline == b"/serve\0serve\0")
+    """Pids of this run's containers' program (`/serve serve`), seen from the host. (The
+    podman client that runs one has the tag in its environment too, but another command.)"""
+    tagged = set(live_processes("environ", lambda env: f"MODEL_VARIABLE={TAG}".encode() in env))
+    serve = live_processes("cmdline", lambda cmdline: cmdline == b"/serve\0serve\0")
+    return [pid for pid in serve if pid in tagged]
 
 
 def build_static(source, out):
@@ -122,6 +132,8 @@ class ContainerTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.agent.cleanup()
         cls.server.cleanup()
+        for pid in serving_processes():  # Only when a test failed before its component went.
+            os.kill(pid, signal.SIGKILL)
         cls.run_podman("rm", "-a", "-f")
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
@@ -147,7 +159,7 @@ class ContainerTest(unittest.TestCase):
         sm = self.sm
         sm.create_model(ModelName="m", PrimaryContainer={
             "Image": IMAGE, "ModelDataUrl": "file://" + os.path.join(self.tmp, "model"),
-            "Environment": {"MODEL_VARIABLE": "from-the-model"}})
+            "Environment": {"MODEL_VARIABLE": TAG}})
         sm.create_endpoint_config(EndpointConfigName="cfg", ProductionVariants=[
             seed_variant(["mig-3g.20gb", "mig-3g.20gb"])])
         sm.create_endpoint(EndpointName="ep", EndpointConfigName="cfg")
@@ -176,7 +188,7 @@ class ContainerTest(unittest.TestCase):
         seen = json.loads(answer["Body"].read())
         self.assertEqual(seen["argument"], "serve")
         self.assertEqual(seen["SAGEMAKER_BIND_TO_PORT"], "8080")
-        self.assertEqual(seen["MODEL_VARIABLE"], "from-the-model")
+        self.assertEqual(seen["MODEL_VARIABLE"], TAG)
         # The partition: CUDA_VISIBLE_DEVICES names one the agent carved, and podman's CDI
         # injection delivered that same device.
         self.assertIn(seen["CUDA_VISIBLE_DEVICES"], uuids)

@@ -32,6 +32,15 @@ std::string FindOnPath(const std::string& name, const std::string& search_path) 
   return "";
 }
 
+std::string ContainerName(const std::string& workload_id) {
+  return "carve-" + WorkloadDirName(workload_id);
+}
+
+std::string ContainerRuntime(const std::string& search_path) {
+  std::string runtime = FindOnPath("podman", search_path);
+  return runtime.empty() ? FindOnPath("docker", search_path) : runtime;
+}
+
 std::string WorkloadDirName(const std::string& id) {
   uint32_t hash = 2166136261u;
   std::string safe;
@@ -190,8 +199,7 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   if (w.image.empty()) {
     return InvalidArgument(fmt::format("workload {} has neither a command nor an image", w.id));
   }
-  std::string runtime = FindOnPath("podman", ctx.search_path);
-  if (runtime.empty()) runtime = FindOnPath("docker", ctx.search_path);
+  const std::string runtime = ContainerRuntime(ctx.search_path);
   if (runtime.empty()) {
     return FailedPrecondition(fmt::format(
         "image {} needs podman or docker on node {}; neither is installed", w.image, ctx.node_id));
@@ -204,7 +212,7 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   // A serving container publishes its 8080 on the copy's port. A command run in an image (a Ray
   // process) shares the node's network: it listens on the ports carve picked for it.
   const bool serving = w.command.empty();
-  spec.command_template = {runtime, "run", "--rm", "--name", "carve-" + WorkloadDirName(w.id)};
+  spec.command_template = {runtime, "run", "--rm", "--name", ContainerName(w.id)};
   if (serving) {
     spec.command_template.push_back("-p");
     spec.command_template.push_back(fmt::format("127.0.0.1:{}:8080", port));

@@ -25,6 +25,13 @@ struct CommandContext {
 // declare ("MIG-<uuid>", "GPU-<uuid>", "0", "all", ...). Unreadable files are skipped.
 std::vector<std::string> NvidiaCdiDevices(const std::vector<std::string>& dirs);
 
+// The name a workload's container runs under (`podman|docker run --name`), unique per workload.
+std::string ContainerName(const std::string& workload_id);
+
+// The container runtime BuildLaunchRequest runs images with: podman, else docker, on
+// `search_path`; "" when neither is there.
+std::string ContainerRuntime(const std::string& search_path);
+
 // The absolute path of executable `name` in the ':'-separated `search_path`; "" when absent.
 std::string FindOnPath(const std::string& name, const std::string& search_path);
 

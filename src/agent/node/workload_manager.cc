@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "agent/launch/health.h"
 #include "agent/launch/pid_file.h"
@@ -472,6 +473,7 @@ void WorkloadManager::Stop(Workload& w) {
       spdlog::warn("stopping {}: {}", w.desired.id, s.error().message);
     }
   }
+  if (!w.desired.image.empty()) RemoveContainer(w);
   w.ledger.reset();
   w.core_rate.reset();
   std::error_code ec;
@@ -479,6 +481,37 @@ void WorkloadManager::Stop(Workload& w) {
     (void)cgroups_.Remove(fs::path(w.dir).filename().string());
   }
   fs::remove_all(w.dir, ec);
+}
+
+// A container can outlive its `podman run` or `docker run`: when it ignores SIGTERM past the
+// grace, the client is killed, and conmon (podman) or containerd-shim (docker) keep it running
+// outside the client's process group, holding its partition and port. So once the client is
+// gone the container is removed by the name it ran under. After a clean stop `run --rm` has
+// removed it already, and the answer is "no such container"; both land in the copy's log.
+void WorkloadManager::RemoveContainer(const Workload& w) {
+  const std::string runtime = ContainerRuntime(options_.command.search_path);
+  auto logs = launch::LogPathsFor(options_.command.data_dir, w.desired.name, w.desired.index);
+  if (runtime.empty() || !logs) return;
+  launch::LaunchRequest rm{{runtime, "rm", "-f", ContainerName(w.desired.id)},
+                           {{"PATH", options_.command.search_path}},
+                           "",
+                           logs->stdout_path,
+                           logs->stderr_path};
+  auto pid = launcher_.Start(rm);
+  if (!pid) {
+    spdlog::warn("removing the container of {}: {}", w.desired.id, pid.error().message);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options_.stop_grace;
+  while (!launcher_.TryWait(*pid)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      spdlog::warn("removing the container of {}: {} rm did not finish within {} ms", w.desired.id,
+                   runtime, options_.stop_grace.count());
+      (void)launcher_.Stop(*pid, std::chrono::milliseconds(0));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 void WorkloadManager::StopAll() {

@@ -90,6 +90,7 @@ class WorkloadManager {
   Result<launch::DeviceBinding> Bind(Workload& w);
   Result<launch::DeviceBinding> BindShare(Workload& w, int gpu, const protocol::ShareSpec& share);
   void Stop(Workload& w);
+  void RemoveContainer(const Workload& w);
   void PollOne(Workload& w);
   void Probe(Workload& w);
   void AddEvent(std::string event);

@@ -251,6 +251,37 @@ TEST_F(WorkloadManagerTest, AnImageWithoutPodmanOrDockerFailsWithAClearMessage) 
             "installed");
 }
 
+// A container that ignores SIGTERM outlives its killed `podman run` (conmon holds it): once the
+// client is gone the agent removes the container by its name. The podman here records its calls,
+// and its `run` ignores SIGTERM as such a container would.
+TEST_F(WorkloadManagerTest, StoppingAnImageCopyRemovesItsContainerByName) {
+  const std::string calls = dir_ + "/podman-calls";
+  {
+    std::ofstream script(dir_ + "/podman");
+    script << "#!/bin/sh\necho \"$*\" >> " << calls
+           << "\nif [ \"$1\" = run ]; then trap '' TERM; exec sleep 30; fi\n";
+  }
+  std::filesystem::permissions(dir_ + "/podman", std::filesystem::perms::owner_all);
+  options_.command.search_path = dir_;
+  options_.stop_grace = 200ms;
+  protocol::WorkloadDesired w;
+  w.id = "acct/ic-img/2";
+  w.name = "ic-img";
+  w.image = "localhost/model:1";
+  Apply({w});
+  const auto started = Find(w.id);
+  ASSERT_TRUE(started.has_value());
+  ASSERT_GT(started->pid, 0) << started->message;
+  Apply({});
+  EXPECT_FALSE(ProcessExists(started->pid));
+  std::ifstream in(calls);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("run --rm --name " + ContainerName(w.id) + " ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1], "rm -f " + ContainerName(w.id));
+}
+
 TEST_F(WorkloadManagerTest, AHealthCheckedCopyRunsOnlyOncePingAnswers) {
   const std::string server = testing::WritePingServer(dir_);
   const std::string sick = dir_ + "/sick";
