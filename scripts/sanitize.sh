@@ -3,7 +3,9 @@
 # CLI and integration test) and under ThreadSanitizer (the concurrent suites). What each part
 # covers and how long it takes: docs/testing.md.
 #
-#   scripts/sanitize.sh [asan|asan-unit|ubsan-interposer|tsan|all]    (default: all)
+#   scripts/sanitize.sh [asan|asan-build|asan-unit|ubsan-interposer|tsan|all]    (default: all)
+#
+# asan-build only configures and builds build-asan/ (CI times the build and the tests apart).
 #
 # The interposer_preload_* suites run in a UBSan-only build of its own: under ASan the interposer's
 # exported dlsym hook runs inside the ASan runtime's initialisation (docs/testing.md).
@@ -52,9 +54,13 @@ run_checked() {
   return $status
 }
 
-asan() {  # label filter for ctest: "" (everything but gpu) or "unit"
+asan_build() {
   configure "$asan_dir" address,undefined Debug
   cmake --build "$asan_dir"
+}
+
+asan() {  # label filter for ctest: "" (everything but gpu) or "unit"
+  asan_build
   # The preload suites run in the UBSan build below; the symbol-floor checks are about the
   # release library's dependencies, which an instrumented one (libasan, libubsan) cannot keep.
   local skip='^interposer_(preload_.*|symbol_floor_.*)$'
@@ -82,6 +88,7 @@ tsan() {
 
 case "$what" in
   asan) asan all ;;
+  asan-build) asan_build ;;
   asan-unit) asan unit ;;
   ubsan-interposer) ubsan_interposer ;;
   tsan) tsan ;;
@@ -93,7 +100,7 @@ case "$what" in
     exit $status
     ;;
   *)
-    echo "usage: $0 [asan|asan-unit|ubsan-interposer|tsan|all]" >&2
+    echo "usage: $0 [asan|asan-build|asan-unit|ubsan-interposer|tsan|all]" >&2
     exit 2
     ;;
 esac

@@ -140,9 +140,8 @@ class Scratch:
     def configure(self):
         if os.path.exists(os.path.join(self.build, "build.ninja")):
             return
+        # cmake/ccache.cmake compiles through ccache when it is installed.
         flags = ["-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
-        if shutil.which("ccache"):
-            flags += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
         log(f"configuring {self.build}")
         code, out = run(["cmake", "-S", self.tree, "-B", self.build, "-G", "Ninja", *flags,
                          *self.cmake_flags])
