@@ -48,8 +48,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadStatus, id, state, pid, 
                                                 ever_healthy, log_tail, core_used_percent,
                                                 memory_used_mib, ports, status_body)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReport, node_id, epoch, status_version,
-                                                applied_version,
-                                                gpus, workloads, events)
+                                                applied_version, gpus, workloads, events)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StatusReply, desired_epoch, desired_version,
                                                 reregister)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Heartbeat, node_id, epoch, status_version,
@@ -107,9 +106,52 @@ nlohmann::json ToJson(const StatusReply& v) { return v; }
 nlohmann::json ToJson(const Heartbeat& v) { return v; }
 nlohmann::json ToJson(const HeartbeatReply& v) { return v; }
 
+Status CheckNodeId(std::string_view id, std::string_view what) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  const auto bad = [&](const std::string& rule) {
+    const std::string shown(id.substr(0, 80));
+    return InvalidArgument(std::string(what) + ": node_id '" + shown +
+                           (id.size() > 80 ? "...'" : "'") + " " + rule);
+  };
+  if (id.empty()) return bad("must not be empty");
+  if (id.size() > kMaxNodeIdLength) {
+    return bad("is " + std::to_string(id.size()) + " characters; at most " +
+               std::to_string(kMaxNodeIdLength));
+  }
+  if (!alnum(id.front())) return bad("must start with a letter or digit");
+  for (char c : id) {
+    if (!alnum(c) && c != '.' && c != '_' && c != '-') {
+      return bad("may hold only letters, digits, '.', '_' and '-'");
+    }
+  }
+  return OkStatus();
+}
+
+namespace {
+
+Status CheckLines(const std::vector<std::string>& lines, std::string_view what) {
+  if (lines.size() > kMaxEvents) {
+    return InvalidArgument(std::string(what) + " holds " + std::to_string(lines.size()) +
+                           " entries; at most " + std::to_string(kMaxEvents));
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].size() > kMaxEventLength) {
+      return InvalidArgument(std::string(what) + "[" + std::to_string(i) + "] is " +
+                             std::to_string(lines[i].size()) + " bytes; at most " +
+                             std::to_string(kMaxEventLength));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<Registration> RegistrationFromJson(const nlohmann::json& j) {
   CARVE_ASSIGN_OR_RETURN(auto r, Parse<Registration>(j, "registration"));
-  if (r.node_id.empty()) return InvalidArgument("registration: node_id must not be empty");
+  CARVE_RETURN_IF_ERROR(CheckNodeId(r.node_id, "registration"));
+  CARVE_RETURN_IF_ERROR(CheckLines(r.catalog_diffs, "registration: catalog_diffs"));
   return r;
 }
 Result<RegisterReply> RegisterReplyFromJson(const nlohmann::json& j) {
@@ -120,7 +162,12 @@ Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j) {
 }
 Result<StatusReport> StatusReportFromJson(const nlohmann::json& j) {
   CARVE_ASSIGN_OR_RETURN(auto r, Parse<StatusReport>(j, "status report"));
-  if (r.node_id.empty()) return InvalidArgument("status report: node_id must not be empty");
+  CARVE_RETURN_IF_ERROR(CheckNodeId(r.node_id, "status report"));
+  CARVE_RETURN_IF_ERROR(CheckLines(r.events, "status report: events"));
+  if (r.workloads.size() > kMaxReportedWorkloads) {
+    return InvalidArgument("status report: " + std::to_string(r.workloads.size()) +
+                           " workloads; at most " + std::to_string(kMaxReportedWorkloads));
+  }
   for (const auto& w : r.workloads) {
     if (w.status_body.size() > kMaxStatusBody) {
       return InvalidArgument("status report: workloads[" + w.id + "].status_body is " +
@@ -135,7 +182,7 @@ Result<StatusReply> StatusReplyFromJson(const nlohmann::json& j) {
 }
 Result<Heartbeat> HeartbeatFromJson(const nlohmann::json& j) {
   CARVE_ASSIGN_OR_RETURN(auto r, Parse<Heartbeat>(j, "heartbeat"));
-  if (r.node_id.empty()) return InvalidArgument("heartbeat: node_id must not be empty");
+  CARVE_RETURN_IF_ERROR(CheckNodeId(r.node_id, "heartbeat"));
   return r;
 }
 Result<HeartbeatReply> HeartbeatReplyFromJson(const nlohmann::json& j) {

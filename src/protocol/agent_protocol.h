@@ -43,23 +43,23 @@ namespace carve::protocol {
 
 struct GpuInventory {
   int index = 0;
-  std::string uuid;             // "GPU-..."
-  std::string name;             // NVML's product name
-  uint32_t pci_device_id = 0;   // PCI device id (upper 16 bits of NVML's pciDeviceId)
+  std::string uuid;            // "GPU-..."
+  std::string name;            // NVML's product name
+  uint32_t pci_device_id = 0;  // PCI device id (upper 16 bits of NVML's pciDeviceId)
   int64_t memory_mib = 0;
   bool mig_capable = false;
-  int mig_mode_current = 0;     // 0 disabled, 1 enabled
+  int mig_mode_current = 0;  // 0 disabled, 1 enabled
   int mig_mode_pending = 0;
-  std::string catalog_model;    // carve catalog id ("a100-40gb"), "" when unknown
+  std::string catalog_model;  // carve catalog id ("a100-40gb"), "" when unknown
 };
 
 struct Registration {
   std::string node_id;
-  std::string instance_type;    // given, or derived from the GPUs ("ml.p4d.24xlarge")
-  std::string driver;           // "nvml" or "sim"
-  std::string driver_version;   // NVML's system driver version ("550.54.15"); "" for sim
+  std::string instance_type;   // given, or derived from the GPUs ("ml.p4d.24xlarge")
+  std::string driver;          // "nvml" or "sim"
+  std::string driver_version;  // NVML's system driver version ("550.54.15"); "" for sim
   std::string hostname;
-  std::string data_dir;         // absolute; workload logs live under it
+  std::string data_dir;  // absolute; workload logs live under it
   std::vector<GpuInventory> gpus;
   // Live NVML profile/placement data that differs from the catalog (live data wins), one line
   // each, e.g. "gpu 0 1g.10gb: NVML allows starts {0,1,2,3,4,5,6}, catalog {0,...}".
@@ -68,9 +68,9 @@ struct Registration {
 
 struct RegisterReply {
   std::string node_id;
-  std::string epoch;                  // server process identity (random per start)
+  std::string epoch;  // server process identity (random per start)
   int64_t heartbeat_interval_ms = 2000;
-  int64_t node_timeout_ms = 15000;    // NotReady after this long without a status report
+  int64_t node_timeout_ms = 15000;  // NotReady after this long without a status report
 };
 
 // ---- Desired state ---------------------------------------------------------------------------
@@ -91,8 +91,8 @@ struct GpuDesired {
 
 // An mGPU share of one card.
 struct ShareSpec {
-  int core_percent = 100;        // 5..100
-  int64_t memory_mib = 0;        // 0: no quota (whole card memory)
+  int core_percent = 100;                  // 5..100
+  int64_t memory_mib = 0;                  // 0: no quota (whole card memory)
   std::string enforcement = "interposer";  // "interposer" or "mps"
   bool burstable = false;
   friend bool operator==(const ShareSpec&, const ShareSpec&) = default;
@@ -111,10 +111,10 @@ struct DeviceRequest {
 };
 
 struct WorkloadDesired {
-  std::string id;     // stable per placement: "<account>/<component>/<uid>"
-  std::string kind;   // "copy" (inference-component copy) or "task" (job task / ray process)
-  std::string name;   // component or job name: the log directory
-  int index = 0;      // copy or task index, for `carve logs NAME --copy N`
+  std::string id;    // stable per placement: "<account>/<component>/<uid>"
+  std::string kind;  // "copy" (inference-component copy) or "task" (job task / ray process)
+  std::string name;  // component or job name: the log directory
+  int index = 0;     // copy or task index, for `carve logs NAME --copy N`
   // Either a command template (placeholders {port}, {model_data} and any in `values`) ...
   std::vector<std::string> command;
   std::map<std::string, std::string> values;
@@ -122,8 +122,8 @@ struct WorkloadDesired {
   std::string image;
   std::map<std::string, std::string> environment;  // passed through (CreateModel Environment)
   DeviceRequest device;
-  int64_t cpu_milli = 0;    // host CPU limit (cgroup); 0: none
-  int64_t memory_mib = 0;   // host memory limit (cgroup); 0: none
+  int64_t cpu_milli = 0;           // host CPU limit (cgroup); 0: none
+  int64_t memory_mib = 0;          // host memory limit (cgroup); 0: none
   std::string restart = "always";  // "always" (copies), "on-failure", "never"
   int max_retries = -1;            // on-failure: -1 unlimited
   bool health_check = true;        // running only after GET /ping answers 200
@@ -144,7 +144,7 @@ struct DesiredState {
   std::string node_id;
   std::string epoch;
   uint64_t version = 0;
-  std::vector<GpuDesired> gpus;          // only GPUs the server has decided about
+  std::vector<GpuDesired> gpus;  // only GPUs the server has decided about
   std::vector<WorkloadDesired> workloads;
 };
 
@@ -165,9 +165,9 @@ struct GpuStatus {
   int index = 0;
   bool mig = false;
   std::vector<CarvedPartition> partitions;  // what is carved now, in desired order when applied
-  bool applied = false;        // matches the desired entry for this GPU (if any)
-  bool pending_reset = false;  // MIG mode change waits for a GPU reset: reported, not retried
-  std::string error;           // why the desired layout could not be applied; "" when fine
+  bool applied = false;                     // matches the desired entry for this GPU (if any)
+  bool pending_reset = false;    // MIG mode change waits for a GPU reset: reported, not retried
+  std::string error;             // why the desired layout could not be applied; "" when fine
   int utilization_percent = -1;  // -1 unknown
   int64_t memory_used_mib = -1;
   std::vector<ProcessMemory> processes;
@@ -184,13 +184,13 @@ struct WorkloadStatus {
   std::string id;
   std::string state;
   int pid = 0;
-  int port = 0;            // 127.0.0.1 port (or host address below) the workload serves on
-  std::string address;     // "host:port" reachable from the server; "" when not serving
+  int port = 0;         // 127.0.0.1 port (or host address below) the workload serves on
+  std::string address;  // "host:port" reachable from the server; "" when not serving
   int restarts = 0;
   std::vector<int> exit_codes;
-  std::string message;     // last event or error
-  std::string log_dir;     // absolute, on the node
-  double core_used_percent = -1;   // enforcement layer's measure; -1 unknown
+  std::string message;            // last event or error
+  std::string log_dir;            // absolute, on the node
+  double core_used_percent = -1;  // enforcement layer's measure; -1 unknown
   int64_t memory_used_mib = -1;
   // Whether any process of this workload has answered its health check since the agent took
   // it on, and, while it is in backoff or failed, the last lines of its log (stderr, else
@@ -207,10 +207,20 @@ struct WorkloadStatus {
 
 inline constexpr size_t kMaxLogTail = 1024;
 inline constexpr size_t kMaxStatusBody = size_t{16} * 1024;
+// What one node may send at once (docs/security.md, "Nodes"): no agent, honest or not, grows the
+// server's log or store without bound.
+inline constexpr size_t kMaxNodeIdLength = 63;
+inline constexpr size_t kMaxEvents = 64;         // StatusReport.events, Registration.catalog_diffs
+inline constexpr size_t kMaxEventLength = 1024;  // each of them
+inline constexpr size_t kMaxReportedWorkloads = 4096;
+
+// A node id: 1-63 characters of [A-Za-z0-9._-], starting with a letter or digit, so it is safe
+// as a file name, a log field and a metric label. InvalidArgument names `what` and the rule.
+Status CheckNodeId(std::string_view id, std::string_view what);
 
 struct StatusReport {
   std::string node_id;
-  std::string epoch;              // the epoch the agent last registered with
+  std::string epoch;  // the epoch the agent last registered with
   // Bumped by the agent whenever it has a status the server has not seen; heartbeats carry it.
   uint64_t status_version = 0;
   // The last desired version the agent acted on: applied, or failed with the failures reported
@@ -230,7 +240,7 @@ struct StatusReply {
 struct Heartbeat {
   std::string node_id;
   std::string epoch;
-  uint64_t status_version = 0;   // of the last StatusReport the agent sent
+  uint64_t status_version = 0;  // of the last StatusReport the agent sent
   uint64_t applied_version = 0;
 };
 

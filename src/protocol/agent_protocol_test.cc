@@ -41,8 +41,7 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
 }
 
 TEST(AgentProtocol, MissingFieldsTakeDefaults) {
-  auto r = DesiredStateFromJson(nlohmann::json{{"version", 3},
-                                               {"workloads", {{{"id", "x"}}}}});
+  auto r = DesiredStateFromJson(nlohmann::json{{"version", 3}, {"workloads", {{{"id", "x"}}}}});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   ASSERT_EQ(r->workloads.size(), 1u);
   EXPECT_EQ(r->workloads[0].restart, "always");
@@ -140,6 +139,47 @@ TEST(AgentProtocol, AValueNestedDeeperThanAnyMessageIsRefused) {
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("nested deeper than 16 levels"), std::string::npos)
       << r.error().message;
+}
+
+}  // namespace
+}  // namespace carve::protocol
+
+namespace carve::protocol {
+namespace {
+
+TEST(AgentProtocol, ANodeIdIsOneAlphabetAndBoundedInLength) {
+  EXPECT_TRUE(CheckNodeId("node-a", "t").ok());
+  EXPECT_TRUE(CheckNodeId("ip-10-0-0-1.ec2.internal", "t").ok());
+  EXPECT_TRUE(CheckNodeId(std::string(63, 'n'), "t").ok());
+  const std::vector<std::string> bad_ids{
+      "", "../../etc", "a/b", ".hidden", "-flag", "a b", "n\n", "n\xc3\xa9", std::string(64, 'n')};
+  for (const std::string& bad : bad_ids) {
+    const Status s = CheckNodeId(bad, "registration");
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.error().message.find("registration: node_id"), std::string::npos)
+        << s.error().message;
+  }
+  auto r = RegistrationFromJson(nlohmann::json{{"node_id", "a/../../etc"}, {"instance_type", "x"}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("may hold only letters"), std::string::npos);
+}
+
+TEST(AgentProtocol, EventsAndCatalogDiffsAreBoundedInCountAndLength) {
+  nlohmann::json many{{"node_id", "n"}, {"events", std::vector<std::string>(65, "e")}};
+  auto r = StatusReportFromJson(many);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("events holds 65 entries; at most 64"), std::string::npos)
+      << r.error().message;
+  nlohmann::json long_one{{"node_id", "n"},
+                          {"catalog_diffs", {std::string(kMaxEventLength + 1, 'x')}}};
+  auto g = RegistrationFromJson(long_one);
+  ASSERT_FALSE(g.has_value());
+  EXPECT_NE(g.error().message.find("catalog_diffs[0] is 1025 bytes"), std::string::npos)
+      << g.error().message;
+  EXPECT_TRUE(StatusReportFromJson(
+                  nlohmann::json{{"node_id", "n"}, {"events", std::vector<std::string>(64, "e")}})
+                  .has_value());
 }
 
 }  // namespace

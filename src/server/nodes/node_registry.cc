@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <future>
+#include <unordered_set>
 
 #include "catalog/catalog.h"
 
@@ -211,9 +212,10 @@ Status NodeRegistry::Recover() {
     const auto grace = std::max(options_.node_timeout, options_.recovery_grace);
     e.last_report = clock_.Now() + (grace - options_.node_timeout);
   }
-  spdlog::info("recovered {} nodes from the store; each is NotReady unless its agent reports "
-               "within {} ms",
-               records.size(), std::max(options_.node_timeout, options_.recovery_grace).count());
+  spdlog::info(
+      "recovered {} nodes from the store; each is NotReady unless its agent reports "
+      "within {} ms",
+      records.size(), std::max(options_.node_timeout, options_.recovery_grace).count());
   return OkStatus();
 }
 
@@ -224,9 +226,9 @@ Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registrat
                            reg.instance_type + "': " + type.error().message);
   }
   if (!reg.gpus.empty() && static_cast<int>(reg.gpus.size()) != (*type)->gpu_count) {
-    return InvalidArgument(fmt::format(
-        "registration of node {}: {} has {} GPUs but the agent found {}", reg.node_id,
-        reg.instance_type, (*type)->gpu_count, reg.gpus.size()));
+    return InvalidArgument(
+        fmt::format("registration of node {}: {} has {} GPUs but the agent found {}", reg.node_id,
+                    reg.instance_type, (*type)->gpu_count, reg.gpus.size()));
   }
   {
     std::lock_guard lock(mu_);
@@ -239,9 +241,8 @@ Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registrat
     }
   }
   // Durable before acknowledged: a restarted server knows the node before its agent returns.
-  CARVE_RETURN_IF_ERROR(
-      store_.Commit({store::Put{{"", std::string(kNodeKind), reg.node_id},
-                                protocol::ToJson(reg).dump(), int64_t{0}}}));
+  CARVE_RETURN_IF_ERROR(store_.Commit({store::Put{
+      {"", std::string(kNodeKind), reg.node_id}, protocol::ToJson(reg).dump(), int64_t{0}}}));
   Fired fired;
   {
     std::lock_guard lock(mu_);
@@ -254,7 +255,7 @@ Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registrat
     e.last_report = clock_.Now();
     e.last_report_ms = clock_.UnixMillis();
     e.status.status_version = 0;  // A (re)started agent's status is not known yet.
-    BumpLocked(e, fired);  // The agent (maybe restarted) must fetch the whole desired state.
+    BumpLocked(e, fired);         // The agent (maybe restarted) must fetch the whole desired state.
     NoteLocked(&RegistryChanges::nodes, reg.node_id);
     if (!was_ready) spdlog::info("node {} ({}) is Ready", reg.node_id, reg.instance_type);
     for (const auto& diff : reg.catalog_diffs) {
@@ -268,24 +269,53 @@ Result<protocol::RegisterReply> NodeRegistry::Register(const protocol::Registrat
                                  options_.node_timeout.count()};
 }
 
-protocol::StatusReply NodeRegistry::ReportStatus(const protocol::StatusReport& report) {
+protocol::StatusReport NodeRegistry::OwnWorkloadsLocked(const Entry& e,
+                                                        const protocol::StatusReport& reported) {
+  std::unordered_set<std::string_view> placed;
+  for (const auto& [source, list] : e.workloads) {
+    for (const auto& w : list) placed.insert(w.id);
+  }
+  protocol::StatusReport own = reported;
+  own.workloads.clear();
+  size_t refused = 0;
+  std::string_view first;
+  for (const auto& w : reported.workloads) {
+    auto at = workload_node_.find(w.id);
+    const bool indexed_here = at != workload_node_.end() && at->second == reported.node_id;
+    if (placed.contains(w.id) || indexed_here) {
+      own.workloads.push_back(w);
+    } else if (refused++ == 0) {
+      first = w.id;
+    }
+  }
+  if (refused > 0) {
+    spdlog::warn("node {} reported {} workload(s) it does not hold (first: '{:.80}'); ignored",
+                 reported.node_id, refused, first);
+  }
+  return own;
+}
+
+protocol::StatusReply NodeRegistry::ReportStatus(const protocol::StatusReport& reported) {
   protocol::StatusReply reply;
   reply.desired_epoch = epoch_;
   bool notify = false;
   {
     std::lock_guard lock(mu_);
-    auto it = nodes_.find(report.node_id);
-    if (it == nodes_.end() || !it->second.connected || report.epoch != epoch_) {
+    auto it = nodes_.find(reported.node_id);
+    if (it == nodes_.end() || !it->second.connected || reported.epoch != epoch_) {
       reply.reregister = true;
       return reply;
     }
     Entry& e = it->second;
+    const protocol::StatusReport report = OwnWorkloadsLocked(e, reported);
     notify = !SameOutcome(e.status, report) || !e.ready;
     if (!e.ready) {
       spdlog::info("node {} is Ready again", report.node_id);
       NoteLocked(&RegistryChanges::nodes, report.node_id);
     }
-    for (const auto& event : report.events) spdlog::info("node {}: {}", report.node_id, event);
+    for (const auto& event : report.events) {
+      spdlog::info("node {}: {:.256}", report.node_id, event);
+    }
     if (notify) {
       IndexWorkloadsLocked(report.node_id, e.status, report);
       NoteLocked(&RegistryChanges::gpus, report.node_id);
@@ -348,9 +378,8 @@ protocol::HeartbeatReply NodeRegistry::Heartbeat(const protocol::Heartbeat& hb) 
   return reply;
 }
 
-void NodeRegistry::WatchDesired(const std::string& node, const std::string& epoch,
-                                uint64_t after, std::chrono::milliseconds wait,
-                                DesiredCallback done) {
+void NodeRegistry::WatchDesired(const std::string& node, const std::string& epoch, uint64_t after,
+                                std::chrono::milliseconds wait, DesiredCallback done) {
   wait = std::clamp(wait, std::chrono::milliseconds(0), options_.max_long_poll);
   Result<protocol::DesiredState> now = NotFound("node " + node + " is not registered");
   {

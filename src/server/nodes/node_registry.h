@@ -64,9 +64,9 @@ struct NodeRegistryOptions {
 struct NodeView {
   protocol::Registration registration;
   bool ready = false;
-  bool connected = false;          // registered with this server process (since its start)
-  int64_t last_report_ms = 0;      // Unix millis of the last status report; 0 never
-  std::string not_ready_reason;    // "no status report for 15 s"; "" when ready
+  bool connected = false;        // registered with this server process (since its start)
+  int64_t last_report_ms = 0;    // Unix millis of the last status report; 0 never
+  std::string not_ready_reason;  // "no status report for 15 s"; "" when ready
   uint64_t desired_version = 0;
   uint64_t applied_version = 0;
   protocol::StatusReport last_status;
@@ -248,6 +248,10 @@ class NodeRegistry {
   // for version `target` or later says it failed, or carved it otherwise), nullopt (carving).
   std::optional<Status> GpuOutcomeLocked(const std::string& node, const Entry& e, int gpu,
                                          const protocol::GpuDesired& want, uint64_t target) const;
+  // The report with only the workloads this node may speak for: those placed on it, and those
+  // it already reported (a copy being stopped after it left the desired state). Another node's
+  // workload is never re-homed by a report (docs/security.md, "Nodes").
+  protocol::StatusReport OwnWorkloadsLocked(const Entry& e, const protocol::StatusReport& reported);
   void IndexWorkloadsLocked(const std::string& node, const protocol::StatusReport& before,
                             const protocol::StatusReport& after);
 
@@ -257,8 +261,8 @@ class NodeRegistry {
   const std::string epoch_;
 
   mutable std::mutex mu_;
-  std::condition_variable changed_;          // any desired or status change
-  std::map<std::string, Entry> nodes_;       // guarded by mu_
+  std::condition_variable changed_;                                 // any desired or status change
+  std::map<std::string, Entry> nodes_;                              // guarded by mu_
   std::vector<std::shared_ptr<Subscription::Listener>> listeners_;  // guarded by mu_
   // Long-poll waiters by id, and their deadlines; guarded by mu_.
   std::unordered_map<uint64_t, Waiter> waiters_;

@@ -37,6 +37,20 @@ class NodeRegistryTest : public ::testing::Test {
     o.node_timeout = 10s;
     return o;
   }
+  static protocol::WorkloadDesired Placed(const std::string& id) {
+    protocol::WorkloadDesired w;
+    w.id = id;
+    w.kind = "copy";
+    w.name = "ic";
+    return w;
+  }
+  static protocol::WorkloadStatus Running(const std::string& id, const std::string& address) {
+    protocol::WorkloadStatus w;
+    w.id = id;
+    w.state = "running";
+    w.address = address;
+    return w;
+  }
   protocol::StatusReport Report(const std::string& node) {
     protocol::StatusReport s;
     s.node_id = node;
@@ -164,6 +178,7 @@ TEST_F(NodeRegistryTest, AListenerIsNeverCalledOnceItsSubscriptionEnds) {
 TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
   ASSERT_TRUE(registry_.Register(P4d("b")).has_value());
+  registry_.SetWorkloads("test", NodeId("b"), {Placed("acct/ic/7")});
   auto s = Report("b");
   protocol::WorkloadStatus w7;
   w7.id = "acct/ic/7";
@@ -180,14 +195,56 @@ TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {
   EXPECT_FALSE(registry_.Workload("acct/ic/8").has_value());
 }
 
+// The hijack a hostile node tried (docs/security.md, "Nodes"): node b reports node a's copy as
+// running at b's own address. The copy stays a's, at a's address, and b's report of it is lost.
+TEST_F(NodeRegistryTest, ANodeCannotSpeakForAWorkloadPlacedOnAnother) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  ASSERT_TRUE(registry_.Register(P4d("b")).has_value());
+  registry_.SetWorkloads("test", NodeId("a"), {Placed("acct/ic/1")});
+  auto honest = Report("a");
+  honest.workloads.push_back(Running("acct/ic/1", "10.0.0.1:5000"));
+  registry_.ReportStatus(honest);
+  auto forged = Report("b");
+  forged.workloads.push_back(Running("acct/ic/1", "10.6.6.6:6666"));
+  auto failed = Running("acct/ic/2", "10.6.6.6:6667");  // Placed nowhere at all.
+  failed.state = "failed";
+  forged.workloads.push_back(failed);
+  registry_.ReportStatus(forged);
+  auto w = registry_.Workload("acct/ic/1");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->address, "10.0.0.1:5000");
+  EXPECT_EQ(w->state, "running");
+  EXPECT_FALSE(registry_.Workload("acct/ic/2").has_value());
+  // Even once a leaves, b's next report does not take the copy over.
+  registry_.ReportStatus(Report("a"));
+  registry_.ReportStatus(forged);
+  EXPECT_FALSE(registry_.Workload("acct/ic/1").has_value());
+}
+
+TEST_F(NodeRegistryTest, ANodeStillReportsACopyThatLeftItsDesiredStateUntilItStops) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  registry_.SetWorkloads("test", NodeId("a"), {Placed("acct/ic/1")});
+  auto s = Report("a");
+  s.workloads.push_back(Running("acct/ic/1", "10.0.0.1:5000"));
+  registry_.ReportStatus(s);
+  registry_.SetWorkloads("test", NodeId("a"), {});  // Deleted: the agent is stopping it.
+  s.workloads[0].state = "stopping";
+  registry_.ReportStatus(s);
+  auto w = registry_.Workload("acct/ic/1");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->state, "stopping");
+}
+
 TEST_F(NodeRegistryTest, LedgerGapComparesTheQuotaLedgerWithNvmlPerProcess) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  registry_.SetWorkloads("test", NodeId("a"),
+                         {Placed("acct/q/job-1/task-0.0"), Placed("acct/ic/1")});
   auto s = Report("a");
   protocol::WorkloadStatus share;
   share.id = "acct/q/job-1/task-0.0";
   share.state = "running";
   share.pid = 4242;
-  share.memory_used_mib = 900;  // What the interposer's ledger counts.
+  share.memory_used_mib = 900;    // What the interposer's ledger counts.
   protocol::WorkloadStatus copy;  // No ledger (a MIG copy): not cross-checked.
   copy.id = "acct/ic/1";
   copy.pid = 77;
@@ -309,8 +366,9 @@ TEST_F(CarveThroughAgentTest, OnlyAReportOfTheCarvesVersionIsFinal) {
 TEST_F(CarveThroughAgentTest, CarveReturnsWhenTheAgentReportsTheLayout) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
   AgentNodeDriver driver(registry_, 5s);
-  auto carve = std::async(std::launch::async,
-                          [&] { return driver.CarveGpu(NodeId("a"), GpuIndex(3), TwoPartitions()); });
+  auto carve = std::async(std::launch::async, [&] {
+    return driver.CarveGpu(NodeId("a"), GpuIndex(3), TwoPartitions());
+  });
   // Play the agent: read the desired state, report it applied.
   protocol::DesiredState d = DesiredLayout("a");
   ASSERT_EQ(d.gpus.size(), 1u);
@@ -334,8 +392,9 @@ TEST_F(CarveThroughAgentTest, CarveReturnsWhenTheAgentReportsTheLayout) {
 TEST_F(CarveThroughAgentTest, TheAgentsErrorFailsTheCarve) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
   AgentNodeDriver driver(registry_, 5s);
-  auto carve = std::async(std::launch::async,
-                          [&] { return driver.CarveGpu(NodeId("a"), GpuIndex(0), TwoPartitions()); });
+  auto carve = std::async(std::launch::async, [&] {
+    return driver.CarveGpu(NodeId("a"), GpuIndex(0), TwoPartitions());
+  });
   protocol::DesiredState d = DesiredLayout("a");
   auto s = Report("a");
   s.applied_version = d.version;
@@ -377,7 +436,8 @@ void ReportCarved(NodeRegistry& registry, const std::string& node, const std::st
     g.mig = want.mig;
     g.applied = error.empty();
     g.error = error;
-    for (const auto& p : want.partitions) g.partitions.push_back({p.profile, p.start, "MIG-" + node});
+    for (const auto& p : want.partitions)
+      g.partitions.push_back({p.profile, p.start, "MIG-" + node});
     s.gpus.push_back(g);
   }
   registry.ReportStatus(s);
@@ -417,8 +477,7 @@ TEST_F(CarveThroughAgentTest, CarveNodesFailsWithTheFirstNodesErrorAndStopsOnAbo
   Status st = carve.get();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
-  EXPECT_NE(st.error().message.find("of b: NVML_ERROR_INSUFFICIENT_RESOURCES"),
-            std::string::npos)
+  EXPECT_NE(st.error().message.find("of b: NVML_ERROR_INSUFFICIENT_RESOURCES"), std::string::npos)
       << st.error().message;
 
   auto aborted = std::async(std::launch::async, [&] {
@@ -445,8 +504,9 @@ TEST_F(NodeRegistryTest, AnAsyncWatchIsAnsweredByAChangeOrItsDeadlineWithoutAThr
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
   const uint64_t v = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->version;
   std::promise<Result<protocol::DesiredState>> changed;
-  registry_.WatchDesired("a", registry_.epoch(), v, 5s,
-                         [&](Result<protocol::DesiredState> r) { changed.set_value(std::move(r)); });
+  registry_.WatchDesired("a", registry_.epoch(), v, 5s, [&](Result<protocol::DesiredState> r) {
+    changed.set_value(std::move(r));
+  });
   auto got = changed.get_future();
   EXPECT_EQ(got.wait_for(50ms), std::future_status::timeout);
   protocol::WorkloadDesired w;
