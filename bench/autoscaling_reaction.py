@@ -22,7 +22,6 @@ import statistics
 import sys
 import threading
 import time
-import urllib.request
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "tests", "integration"))
@@ -81,7 +80,7 @@ def trial(args):
                     "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"}})
 
         def attempts():
-            text = urllib.request.urlopen(server.url + "/metrics", timeout=10).read().decode()
+            text = server.metrics_text(timeout=10)
             return {c: float(v) for c, v in re.findall(
                 r'^carve_runtime_copy_attempts_total\{component="ic",copy="([^"]+)",'
                 r'outcome="answered"\} (\S+)$', text, re.M)}

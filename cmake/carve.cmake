@@ -30,3 +30,13 @@ function(carve_test name)
   set(labels unit ${ARG_LABELS})
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300)
 endfunction()
+
+# Every test of the calling directory so far requires the fixture `carve_processes`, whose
+# cleanup (no_leftover_processes, top-level CMakeLists.txt) fails when a process started from
+# the build is still alive after them. Call it last in a directory whose tests start processes.
+function(carve_check_processes)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(t IN LISTS tests)
+    set_property(TEST ${t} APPEND PROPERTY FIXTURES_REQUIRED carve_processes)
+  endforeach()
+endfunction()

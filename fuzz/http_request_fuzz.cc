@@ -50,28 +50,26 @@ int Port() {
     s->SetApiHandler([](const server::ApiRequest& r) {
       return server::ApiResponse{200, "{\"op\":\"" + r.operation + "\"}", ""};
     });
-    s->AddRoute("GET", "/v1/things/{name}", server::RouteAuth::kPublic,
-                [](const server::NativeRequest& r) {
-                  return server::NativeResponse{200, r.path_params.at("name")};
-                });
-    s->AddRoute("POST", "/v1/things/{name}/act", server::RouteAuth::kSigV4,
+    s->AddRoute("GET", "/v1/things/{name}", server::kForAnyone, [](const server::NativeRequest& r) {
+      return server::NativeResponse{200, r.path_params.at("name")};
+    });
+    s->AddRoute("POST", "/v1/things/{name}/act", server::kForTenants,
                 [](const server::NativeRequest& r) {
                   return server::NativeResponse{200, r.account_id + r.body};
                 });
-    s->AddAsyncRoute("GET", "/v1/wait/{name}", server::RouteAuth::kPublic,
+    s->AddAsyncRoute("GET", "/v1/wait/{name}", server::kForAnyone,
                      [](server::NativeRequest r, server::Responder respond) {
                        respond(server::NativeResponse{200, r.path_params.at("name")});
                      });
-    s->AddRoute("GET", "/v1/stream/{n}", server::RouteAuth::kPublic,
-                [](const server::NativeRequest& r) {
-                  server::NativeResponse out;
-                  const size_t n = r.path_params.at("n").size();
-                  out.stream = [n](const server::StreamWriter& write) {
-                    for (size_t i = 0; i < n && write(std::string(i, 'x')); ++i) {
-                    }
-                  };
-                  return out;
-                });
+    s->AddRoute("GET", "/v1/stream/{n}", server::kForAnyone, [](const server::NativeRequest& r) {
+      server::NativeResponse out;
+      const size_t n = r.path_params.at("n").size();
+      out.stream = [n](const server::StreamWriter& write) {
+        for (size_t i = 0; i < n && write(std::string(i, 'x')); ++i) {
+        }
+      };
+      return out;
+    });
     auto port = s->Start("127.0.0.1", 0);
     FUZZ_CHECK(port.has_value(), "cannot start the server: %s", port.error().message.c_str());
     return *port;

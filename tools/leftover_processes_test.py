@@ -2,6 +2,7 @@
 """tools/leftover_processes.py finds a process left from a build directory, and only those."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,20 @@ class LeftoverProcessesTest(unittest.TestCase):
         os.makedirs(os.path.dirname(self.sleep))
         shutil.copy("/bin/sleep", self.sleep)
 
+    def spawn(self, argv):
+        """A process group of its own, silent, killed whole at the end of the test."""
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+
+        def stop():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        self.addCleanup(stop)
+        return p
+
     def check(self, *extra):
         return subprocess.run([sys.executable, TOOL, self.build, *extra], capture_output=True,
                               text=True, timeout=30)
@@ -27,25 +42,20 @@ class LeftoverProcessesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_a_process_of_the_build_fails_the_check_and_is_killed(self):
-        p = subprocess.Popen([self.sleep, "60"])
-        self.addCleanup(p.kill)
+        p = self.spawn([self.sleep, "60"])
         r = self.check()
         self.assertEqual(r.returncode, 1)
         self.assertIn(f"pid {p.pid}", r.stderr)
         self.assertIsNotNone(p.wait(timeout=10))  # killed by the check
 
     def test_a_shell_naming_the_build_directory_counts_too(self):
-        p = subprocess.Popen(["/bin/sh", "-c", f"exec {self.sleep} 60 && true # {self.build}"])
-        self.addCleanup(p.kill)
-        p2 = subprocess.Popen(["/bin/sh", "-c", f": {self.build}; sleep 60"])
-        self.addCleanup(p2.kill)
+        p2 = self.spawn(["/bin/sh", "-c", f": {self.build}; sleep 60"])
         r = self.check("--no-kill")
         self.assertEqual(r.returncode, 1)
         self.assertIn(f"pid {p2.pid}", r.stderr)
 
     def test_processes_of_another_directory_are_not_counted(self):
-        p = subprocess.Popen(["/bin/sleep", "60"])
-        self.addCleanup(p.kill)
+        p = self.spawn(["/bin/sleep", "60"])
         r = self.check()
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIsNone(p.poll())

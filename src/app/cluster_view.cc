@@ -73,7 +73,7 @@ json ClusterJson(const ClusterSources& s) {
 }
 
 void RegisterClusterRoute(server::HttpServer& http, ClusterSources sources) {
-  http.AddRoute("GET", "/v1/cluster", server::RouteAuth::kSigV4,
+  http.AddRoute("GET", "/v1/cluster", server::kForOperators,
                 [sources = std::move(sources)](const server::NativeRequest&) {
                   return server::JsonReply(200, ClusterJson(sources));
                 });

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "app/data_dir.h"
 #include "app/replica_forwarder.h"
 #include "app/scalable_resources.h"
+#include "app/scrape_token.h"
 #include "app/server_routes.h"
 #include "aws/credentials.h"
 #include "common/clock.h"
@@ -51,6 +53,7 @@ struct ServerApp::Parts {
   aws::Credentials credentials;
   std::string credentials_file;
   bool credentials_created = false;
+  std::unique_ptr<ScrapeToken> scrape_token;
   server::nodes::FleetConfig fleet;
   std::unique_ptr<store::Store> store;
   store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
@@ -211,6 +214,16 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
     if (!loaded.has_value()) return loaded.error();
     p->credentials = loaded->credentials;
     p->credentials_created = loaded->created;
+    // A key added or removed, or a role changed, takes effect without a restart.
+    p->credentials.Watch(p->credentials_file,
+                         [file = p->credentials_file](const Status& s, size_t keys) {
+                           if (s.ok()) {
+                             spdlog::info("{} changed: {} keys now", file, keys);
+                           } else {
+                             spdlog::error("{} changed but is refused; the last good keys stay: {}",
+                                           file, s.error().message);
+                           }
+                         });
   }
   if (c.store_url.empty()) {
     const std::string db_file = fs::absolute(fs::path(c.data_dir) / "carve.db").string();
@@ -277,6 +290,14 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   http_options.max_connections = c.max_connections;
   http_options.header_timeout = c.header_timeout;
   http_options.max_body_bytes = c.max_body_bytes;
+  http_options.public_metrics = c.public_metrics;
+  if (!c.insecure_no_auth && !c.public_metrics) {
+    CARVE_ASSIGN_OR_RETURN(p->scrape_token,
+                           ScrapeToken::OpenOrCreate(fs::path(c.data_dir) / "scrape-token"));
+    http_options.scrape_token_ok = [token = p->scrape_token.get()](std::string_view presented) {
+      return token->Matches(presented);
+    };
+  }
   p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
   if (p->etcd != nullptr) {
     p->forwarder = std::make_unique<ReplicaForwarder>(
@@ -332,10 +353,20 @@ Result<int> ServerApp::Start() {
     p.started = true;
   }
   if (!c.no_local_agent) {
+    // The embedded agents speak the agent protocol with an operator's key (docs/security.md).
     protocol::ClientCredentials key;
-    if (!c.insecure_no_auth && !p.credentials.all().empty()) {
-      key.access_key_id = p.credentials.all().front().access_key_id;
-      key.secret_access_key = p.credentials.all().front().secret_access_key;
+    if (!c.insecure_no_auth) {
+      const auto& all = p.credentials.all();
+      auto op = std::find_if(all.begin(), all.end(),
+                             [](const aws::Credential& k) { return k.operator_role; });
+      if (op == all.end()) {
+        return FailedPrecondition(p.credentials_file +
+                                  " names no operator (carve_role = operator), and the embedded "
+                                  "agents need an operator's key; add the role to a section or "
+                                  "start with --no-local-agent");
+      }
+      key.access_key_id = op->access_key_id;
+      key.secret_access_key = op->secret_access_key;
     }
     p.control = std::make_unique<agent::node::HttpControlPlane>(protocol::SignedClient(url(), key));
     for (const auto& node : p.fleet.nodes) {

@@ -52,6 +52,9 @@ struct ServerConfig {
   std::string config_path;  // YAML with fleet: and runtimes: sections; "" for the defaults.
   std::string region = "us-east-1";
   bool insecure_no_auth = false;
+  // GET /metrics without a credential (`--public-metrics`). Otherwise scrapers present the token
+  // in <data-dir>/scrape-token (app/scrape_token.h), and operators may sign.
+  bool public_metrics = false;
   bool no_local_agent = false;
   bool keep_workloads = false;
   std::chrono::milliseconds node_timeout{15000};

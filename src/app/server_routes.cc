@@ -193,13 +193,24 @@ void RegisterAutoScalingMetrics(server::MetricsRegistry& registry,
 
 void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& svc,
                         server::queues::QueueService& queues) {
-  http.AddRoute("GET", "/v1/fleet", server::RouteAuth::kSigV4,
+  // The route table with whom each route serves (docs/security.md), as the server holds it.
+  http.AddRoute("GET", "/v1/routes", server::kForOperators, [&http](const server::NativeRequest&) {
+    json routes = json::array();
+    for (const auto& r : http.Routes()) {
+      routes.push_back({{"method", r.method},
+                        {"pattern", r.pattern},
+                        {"serves", r.access.serves.Names()},
+                        {"endpoint_tokens", r.access.endpoint_tokens}});
+    }
+    return server::JsonReply(200, json{{"routes", std::move(routes)}});
+  });
+  http.AddRoute("GET", "/v1/fleet", server::kForTenants,
                 [&svc, &queues](const server::NativeRequest& r) {
                   json fleet = svc.FleetJson(r.account_id);
                   AddQueueCards(fleet, queues.AllGpuViews(), r.account_id);
                   return server::JsonReply(200, fleet);
                 });
-  http.AddRoute("GET", "/v1/fragmentation", server::RouteAuth::kSigV4,
+  http.AddRoute("GET", "/v1/fragmentation", server::kForTenants,
                 [&svc, &queues](const server::NativeRequest& r) {
                   auto shapes = svc.Fragmentation(r.account_id);
                   auto more = queues.Fragmentation(r.account_id);
@@ -207,12 +218,12 @@ void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerSe
                   return server::JsonReply(200, json{{"shapes", FragmentationJson(shapes)}});
                 });
   http.AddRoute(
-      "GET", "/v1/endpoints/{name}/carve", server::RouteAuth::kSigV4,
+      "GET", "/v1/endpoints/{name}/carve", server::kForTenants,
       [&svc](const server::NativeRequest& r) {
         return server::Answer(svc.EndpointCarveJson(r.account_id, r.path_params.at("name")));
       });
   http.AddRoute(
-      "GET", "/v1/inference-components/{name}/copies", server::RouteAuth::kSigV4,
+      "GET", "/v1/inference-components/{name}/copies", server::kForTenants,
       [&svc](const server::NativeRequest& r) {
         return server::Answer(svc.ComponentCopiesJson(r.account_id, r.path_params.at("name")));
       });

@@ -39,7 +39,7 @@ void RegisterAutoScalingMetrics(server::MetricsRegistry& metrics,
                                 server::autoscaling::AutoScalingService& autoscaling);
 
 // GET /v1/fleet, GET /v1/fragmentation and GET /v1/endpoints/{name}/carve, scoped to the
-// caller's account.
+// caller's account; and GET /v1/routes, the route table, for operators.
 void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
                         server::queues::QueueService& queues);
 

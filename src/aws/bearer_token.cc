@@ -151,8 +151,8 @@ std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view tok
     return AuthFailure{403, "ExpiredTokenException",
                        "The bearer token expired at " + sigv4::FormatAmzDate(*when + expires)};
   }
-  const Credential* key = credentials.Find(cred[0]);
-  if (key == nullptr) {
+  const std::optional<Credential> key = credentials.Find(cred[0]);
+  if (!key.has_value()) {
     return AuthFailure{403, "UnrecognizedClientException",
                        "The bearer token's access key is not known to this server"};
   }

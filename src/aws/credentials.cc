@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -42,7 +43,8 @@ Result<std::string> RandomChars(std::string_view alphabet, size_t n) {
 std::string Section(const Credential& c) {
   return "[" + c.profile + "]\naws_access_key_id = " + c.access_key_id +
          "\naws_secret_access_key = " + c.secret_access_key +
-         "\ncarve_account_id = " + c.account_id + "\n";
+         "\ncarve_account_id = " + c.account_id + "\n" +
+         (c.operator_role ? "carve_role = operator\n" : "");
 }
 
 // Appends `text` to `file`, creating it with mode 0600 (an existing file is forced to 0600).
@@ -97,6 +99,7 @@ Result<Credentials> Credentials::Parse(std::string_view text) {
     cur.reset();
     return OkStatus();
   };
+  bool any_role = false;
   int line_no = 0;
   size_t start = 0;
   while (start < text.size()) {
@@ -133,9 +136,19 @@ Result<Credentials> Credentials::Parse(std::string_view text) {
                                ": carve_account_id '" + value + "' is not 12 digits");
       }
       cur->account_id = value;
+    } else if (key == "carve_role") {
+      if (value != "operator" && value != "tenant") {
+        return InvalidArgument("credentials line " + std::to_string(line_no) + ": carve_role '" +
+                               value + "' is not operator or tenant");
+      }
+      cur->operator_role = value == "operator";
+      any_role = true;
     }
   }
   CARVE_RETURN_IF_ERROR(finish());
+  if (!any_role) {
+    for (Credential& c : all) c.operator_role = c.profile == "default";
+  }
   return Credentials(std::move(all));
 }
 
@@ -162,15 +175,89 @@ Result<Credentials::Loaded> Credentials::LoadOrCreate(const std::filesystem::pat
   if (loaded.has_value()) return Loaded{std::move(loaded).value(), false};
   if (loaded.error().code != ErrorCode::kNotFound) return loaded.error();
   CARVE_ASSIGN_OR_RETURN(Credential fresh, GenerateCredential("default"));
+  fresh.operator_role = true;  // The first key is the operator's (docs/security.md).
   CARVE_RETURN_IF_ERROR(AppendPrivate(file, Section(fresh)));
   return Loaded{Credentials({fresh}), true};
 }
 
-const Credential* Credentials::Find(std::string_view access_key_id) const {
-  for (const Credential& c : all_) {
-    if (c.access_key_id == access_key_id) return &c;
+struct Credentials::Watched {
+  std::filesystem::path file;
+  std::function<void(const Status&, size_t)> reloaded;
+  std::chrono::milliseconds every;
+  std::mutex mu;  // Serializes reloads; never held with Credentials::mu_ waited on.
+  std::chrono::steady_clock::time_point next_look{};
+  std::filesystem::file_time_type mtime{};
+  uintmax_t size = 0;
+};
+
+Credentials& Credentials::operator=(const Credentials& other) {
+  if (this != &other) {
+    auto snapshot = other.Snapshot();
+    std::lock_guard lock(mu_);
+    all_ = std::move(snapshot);
   }
-  return nullptr;
+  return *this;
+}
+
+void Credentials::Watch(std::filesystem::path file,
+                        std::function<void(const Status&, size_t)> reloaded,
+                        std::chrono::milliseconds every) {
+  auto w = std::make_shared<Watched>();
+  std::error_code ec;
+  w->mtime = std::filesystem::last_write_time(file, ec);
+  w->size = ec ? 0 : std::filesystem::file_size(file, ec);
+  w->file = std::move(file);
+  w->reloaded = std::move(reloaded);
+  w->every = every;
+  w->next_look = std::chrono::steady_clock::now() + every;
+  std::lock_guard lock(mu_);
+  watched_ = std::move(w);
+}
+
+void Credentials::MaybeReload() const {
+  std::shared_ptr<Watched> w;
+  {
+    std::lock_guard lock(mu_);
+    w = watched_;
+  }
+  if (!w) return;
+  std::unique_lock reload(w->mu, std::try_to_lock);
+  if (!reload.owns_lock()) return;  // Another caller is looking; use the keys as they are.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < w->next_look) return;
+  w->next_look = now + w->every;
+  std::error_code ec;
+  const auto mtime = std::filesystem::last_write_time(w->file, ec);
+  const auto size = ec ? 0 : std::filesystem::file_size(w->file, ec);
+  if (!ec && mtime == w->mtime && size == w->size) return;
+  w->mtime = mtime;
+  w->size = size;
+  auto loaded = Load(w->file);
+  if (!loaded.has_value()) {
+    if (w->reloaded) w->reloaded(loaded.error(), 0);
+    return;
+  }
+  auto fresh = loaded->Snapshot();
+  const size_t keys = fresh->size();
+  {
+    std::lock_guard lock(mu_);
+    all_ = std::move(fresh);
+  }
+  if (w->reloaded) w->reloaded(OkStatus(), keys);
+}
+
+std::shared_ptr<const std::vector<Credential>> Credentials::Snapshot() const {
+  MaybeReload();
+  std::lock_guard lock(mu_);
+  return all_;
+}
+
+std::optional<Credential> Credentials::Find(std::string_view access_key_id) const {
+  const auto all = Snapshot();
+  for (const Credential& c : *all) {
+    if (c.access_key_id == access_key_id) return c;
+  }
+  return std::nullopt;
 }
 
 Result<Credential> GenerateCredential(std::string profile, std::string account_id) {

@@ -36,13 +36,90 @@ TEST(Credentials, ParsesSectionsWithAccountIds) {
       "aws_secret_access_key = s2\nregion = us-west-2\n[no-keys]\nregion = x\n");
   ASSERT_TRUE(c.has_value()) << c.error().message;
   ASSERT_EQ(c->all().size(), 2u);
-  const Credential* one = c->Find("AKIA1");
-  ASSERT_NE(one, nullptr);
+  const std::optional<Credential> one = c->Find("AKIA1");
+  ASSERT_TRUE(one.has_value());
   EXPECT_EQ(one->secret_access_key, "s1");
   EXPECT_EQ(one->account_id, "111111111111");
   EXPECT_EQ(c->Find("AKIA2")->account_id, kDefaultAccountId);
   EXPECT_EQ(c->Find("AKIA2")->profile, "other");
-  EXPECT_EQ(c->Find("AKIA3"), nullptr);
+  EXPECT_FALSE(c->Find("AKIA3").has_value());
+}
+
+TEST(Credentials, ARoleMakesAnOperatorAndEverySectionWithoutOneIsATenant) {
+  auto c = Credentials::Parse(
+      "[default]\naws_access_key_id=AKIA1\naws_secret_access_key=s1\n"
+      "[ops]\naws_access_key_id=AKIA2\naws_secret_access_key=s2\ncarve_role = operator\n"
+      "[team]\naws_access_key_id=AKIA3\naws_secret_access_key=s3\ncarve_role=tenant\n");
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  EXPECT_FALSE(c->Find("AKIA1")->operator_role);  // Roles are named: [default] is no exception.
+  EXPECT_TRUE(c->Find("AKIA2")->operator_role);
+  EXPECT_FALSE(c->Find("AKIA3")->operator_role);
+}
+
+TEST(Credentials, AFileFromBeforeRolesKeepsItsDefaultSectionAsTheOperator) {
+  auto c = Credentials::Parse(
+      "[default]\naws_access_key_id=AKIA1\naws_secret_access_key=s1\n"
+      "[team]\naws_access_key_id=AKIA3\naws_secret_access_key=s3\n");
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  EXPECT_TRUE(c->Find("AKIA1")->operator_role);
+  EXPECT_FALSE(c->Find("AKIA3")->operator_role);
+}
+
+TEST(Credentials, RejectsAnUnknownRoleNamingTheLine) {
+  auto c =
+      Credentials::Parse("[a]\naws_access_key_id=K\naws_secret_access_key=S\ncarve_role = root\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message.find("line 4: carve_role 'root'"), std::string::npos)
+      << c.error().message;
+}
+
+TEST(Credentials, TheGeneratedFirstKeyIsTheOperatorsAndAnAddedAccountATenant) {
+  TempDir dir;
+  const auto file = dir.path() / "credentials";
+  auto first = Credentials::LoadOrCreate(file);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  ASSERT_TRUE(AddAccount(file, "team", "222222222222").has_value());
+  auto all = Credentials::Load(file);
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  ASSERT_EQ(all->all().size(), 2u);
+  EXPECT_TRUE(all->all()[0].operator_role);
+  EXPECT_FALSE(all->all()[1].operator_role);
+}
+
+TEST(Credentials, AWatchedFileTakesARemovedKeyAndANewRoleWithoutARestart) {
+  TempDir dir;
+  const auto file = dir.path() / "credentials";
+  const std::string a =
+      "[a]\naws_access_key_id=AKIA1\naws_secret_access_key=s1\ncarve_role=operator\n";
+  const std::string b = "[b]\naws_access_key_id=AKIA2\naws_secret_access_key=s2\n";
+  std::ofstream(file) << a << b;
+  auto c = Credentials::Load(file);
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  std::vector<std::string> outcomes;
+  c->Watch(
+      file,
+      [&](const Status& s, size_t keys) {
+        outcomes.push_back(s.ok() ? std::to_string(keys) : s.error().message);
+      },
+      std::chrono::milliseconds(0));
+  EXPECT_TRUE(c->Find("AKIA2").has_value());
+  std::ofstream(file, std::ios::trunc) << a;  // [b] revoked.
+  EXPECT_FALSE(c->Find("AKIA2").has_value());
+  ASSERT_TRUE(c->Find("AKIA1").has_value());
+  std::ofstream(file, std::ios::trunc) << a << "[b]\naws_access_key_id=AKIA2\n";  // Broken.
+  EXPECT_TRUE(c->Find("AKIA1").has_value());  // The last good keys hold.
+  EXPECT_FALSE(c->Find("AKIA2").has_value());
+  std::ofstream(file, std::ios::trunc) << a << b << "carve_role = operator\n";
+  ASSERT_TRUE(c->Find("AKIA2").has_value());
+  EXPECT_TRUE(c->Find("AKIA2")->operator_role);
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_EQ(outcomes[0], "1");
+  EXPECT_NE(outcomes[1].find("no aws_secret_access_key"), std::string::npos) << outcomes[1];
+  EXPECT_EQ(outcomes[2], "2");
+  // A copy holds the keys of the moment and watches nothing.
+  Credentials copy = *c;
+  std::ofstream(file, std::ios::trunc) << a;
+  EXPECT_TRUE(copy.Find("AKIA2").has_value());
 }
 
 TEST(Credentials, RejectsBadAccountIdNamingTheLine) {
@@ -69,7 +146,7 @@ TEST(Credentials, FirstStartCreatesARandomDefaultKeyWithMode0600) {
   EXPECT_TRUE(first->created);
   EXPECT_EQ(ModeOf(file), 0600u);
   ASSERT_EQ(first->credentials.all().size(), 1u);
-  const Credential& c = first->credentials.all()[0];
+  const Credential c = first->credentials.all()[0];
   EXPECT_EQ(c.profile, "default");
   EXPECT_EQ(c.access_key_id.size(), 20u);
   EXPECT_EQ(c.access_key_id.substr(0, 4), "AKIA");
@@ -79,7 +156,7 @@ TEST(Credentials, FirstStartCreatesARandomDefaultKeyWithMode0600) {
   auto second = Credentials::LoadOrCreate(file);
   ASSERT_TRUE(second.has_value());
   EXPECT_FALSE(second->created);
-  ASSERT_NE(second->credentials.Find(c.access_key_id), nullptr);
+  ASSERT_TRUE(second->credentials.Find(c.access_key_id).has_value());
   EXPECT_EQ(second->credentials.Find(c.access_key_id)->secret_access_key, c.secret_access_key);
 }
 
@@ -123,7 +200,7 @@ TEST(Credentials, TheAwsCliReadsTheFileAsIs) {
   char buf[256] = {};
   size_t n = fread(buf, 1, sizeof buf - 1, p);
   ASSERT_EQ(pclose(p), 0);
-  const Credential& c = created->credentials.all()[0];
+  const Credential c = created->credentials.all()[0];
   EXPECT_EQ(std::string(buf, n), c.access_key_id + " " + c.secret_access_key + "\n");
 }
 

@@ -350,6 +350,17 @@ const std::string* FindHeader(const SigV4Request& r, std::string_view lower_name
   return nullptr;
 }
 
+// Whether `name` (lowercase) is one of the ';'-separated SignedHeaders.
+bool SignsHeader(std::string_view signed_headers, std::string_view name) {
+  while (!signed_headers.empty()) {
+    const size_t semi = signed_headers.find(';');
+    if (signed_headers.substr(0, semi) == name) return true;
+    if (semi == std::string_view::npos) break;
+    signed_headers.remove_prefix(semi + 1);
+  }
+  return false;
+}
+
 struct ParsedAuthorization {
   std::string access_key, date, region, service, signed_headers, signature;
 };
@@ -468,8 +479,27 @@ AuthOutcome SigV4Verifier::Verify(const SigV4Request& request, std::string_view 
     return Fail("InvalidSignatureException",
                 "Credential should be scoped to correct service: '" + std::string(service) + "'. ");
   }
-  const Credential* cred = credentials_.Find(auth.access_key);
-  if (cred == nullptr) {
+  // What a signature must cover, as AWS requires: the host, and on the JSON protocol the
+  // operation (an unsigned X-Amz-Target would let one signed call be replayed as another).
+  if (!SignsHeader(auth.signed_headers, "host")) {
+    return Fail("InvalidSignatureException",
+                "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
+  }
+  if (FindHeader(request, "x-amz-target") != nullptr &&
+      !SignsHeader(auth.signed_headers, "x-amz-target")) {
+    return Fail("InvalidSignatureException",
+                "'X-Amz-Target' must be a 'SignedHeader' in the AWS Authorization.");
+  }
+  // A query-presigned request (a bearer token's) is verified by VerifyBearerToken on the routes
+  // that take tokens, never as a header signature.
+  if (request.query.find("X-Amz-Signature=") != std::string::npos ||
+      request.query.find("X-Amz-Credential=") != std::string::npos) {
+    return Fail("InvalidSignatureException",
+                "A request may carry its signature in the Authorization header or in its query "
+                "string, not both.");
+  }
+  const std::optional<Credential> cred = credentials_.Find(auth.access_key);
+  if (!cred.has_value()) {
     return Fail("UnrecognizedClientException",
                 "The security token included in the request is invalid.");
   }

@@ -194,6 +194,42 @@ TEST(SigV4, SignedHeaderMissingFromTheRequestIsInvalidSignature) {
   EXPECT_NE(f.message.find("x-amz-target"), std::string::npos) << f.message;
 }
 
+TEST(SigV4, TheHostMustBeSigned) {
+  Credentials creds = ExampleCredentials();
+  FakeClock clock(k20150830T123600Z * 1000);
+  SigV4Request r{"POST", "/", "", {{"X-Amz-Target", "SageMaker.ListModels"}}, ""};
+  TestSigner().Sign(r, "20150830T123600Z");
+  r.headers.emplace_back("Host", "h");  // Present, but not signed.
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  EXPECT_EQ(f.type, "InvalidSignatureException");
+  EXPECT_EQ(f.message, "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
+}
+
+// The replay the review found: a signature that does not cover X-Amz-Target (a bearer token's,
+// or a signed ListModels) must not be accepted for another operation.
+TEST(SigV4, AnXAmzTargetMustBeSigned) {
+  Credentials creds = ExampleCredentials();
+  FakeClock clock(k20150830T123600Z * 1000);
+  SigV4Request r{"POST", "/", "", {{"Host", "h"}}, ""};
+  TestSigner().Sign(r, "20150830T123600Z");
+  ASSERT_TRUE(
+      std::holds_alternative<VerifiedCaller>(SigV4Verifier(creds, clock, "sagemaker").Verify(r)));
+  r.headers.emplace_back("X-Amz-Target", "SageMaker.DescribeModel");
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  EXPECT_EQ(f.type, "InvalidSignatureException");
+  EXPECT_EQ(f.message, "'X-Amz-Target' must be a 'SignedHeader' in the AWS Authorization.");
+}
+
+TEST(SigV4, AQueryPresignedRequestIsNotAHeaderSignature) {
+  Credentials creds = ExampleCredentials();
+  FakeClock clock(k20150830T123600Z * 1000);
+  SigV4Request r{"POST", "/", "Action=CallWithBearerToken&X-Amz-Signature=00", {{"Host", "h"}}, ""};
+  TestSigner().Sign(r, "20150830T123600Z");
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  EXPECT_EQ(f.type, "InvalidSignatureException");
+  EXPECT_NE(f.message.find("not both"), std::string::npos) << f.message;
+}
+
 TEST(SigV4, MalformedAuthorizationIsIncompleteSignature) {
   Credentials creds = ExampleCredentials();
   FakeClock clock(k20150830T123600Z * 1000);

@@ -165,6 +165,9 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "fail to start");
   cmd->add_flag("--insecure-no-auth", flags->config.insecure_no_auth,
                 "Skip SigV4 (local experiments only; logs a warning)");
+  cmd->add_flag("--public-metrics", flags->config.public_metrics,
+                "Serve GET /metrics to anyone; by default a scraper presents the token in "
+                "<data-dir>/scrape-token as a bearer token (docs/security.md)");
   cmd->add_flag("--no-local-agent", flags->config.no_local_agent,
                 "Run no embedded agent: every node comes from a `carve agent`");
   cmd->add_flag("--keep-workloads", flags->config.keep_workloads,

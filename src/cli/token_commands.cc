@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "aws/bearer_token.h"
 #include "aws/credentials.h"
@@ -41,11 +42,11 @@ int RunToken(const TokenFlags& f, const Context& ctx) {
     std::cerr << "carve token: --credentials " << file << ": " << creds.error().message << "\n";
     return 2;
   }
-  const aws::Credential* key = nullptr;
+  std::optional<aws::Credential> key;
   for (const auto& c : creds->all()) {
-    if (c.profile == f.profile) key = &c;
+    if (c.profile == f.profile) key = c;
   }
-  if (key == nullptr) {
+  if (!key.has_value()) {
     std::cerr << "carve token: --profile " << f.profile << ": no such profile in " << file << "\n";
     return 2;
   }

@@ -58,7 +58,7 @@ class HttpLimitsTest : public ::testing::Test {
   void Start(HttpServerOptions o) {
     o.insecure_no_auth = true;
     server_ = std::make_unique<HttpServer>(o, creds_, metrics_);
-    server_->AddRoute("POST", "/v1/echo", RouteAuth::kPublic, [](const NativeRequest& r) {
+    server_->AddRoute("POST", "/v1/echo", kForAnyone, [](const NativeRequest& r) {
       return NativeResponse{200, std::to_string(r.body.size()), "text/plain"};
     });
     auto port = server_->Start("127.0.0.1", 0);
@@ -240,11 +240,10 @@ TEST_F(HttpLimitsTest, AnAsyncRouteAnswersFromAnotherThreadWithoutHoldingAWorker
   server_ = std::make_unique<HttpServer>(o, creds_, metrics_);
   std::mutex mu;
   std::vector<Responder> waiting;
-  server_->AddAsyncRoute("GET", "/v1/wait", RouteAuth::kPublic,
-                         [&](NativeRequest, Responder respond) {
-                           std::lock_guard lock(mu);
-                           waiting.push_back(std::move(respond));
-                         });
+  server_->AddAsyncRoute("GET", "/v1/wait", kForAnyone, [&](NativeRequest, Responder respond) {
+    std::lock_guard lock(mu);
+    waiting.push_back(std::move(respond));
+  });
   auto port = server_->Start("127.0.0.1", 0);
   ASSERT_TRUE(port.has_value());
   port_ = *port;
@@ -281,7 +280,7 @@ TEST_F(HttpLimitsTest, StopAnswersAWaitingAsyncRequest503AndALateAnswerIsIgnored
   o.insecure_no_auth = true;
   server_ = std::make_unique<HttpServer>(o, creds_, metrics_);
   std::promise<Responder> taken;
-  server_->AddAsyncRoute("GET", "/v1/wait", RouteAuth::kPublic,
+  server_->AddAsyncRoute("GET", "/v1/wait", kForAnyone,
                          [&](NativeRequest, Responder respond) { taken.set_value(respond); });
   auto port = server_->Start("127.0.0.1", 0);
   ASSERT_TRUE(port.has_value());

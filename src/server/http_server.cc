@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <variant>
 
-#include "aws/bearer_token.h"
 #include "aws/sigv4.h"
+#include "server/authenticator.h"
 #include "server/http_connection.h"
 #include "server/http_internal.h"
 
@@ -168,7 +168,8 @@ std::vector<std::string> SplitPath(std::string_view path) {
 struct Route {
   std::string method;
   std::vector<std::string> pattern;  // Segments; "{x}" captures.
-  RouteAuth auth;
+  std::string text;                  // The pattern as registered.
+  Access access;
   NativeHandler handler;  // One of the two is set.
   AsyncHandler async_handler;
   bool on_loop = false;  // The async handler (and authentication) runs on the event loop.
@@ -293,8 +294,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
   Impl(HttpServerOptions options, const aws::Credentials& credentials, MetricsRegistry& metrics)
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
-        credentials_(credentials),
-        verifier_(credentials, clock_, options_.signing_service, options_.max_clock_skew),
+        auth_(options_, credentials, clock_),
         metrics_(metrics),
         requests_(metrics.AddCounter("carve_api_requests_total",
                                      "SageMaker API requests by operation and result code.",
@@ -322,15 +322,36 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     apis_.push_back({std::move(prefix), std::move(service), std::move(h)});
   }
 
-  void AddRoute(std::string method, const std::string& pattern, RouteAuth auth, NativeHandler h,
+  void AddRoute(std::string method, const std::string& pattern, Access access, NativeHandler h,
                 AsyncHandler async, bool on_loop = false) {
-    routes_.push_back(Route{std::move(method), SplitPath(pattern), auth, std::move(h),
+    routes_.push_back(Route{std::move(method), SplitPath(pattern), pattern, access, std::move(h),
                             std::move(async), on_loop});
     any_on_loop_ = any_on_loop_ || on_loop;
   }
 
+  // The built-in routes, then those added; POST / stands for every awsJson1.1 API.
+  std::vector<RouteInfo> Routes() const {
+    std::vector<RouteInfo> out{{"POST", "/", kForTenants},
+                               {"GET", "/ping", kForAnyone},
+                               {"GET", "/metrics", MetricsAccess()}};
+    for (const Route& r : routes_) out.push_back({r.method, r.text, r.access});
+    return out;
+  }
+
+  Access MetricsAccess() const {
+    return options_.public_metrics ? kForAnyone
+                                   : Access{Principal::kScraper | Principal::kOperator};
+  }
+
   Result<int> Start(const std::string& host, int port) {
     if (started_) return FailedPrecondition("HttpServer::Start called twice");
+    for (const Route& r : routes_) {
+      if (r.access.serves.empty()) {
+        return FailedPrecondition("route " + r.method + " " + r.text +
+                                  " is registered for no principal: every route names whom it "
+                                  "serves (server/principals.h)");
+      }
+    }
     if (options_.insecure_no_auth) {
       spdlog::warn(
           "--insecure-no-auth: SigV4 verification is OFF; every request acts as account "
@@ -526,85 +547,21 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     if (stopping_ && connections_.empty()) work_.reset();
   }
 
-  // Returns the account id, or the 403 to send.
-  std::variant<std::string, NativeResponse> Authenticate(Incoming& in,
-                                                         std::string_view service = "sagemaker") {
-    if (options_.insecure_no_auth) return options_.insecure_account_id;
-    aws::SigV4Request sr;
-    sr.method = in.method;
-    sr.path = in.path;
-    sr.query = in.query;
-    sr.headers = std::move(in.headers);  // Lent for verification, handed back below.
-    sr.body = std::move(in.body);
-    aws::AuthOutcome outcome = verifier_.Verify(sr, service);
-    in.headers = std::move(sr.headers);
-    in.body = std::move(sr.body);
-    if (auto* caller = std::get_if<aws::VerifiedCaller>(&outcome)) return caller->account_id;
-    const auto& f = std::get<aws::AuthFailure>(outcome);
-    NativeResponse res{f.http_status, ErrorBody(f.type, f.message), kAmzJson};
-    res.headers.emplace_back("X-Amzn-Errortype", f.type);
-    return res;
-  }
-
-  // A bearer token's account (and endpoint limit) into `nr`; the 403 to send when it fails.
-  std::optional<NativeResponse> AuthenticateBearer(std::string_view token, NativeRequest& nr) {
-    if (options_.insecure_no_auth) {
-      nr.account_id = options_.insecure_account_id;
-      return std::nullopt;
-    }
-    auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service);
-    if (auto* ok = std::get_if<aws::VerifiedBearer>(&outcome)) {
-      nr.account_id = ok->caller.account_id;
-      nr.bearer_endpoint = ok->endpoint;
-      return std::nullopt;
-    }
-    const auto& f = std::get<aws::AuthFailure>(outcome);
-    NativeResponse denied{f.http_status, ErrorBody(f.type, f.message), kAmzJson};
-    denied.headers.emplace_back("X-Amzn-Errortype", f.type);
-    return OpenAiDenied(denied);
-  }
-  // An authentication failure in OpenAI's error shape, for the OpenAI-compatible route.
-  static NativeResponse OpenAiDenied(const NativeResponse& aws) {
-    const auto j = nlohmann::json::parse(aws.body, nullptr, false);
-    const std::string type =
-        aws.headers.empty() ? "AccessDeniedException" : aws.headers.back().second;
-    const std::string message = j.is_object() ? j.value("message", aws.body) : aws.body;
-    NativeResponse out{aws.http_status,
-                       nlohmann::json{{"error",
-                                       {{"message", message},
-                                        {"type", "authentication_error"},
-                                        {"param", nullptr},
-                                        {"code", type}}}}
-                           .dump(),
-                       "application/json"};
-    out.headers.emplace_back("X-Amzn-Errortype", type);
-    return out;
-  }
-
   // The answer, or nullopt when an async route took `respond`.
   std::optional<NativeResponse> Dispatch(Incoming& in, const std::string& request_id,
                                          Responder& respond, std::function<void()>& taken_async) {
     if (in.method == "POST" && in.path == "/") return ServeApi(in, request_id);
     if (in.method == "GET" && in.path == "/ping") return NativeResponse{200, "", "text/plain"};
     if (in.method == "GET" && in.path == "/metrics") {
+      NativeRequest nr;
+      if (auto denied = auth_.Identify(MetricsAccess(), "GET /metrics", in, nr)) return denied;
       return NativeResponse{200, metrics_.Expose(), std::string(MetricsRegistry::kContentType)};
     }
     const auto segs = SplitPath(in.path);
     for (const Route& r : routes_) {
       NativeRequest nr;
       if (!r.Match(in.method, segs, nr.path_params)) continue;
-      const std::string authorization = in.Header("Authorization");
-      if (r.auth == RouteAuth::kSigV4OrBearer && authorization.starts_with("Bearer ")) {
-        auto bearer = AuthenticateBearer(authorization.substr(7), nr);
-        if (bearer) return std::move(*bearer);
-      } else if (r.auth != RouteAuth::kPublic) {
-        auto account = Authenticate(in);
-        if (auto* denied = std::get_if<NativeResponse>(&account)) {
-          if (r.auth == RouteAuth::kSigV4OrBearer) return OpenAiDenied(*denied);
-          return std::move(*denied);
-        }
-        nr.account_id = std::get<std::string>(std::move(account));
-      }
+      if (auto denied = auth_.Identify(r.access, r.method + " " + r.text, in, nr)) return denied;
       nr.method = in.method;
       nr.path = aws::sigv4::UriDecode(in.path, false);
       nr.query = ParseQuery(in.query);
@@ -639,7 +596,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
       }
     }
     // Each service's requests are signed for it; an unknown target is checked as SageMaker's.
-    auto account = Authenticate(in, api != nullptr ? api->service : "sagemaker");
+    auto account = auth_.Authenticate(in, api != nullptr ? api->service : "sagemaker");
     if (auto* denied = std::get_if<NativeResponse>(&account)) {
       res = std::move(*denied);
       code = res.headers.back().second;
@@ -647,7 +604,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     } else if (api != nullptr) {
       ApiResponse out =
           api->handler(ApiRequest{operation, in.body.empty() ? "{}" : std::move(in.body),
-                                  std::get<std::string>(account), request_id});
+                                  std::get<Authenticator::Caller>(account).account_id, request_id});
       res.http_status = out.http_status;
       if (!out.error_type.empty()) res.headers.emplace_back("X-Amzn-Errortype", out.error_type);
       res.body = std::move(out.body);
@@ -673,8 +630,7 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
 
   const HttpServerOptions options_;
   const Clock& clock_;
-  const aws::Credentials& credentials_;
-  const aws::SigV4Verifier verifier_;
+  Authenticator auth_;
   MetricsRegistry& metrics_;
   Counter& requests_;
   Histogram& latency_;
@@ -728,14 +684,16 @@ void HttpServer::AddApiHandler(std::string target_prefix, std::string signing_se
   impl_->AddApiHandler(std::move(target_prefix), std::move(signing_service), std::move(handler));
 }
 
-void HttpServer::AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
+std::vector<RouteInfo> HttpServer::Routes() const { return impl_->Routes(); }
+
+void HttpServer::AddRoute(std::string method, const std::string& pattern, Access access,
                           NativeHandler handler) {
-  impl_->AddRoute(std::move(method), pattern, auth, std::move(handler), nullptr);
+  impl_->AddRoute(std::move(method), pattern, access, std::move(handler), nullptr);
 }
 
-void HttpServer::AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
+void HttpServer::AddAsyncRoute(std::string method, const std::string& pattern, Access access,
                                AsyncHandler handler, AsyncRouteRuns runs) {
-  impl_->AddRoute(std::move(method), pattern, auth, nullptr, std::move(handler),
+  impl_->AddRoute(std::move(method), pattern, access, nullptr, std::move(handler),
                   runs == AsyncRouteRuns::kOnLoop);
 }
 

@@ -33,9 +33,13 @@
 //    carve_api_requests_total{operation,code} and timed in carve_api_request_duration_seconds
 //    {operation} (code = "200" or the error type).
 //  - Native routes: method + pattern like "/v1/endpoints/{name}/carve" ({x} matches one non-empty
-//    path segment). Authenticated ones need a SigV4 signature (service as configured) and get the
-//    account id; public ones (e.g. /metrics, /ping) get account_id "".
-//  - GET /metrics (registry exposition) and GET /ping are built in. The front end's own gauges:
+//    path segment), each with the principals it serves (principals.h). A caller proves what it
+//    is with a SigV4 signature (service as configured; the key's credentials section says tenant
+//    or operator), an endpoint's bearer token (routes with endpoint_tokens), the scrape token, or
+//    nothing (routes that serve anonymous callers, which get account_id ""). A caller the route
+//    does not serve gets 403 AccessDeniedException naming the route and whom it serves.
+//  - GET /metrics (registry exposition: scrapers and operators, or anyone with public_metrics)
+//    and GET /ping (anyone) are built in. The front end's own gauges:
 //    carve_http_connections, carve_http_requests_queued, and the counter
 //    carve_http_connections_refused_total{reason}.
 // Lifecycle: configure (SetApiHandler/AddRoute) before Start; Start binds, listens and serves on
@@ -63,6 +67,7 @@
 #include "common/result.h"
 #include "server/api.h"
 #include "server/metrics.h"
+#include "server/principals.h"
 
 namespace carve::server {
 
@@ -71,6 +76,13 @@ struct HttpServerOptions {
   bool insecure_no_auth = false;
   std::string insecure_account_id = std::string(aws::kDefaultAccountId);
   std::string signing_service = "sagemaker";  // Service name required in the scope.
+  // Whether `Authorization: Bearer <token>` carries the scrape token (a Prometheus scraper, on
+  // GET /metrics). Unset: no scrape token is accepted. Asked on every scrape, so a rotated token
+  // takes effect at once.
+  std::function<bool(std::string_view token)> scrape_token_ok{};
+  // GET /metrics for anyone, without a credential (`carve server --public-metrics`). Otherwise
+  // it serves scrapers and operators.
+  bool public_metrics = false;
   std::chrono::seconds max_clock_skew = std::chrono::minutes(15);
   // Worker threads that run handlers (blocking ones: Store commits, the router's copy calls).
   int threads = 128;
@@ -100,7 +112,8 @@ struct NativeRequest {
   std::map<std::string, std::string> path_params;  // {name} -> value (percent-decoded).
   std::multimap<std::string, std::string> query;   // Decoded query parameters.
   std::string body;
-  std::string account_id;  // "" on public routes.
+  std::string account_id;  // "" on public routes and for a scraper.
+  Principals caller;       // What the caller proved to be (principals.h).
   // kSigV4OrBearer routes called with a bearer token limited to one endpoint: that endpoint.
   std::string bearer_endpoint;
   std::string request_id;
@@ -157,9 +170,12 @@ using Responder = std::function<void(NativeResponse)>;
 using AsyncHandler = std::function<void(NativeRequest request, Responder respond)>;
 enum class AsyncRouteRuns { kOnWorker, kOnLoop };
 
-// kSigV4OrBearer: SigV4, or `Authorization: Bearer <token>` (aws/bearer_token.h) for the
-// OpenAI-compatible route; its authentication failures are in OpenAI's error shape.
-enum class RouteAuth { kSigV4, kSigV4OrBearer, kPublic };
+// One row of the route table: what a route is and whom it serves.
+struct RouteInfo {
+  std::string method;
+  std::string pattern;
+  Access access;
+};
 
 class HttpServer {
  public:
@@ -177,11 +193,16 @@ class HttpServer {
   // "AnyScaleFrontendService." for Application Auto Scaling) and the SigV4 service its requests
   // are signed for ("application-autoscaling").
   void AddApiHandler(std::string target_prefix, std::string signing_service, ApiHandler handler);
-  // `method` is GET, POST, PUT or DELETE.
-  void AddRoute(std::string method, const std::string& pattern, RouteAuth auth,
+  // `method` is GET, POST, PUT or DELETE. `access` names the principals the route serves; every
+  // other caller is refused (401/403 in the route's error shape) before the handler runs, and
+  // Start fails for a route that serves nobody.
+  void AddRoute(std::string method, const std::string& pattern, Access access,
                 NativeHandler handler);
-  void AddAsyncRoute(std::string method, const std::string& pattern, RouteAuth auth,
+  void AddAsyncRoute(std::string method, const std::string& pattern, Access access,
                      AsyncHandler handler, AsyncRouteRuns runs = AsyncRouteRuns::kOnWorker);
+  // Every route and whom it serves: the API's `POST /`, the built-in /ping and /metrics, and
+  // those added. For `GET /v1/routes` and the test that walks it.
+  std::vector<RouteInfo> Routes() const;
 
   // At most one; before Start.
   void SetForwarder(Forwarder forwarder);

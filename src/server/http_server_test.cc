@@ -20,12 +20,19 @@ const aws::Credential kAlice{"default", "AKIAALICE0000000000A",
                              "alice-secret-0000000000000000000000000000", "111111111111"};
 const aws::Credential kBob{"bob", "AKIABOB00000000000BB",
                            "bob-secret-00000000000000000000000000000000", "222222222222"};
+const aws::Credential kOps{"ops", "AKIAOPS00000000000OO",
+                           "ops-secret-00000000000000000000000000000000", "333333333333",
+                           /*operator_role=*/true};
+const std::string kScrapeToken(40, 's');
 
 std::string NowAmzDate() { return aws::sigv4::FormatAmzDate(std::time(nullptr)); }
 
 class HttpServerTest : public ::testing::Test {
  protected:
   void StartServer(HttpServerOptions options = {}) {
+    if (!options.scrape_token_ok) {
+      options.scrape_token_ok = [](std::string_view t) { return t == kScrapeToken; };
+    }
     server_ = std::make_unique<HttpServer>(options, creds_, metrics_);
     server_->SetApiHandler([](const ApiRequest& r) {
       if (r.operation == "Explode") {
@@ -39,13 +46,16 @@ class HttpServerTest : public ::testing::Test {
                        {"Models", nlohmann::json::array()}};
       return ApiResponse{200, j.dump(), ""};
     });
-    server_->AddRoute(
-        "GET", "/v1/endpoints/{name}/carve", RouteAuth::kSigV4, [](const NativeRequest& r) {
-          nlohmann::json j{{"name", r.path_params.at("name")}, {"account", r.account_id}};
-          return NativeResponse{200, j.dump()};
-        });
-    server_->AddRoute("GET", "/v1/public", RouteAuth::kPublic, [](const NativeRequest& r) {
+    server_->AddRoute("GET", "/v1/endpoints/{name}/carve", kForTenants, [](const NativeRequest& r) {
+      nlohmann::json j{{"name", r.path_params.at("name")}, {"account", r.account_id}};
+      return NativeResponse{200, j.dump()};
+    });
+    server_->AddRoute("GET", "/v1/public", kForAnyone, [](const NativeRequest& r) {
       return NativeResponse{200, "account=[" + r.account_id + "]", "text/plain"};
+    });
+    server_->AddRoute("GET", "/v1/fleetwide", kForOperators, [](const NativeRequest& r) {
+      return NativeResponse{200, "operator of " + r.account_id + " is " + r.caller.Names(),
+                            "text/plain"};
     });
     auto port = server_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.has_value()) << port.error().message;
@@ -79,7 +89,7 @@ class HttpServerTest : public ::testing::Test {
     return c.Get(path.c_str(), headers);
   }
 
-  aws::Credentials creds_{{kAlice, kBob}};
+  aws::Credentials creds_{{kAlice, kBob, kOps}};
   MetricsRegistry metrics_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
@@ -196,13 +206,86 @@ TEST_F(HttpServerTest, PublicRouteNeedsNoSignatureAndUnknownPathIs404) {
   EXPECT_EQ(missing->status, 404);
 }
 
+TEST_F(HttpServerTest, AnOperatorRouteRefusesATenantNamingTheRouteAndWhomItServes) {
+  StartServer();
+  auto tenant = Send("GET", "/v1/fleetwide", "", &kAlice);
+  ASSERT_TRUE(tenant);
+  EXPECT_EQ(tenant->status, 403);
+  EXPECT_EQ(tenant->get_header_value("X-Amzn-Errortype"), "AccessDeniedException");
+  EXPECT_NE(tenant->body.find("GET /v1/fleetwide serves operator; the caller is tenant"),
+            std::string::npos)
+      << tenant->body;
+  auto op = Send("GET", "/v1/fleetwide", "", &kOps);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->status, 200);
+  EXPECT_EQ(op->body, "operator of 333333333333 is tenant, operator");
+  // The scrape token is for /metrics only.
+  auto scraper = httplib::Client("127.0.0.1", port_)
+                     .Get("/v1/fleetwide", {{"Authorization", "Bearer " + kScrapeToken}});
+  ASSERT_TRUE(scraper);
+  EXPECT_EQ(scraper->status, 401);
+  // An operator is a tenant of its own account on tenant routes.
+  auto own = Send("GET", "/v1/endpoints/ep/carve", "", &kOps);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, 200);
+  EXPECT_NE(own->body.find("333333333333"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, MetricsServeTheScrapeTokenAndOperatorsOnly) {
+  StartServer();
+  httplib::Client c("127.0.0.1", port_);
+  auto anonymous = c.Get("/metrics");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 403);
+  auto wrong = c.Get("/metrics", {{"Authorization", "Bearer " + std::string(40, 'x')}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  EXPECT_EQ(wrong->body.find("carve_"), std::string::npos);
+  auto tenant = Send("GET", "/metrics", "", &kBob);
+  ASSERT_TRUE(tenant);
+  EXPECT_EQ(tenant->status, 403);
+  auto op = Send("GET", "/metrics", "", &kOps);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->status, 200);
+  auto scraper = c.Get("/metrics", {{"Authorization", "Bearer " + kScrapeToken}});
+  ASSERT_TRUE(scraper);
+  EXPECT_EQ(scraper->status, 200);
+  EXPECT_NE(scraper->body.find("carve_http_connections"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, PublicMetricsNeedNoCredential) {
+  HttpServerOptions o;
+  o.public_metrics = true;
+  StartServer(o);
+  auto r = httplib::Client("127.0.0.1", port_).Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpServerTest, ARouteServingNobodyIsAStartupError) {
+  server_ = std::make_unique<HttpServer>(HttpServerOptions{}, creds_, metrics_);
+  server_->AddRoute("GET", "/v1/open", Access{}, [](const NativeRequest&) {
+    return NativeResponse{200, "open"};
+  });
+  auto started = server_->Start("127.0.0.1", 0);
+  ASSERT_FALSE(started.has_value());
+  EXPECT_NE(started.error().message.find("route GET /v1/open is registered for no principal"),
+            std::string::npos)
+      << started.error().message;
+  const auto routes = server_->Routes();
+  ASSERT_EQ(routes.size(), 4u);  // POST /, /ping, /metrics, and the one added.
+  EXPECT_EQ(routes[3].pattern, "/v1/open");
+  EXPECT_TRUE(routes[3].access.serves.empty());
+}
+
 TEST_F(HttpServerTest, MetricsCountRequestsPerOperationAndCode) {
   StartServer();
   ASSERT_TRUE(Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels"));
   ASSERT_TRUE(Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels"));
   ASSERT_TRUE(Send("POST", "/", "{}", &kAlice, "SageMaker.Explode"));
   ASSERT_TRUE(Send("POST", "/", "{}", nullptr, "SageMaker.ListModels"));
-  auto r = httplib::Client("127.0.0.1", port_).Get("/metrics");
+  auto r = httplib::Client("127.0.0.1", port_)
+               .Get("/metrics", {{"Authorization", "Bearer " + kScrapeToken}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->get_header_value("Content-Type"), MetricsRegistry::kContentType);
   const std::string& text = r->body;
@@ -354,7 +437,7 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
 
 TEST_F(HttpServerTest, QueryParametersArriveDecoded) {
   server_ = std::make_unique<HttpServer>(HttpServerOptions{}, creds_, metrics_);
-  server_->AddRoute("GET", "/v1/echo/{name}", RouteAuth::kPublic, [](const NativeRequest& r) {
+  server_->AddRoute("GET", "/v1/echo/{name}", kForAnyone, [](const NativeRequest& r) {
     std::string out = r.path_params.at("name");
     for (const auto& [k, v] : r.query) out += "|" + k + "=" + v;
     return NativeResponse{200, out, "text/plain"};
@@ -372,7 +455,7 @@ TEST_F(HttpServerTest, StopAnswersTheRequestInProgressThenCloses) {
   std::promise<void> release;
   auto released = release.get_future().share();
   server_ = std::make_unique<HttpServer>(HttpServerOptions{}, creds_, metrics_);
-  server_->AddRoute("GET", "/v1/slow", RouteAuth::kPublic, [&](const NativeRequest&) {
+  server_->AddRoute("GET", "/v1/slow", kForAnyone, [&](const NativeRequest&) {
     entered.set_value();
     released.wait();
     return NativeResponse{200, "done", "text/plain"};

@@ -19,7 +19,7 @@ class SignedClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_ = std::make_unique<HttpServer>(HttpServerOptions{}, creds_, metrics_);
-    server_->AddRoute("POST", "/v1/echo/{name}", RouteAuth::kSigV4, [](const NativeRequest& r) {
+    server_->AddRoute("POST", "/v1/echo/{name}", kForTenants, [](const NativeRequest& r) {
       NativeResponse out;
       out.body = nlohmann::json{
           {"account", r.account_id},
@@ -28,7 +28,7 @@ class SignedClientTest : public ::testing::Test {
            r.body}}.dump();
       return out;
     });
-    server_->AddRoute("GET", "/v1/missing", RouteAuth::kSigV4, [](const NativeRequest&) {
+    server_->AddRoute("GET", "/v1/missing", kForTenants, [](const NativeRequest&) {
       return NativeResponse{404, R"({"error":"no such thing"})"};
     });
     auto port = server_->Start("127.0.0.1", 0);

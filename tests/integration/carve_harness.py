@@ -224,14 +224,25 @@ class CarveServer:
                 return self
         raise AssertionError("carve server did not serve as a standby; output:\n" + "".join(seen))
 
+    def scrape_token(self):
+        """The token a scraper presents on GET /metrics (<data-dir>/scrape-token)."""
+        with open(os.path.join(self.data_dir, "scrape-token")) as f:
+            return f.read().strip()
+
+    def metrics_text(self, timeout=30):
+        """GET /metrics as Prometheus scrapes it: with the scrape token as a bearer token."""
+        req = urllib.request.Request(self.url + "/metrics", headers={
+            "Authorization": "Bearer " + self.scrape_token()})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.read().decode()
+
     def metric(self, name, **labels):
         """The value of one series of GET /metrics (0 when absent)."""
         want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         series = f"{name}{{{want}}}" if labels else name
-        with urllib.request.urlopen(self.url + "/metrics", timeout=30) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(series + " "):
-                    return float(line.split()[-1])
+        for line in self.metrics_text().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
         return 0.0
 
     def _pump(self, proc, q):

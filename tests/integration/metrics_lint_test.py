@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import unittest
-import urllib.request
 
 import botocore.exceptions
 
@@ -61,8 +60,7 @@ class MetricsLintTest(unittest.TestCase):
                                ContentType="application/json", Body=body)
 
         def metrics():
-            with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
-                return r.read().decode()
+            return self.server.metrics_text(timeout=10)
         text = poll(lambda: (m := metrics()) and
                     "carve_autoscaling_invocations_per_copy{" in m and m,
                     timeout_s=30, what="an autoscaling sample")

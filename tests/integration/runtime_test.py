@@ -105,8 +105,7 @@ class RuntimeTest(unittest.TestCase):
         return out
 
     def metrics(self):
-        with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
-            return r.read().decode()
+        return self.server.metrics_text(timeout=10)
 
     def copy_in_flight(self, ic):
         """carve_runtime_copy_in_flight{component=ic} by copy, from GET /metrics."""

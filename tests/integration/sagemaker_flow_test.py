@@ -3,7 +3,6 @@ aws CLI and boto3 (partition members taught to them by contrib/aws's sdk-extras 
 
 import json
 import unittest
-import urllib.request
 
 import botocore.exceptions
 
@@ -260,10 +259,9 @@ class SageMakerFlowTest(unittest.TestCase):
 
     def metric(self, series):
         """The value of one exact series (name{labels}) at GET /metrics; 0 when absent."""
-        with urllib.request.urlopen(self.server.url + "/metrics", timeout=10) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(series + " "):
-                    return float(line.split(" ")[1])
+        for line in self.server.metrics_text(timeout=10).splitlines():
+            if line.startswith(series + " "):
+                return float(line.split(" ")[1])
         return 0.0
 
     def test_metrics_report_partitions_copies_and_endpoints(self):

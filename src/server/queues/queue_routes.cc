@@ -80,7 +80,7 @@ json LogsJson(const JobRecord& job, size_t max_lines) {
 }  // namespace
 
 void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
-  const auto auth = RouteAuth::kSigV4;
+  const Access auth = kForTenants;
   http.AddRoute("POST", "/v1/queues", auth, [&svc](const NativeRequest& r) {
     auto body = Body(r);
     if (!body.has_value()) return ErrorReply(body.error());

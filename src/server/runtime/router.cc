@@ -280,14 +280,13 @@ void RegisterRuntimeRoutes(HttpServer& server, Router& router) {
   // runs on the server's loop, so a request crosses only to the copy client's loop and back;
   // the streaming routes relay on a worker.
   server.AddAsyncRoute(
-      "POST", "/endpoints/{EndpointName}/invocations", RouteAuth::kSigV4,
+      "POST", "/endpoints/{EndpointName}/invocations", kForTenants,
       [&router](NativeRequest r, Responder respond) { router.InvokeAsync(r, std::move(respond)); },
       AsyncRouteRuns::kOnLoop);
-  server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream",
-                  RouteAuth::kSigV4,
+  server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream", kForTenants,
                   [&router](const NativeRequest& r) { return router.InvokeStream(r); });
   server.AddRoute("POST", "/endpoints/{EndpointName}/openai/v1/chat/completions",
-                  RouteAuth::kSigV4OrBearer,
+                  Access{Principal::kTenant, /*endpoint_tokens=*/true},
                   [&router](const NativeRequest& r) { return router.ChatCompletions(r); });
 }
 

@@ -146,8 +146,8 @@ class Router {
   CopyClient client_;
 };
 
-// Adds the runtime routes to `server` (InvokeEndpoint and its stream with RouteAuth::kSigV4, the
-// OpenAI-compatible route with kSigV4OrBearer); call before server.Start().
+// Adds the runtime routes to `server` (InvokeEndpoint and its stream for tenants, the
+// OpenAI-compatible route accepting endpoint tokens); call before server.Start().
 void RegisterRuntimeRoutes(HttpServer& server, Router& router);
 
 }  // namespace carve::server::runtime

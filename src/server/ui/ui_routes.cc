@@ -52,15 +52,15 @@ Dashboard::~Dashboard() { Stop(); }
 
 void Dashboard::Register(HttpServer& http) {
   auto serve = [this](const NativeRequest& r) { return assets_.Serve(r); };
-  http.AddRoute("GET", "/ui", RouteAuth::kPublic, serve);
-  http.AddRoute("GET", "/ui/", RouteAuth::kPublic, serve);
-  http.AddRoute("GET", "/ui/{file}", RouteAuth::kPublic, serve);
-  http.AddRoute("GET", "/ui/assets/{file}", RouteAuth::kPublic, serve);
-  http.AddRoute("GET", "/v1/ui/whoami", RouteAuth::kSigV4,
+  http.AddRoute("GET", "/ui", kForAnyone, serve);
+  http.AddRoute("GET", "/ui/", kForAnyone, serve);
+  http.AddRoute("GET", "/ui/{file}", kForAnyone, serve);
+  http.AddRoute("GET", "/ui/assets/{file}", kForAnyone, serve);
+  http.AddRoute("GET", "/v1/ui/whoami", kForTenants,
                 [this](const NativeRequest& r) { return WhoAmI(r); });
-  http.AddRoute("GET", "/v1/ui/metrics", RouteAuth::kSigV4,
+  http.AddRoute("GET", "/v1/ui/metrics", kForTenants,
                 [this](const NativeRequest& r) { return Metrics(r); });
-  http.AddRoute("GET", "/v1/catalog", RouteAuth::kSigV4, [this](const NativeRequest&) {
+  http.AddRoute("GET", "/v1/catalog", kForTenants, [this](const NativeRequest&) {
     NativeResponse r;
     r.body = catalog_body_;
     r.headers.emplace_back("Cache-Control", "private, max-age=300");
@@ -122,10 +122,11 @@ Result<std::set<ComponentKey>> Dashboard::ComponentsOf(const std::string& accoun
 
 NativeResponse Dashboard::WhoAmI(const NativeRequest& r) const {
   const std::string key = AccessKeyOf(r);
-  const aws::Credential* c = credentials_.Find(key);
+  const std::optional<aws::Credential> c = credentials_.Find(key);
   return Json(200, json{{"account_id", r.account_id},
                         {"access_key_id", key},
-                        {"profile", c != nullptr ? c->profile : ""},
+                        {"profile", c.has_value() ? c->profile : ""},
+                        {"operator", c.has_value() && c->operator_role},
                         {"server_time_ms", clock_.UnixMillis()}});
 }
 
