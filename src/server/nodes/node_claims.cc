@@ -122,8 +122,11 @@ Status NodeClaims::ClaimSpecific(const Owner& owner, std::span<const NodeId> ids
       return NotFound(fmt::format("node '{}' is no longer in the fleet", id.value()));
     }
     if (it->second.owner && *it->second.owner != owner) {
-      return FailedPrecondition(
-          fmt::format("node '{}' is held by {}", id.value(), it->second.owner->Describe()));
+      // Another tenant's endpoint or queue is not named to the caller (docs/security.md).
+      const Owner& holder = *it->second.owner;
+      const bool same_account = holder.account.empty() || holder.account == owner.account;
+      return FailedPrecondition(fmt::format("node '{}' is held by {}", id.value(),
+                                            same_account ? holder.Describe() : "another account"));
     }
   }
   for (const auto& id : ids) nodes_.find(id.value())->second.owner = owner;

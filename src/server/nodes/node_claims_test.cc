@@ -73,6 +73,18 @@ TEST_F(NodeClaimsTest, ClaimSpecificIsAllOrNothingAndNamesAMissingNode) {
   EXPECT_FALSE(claims_.Find(NodeId("p4d-0"))->owner.has_value());
 }
 
+TEST_F(NodeClaimsTest, ARefusalNamesTheHolderOnlyToItsOwnAccount) {
+  ASSERT_TRUE(claims_.ClaimSpecific(kEndpoint, std::vector<NodeId>{NodeId("p4d-0")}).ok());
+  Status own = claims_.ClaimSpecific(kQueue, std::vector<NodeId>{NodeId("p4d-0")});
+  ASSERT_FALSE(own.ok());
+  EXPECT_THAT(own.error().message,
+              HasSubstr("node 'p4d-0' is held by variant AllTraffic of endpoint ep"));
+  Status other = claims_.ClaimSpecific(Owner::Queue("222222222222", "q"),
+                                       std::vector<NodeId>{NodeId("p4d-0")});
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().message, "node 'p4d-0' is held by another account");
+}
+
 TEST_F(NodeClaimsTest, UpsertRefusesAnUnknownTypeAndATypeChange) {
   EXPECT_EQ(claims_.Upsert(NodeId("z"), "ml.nope", true).error().code, ErrorCode::kInvalidArgument);
   Status st = claims_.Upsert(NodeId("p4d-0"), "ml.g5.12xlarge", true);
