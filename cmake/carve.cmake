@@ -30,3 +30,13 @@ function(carve_test name)
   set(labels unit ${ARG_LABELS})
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300)
 endfunction()
+
+# Makes every test added so far in the calling directory require the fixture `carve_processes`,
+# whose cleanup fails when a process started from this build outlives the suites (top-level
+# CMakeLists.txt). Call it last in a directory whose tests start carve processes.
+function(carve_require_clean_processes)
+  get_property(dir_tests DIRECTORY PROPERTY TESTS)
+  foreach(t IN LISTS dir_tests)
+    set_property(TEST ${t} APPEND PROPERTY FIXTURES_REQUIRED carve_processes)
+  endforeach()
+endfunction()
