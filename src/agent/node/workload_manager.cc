@@ -315,9 +315,10 @@ void WorkloadManager::Start(Workload& w) {
   w.waiting.clear();
   w.failed.clear();
   if (w.adopting && !launcher_.Alive(w.adopting->process)) {
-    AddEvent(fmt::format("{} ({}): pid {} of an earlier agent exited before it was adopted; "
-                         "starting it again",
-                         label, w.desired.id, w.adopting->process.pid));
+    AddEvent(
+        fmt::format("{} ({}): pid {} of an earlier agent exited before it was adopted; "
+                    "starting it again",
+                    label, w.desired.id, w.adopting->process.pid));
     w.adopting.reset();
     w.process.reset();
   }

@@ -489,7 +489,6 @@ TEST_F(WorkloadManagerTest, ACopyWaitsForItsPartitionToBeCarved) {
   EXPECT_EQ(Manager().BusyGpus().at(0), std::vector<std::string>{w.id});
 }
 
-
 // The first pass of a restarted agent adopts before the GPU applier has applied any layout, so a
 // copy's partition cannot be bound yet: the copy waits for it and then adopts the same process,
 // never starting a second one.
