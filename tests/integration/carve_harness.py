@@ -114,14 +114,17 @@ def live_processes(proc_file, matches):
     return found
 
 
-def kill_workloads(data_dir):
-    """Kills every workload process (and its group) recorded under `data_dir`: what a test that
-    killed an agent or server with SIGKILL must clean up itself.
+def kill_workloads(data_dir, also=()):
+    """Kills every workload process (and its group) recorded under `data_dir`, and those of the
+    (pid, start_time) records `also` (what the pid files named earlier): what a test that killed
+    an agent or server with SIGKILL must clean up itself. A pid file names only the newest
+    process of its copy, so a process that a later agent replaced instead of adopting is found
+    only through `also`.
 
     Pids wrap quickly on a busy machine (pid_max is often 32768), so a recorded pid whose process
     has another start time belongs to someone else now and is left alone; its group is gone too,
     since Linux does not reuse a pid that still names a process group."""
-    for pid, start_time in workload_records(data_dir):
+    for pid, start_time in set(workload_records(data_dir)) | set(also):
         stat = proc_stat(pid)
         if stat is not None and start_time and int(stat[19]) != start_time:
             continue
@@ -173,6 +176,9 @@ class CarveServer:
         self.port = None
         self.listen_port = port  # 0: any free port (a restart then gets another one)
         self.lines = queue.Queue()
+        # Every workload the pid files named when a process of this server was stopped or killed,
+        # so that cleanup also finds the copies of an earlier incarnation.
+        self.seen_workloads = set()
 
     # -- process control ---------------------------------------------------------------------
     def start(self, timeout_s=30.0):
@@ -255,6 +261,7 @@ class CarveServer:
     def stop(self, sig=signal.SIGTERM, timeout_s=30.0):
         if self.proc is None:
             return None
+        self.seen_workloads.update(workload_records(self.data_dir))
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         rc = self.proc.wait(timeout=timeout_s)
@@ -267,7 +274,8 @@ class CarveServer:
 
     def cleanup(self):
         self.stop()
-        kill_workloads(self.data_dir)  # After a kill -9 the copies outlive the server.
+        # After a kill -9 the copies outlive the server.
+        kill_workloads(self.data_dir, self.seen_workloads)
         if self.owns_dir and not os.environ.get("CARVE_TEST_KEEP"):
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -369,6 +377,7 @@ class CarveAgent:
         self.data_dir = tempfile.mkdtemp(prefix=f"carve-agent-{node_id}-")
         self.proc = None
         self.log = open(os.path.join(self.data_dir, "agent.log"), "a")
+        self.seen_workloads = set()  # As CarveServer.seen_workloads.
 
     def start(self):
         self.proc = subprocess.Popen(
@@ -380,12 +389,14 @@ class CarveAgent:
         return self
 
     def kill9(self):
+        self.seen_workloads.update(workload_records(self.data_dir))
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
         self.proc = None
 
     def stop(self):
+        self.seen_workloads.update(workload_records(self.data_dir))
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=30)
@@ -393,7 +404,7 @@ class CarveAgent:
 
     def cleanup(self):
         self.stop()
-        kill_workloads(self.data_dir)
+        kill_workloads(self.data_dir, self.seen_workloads)
         self.log.close()
         if not os.environ.get("CARVE_TEST_KEEP"):
             shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -40,6 +40,12 @@ struct WorkloadManager::Workload {
   int log_tail_restarts = -1;
   std::chrono::steady_clock::time_point next_probe{};
   std::optional<launch::ProcessId> process;    // as last written to the pid file
+  // A live process of an earlier agent (its pid file) that this workload adopts as soon as it
+  // can be bound: a copy's partition is bound only once the GPU applier has applied the desired
+  // layout, which comes after the first adoption pass. Until then it is neither started again
+  // nor forgotten: a start that ignored it would run the copy twice, the orphan on the same
+  // partition, outliving every later stop.
+  std::optional<launch::PidRecord> adopting;
   std::unique_ptr<interposer::Ledger> ledger;  // interposer shares
   std::optional<BusyRate> core_rate;           // interposer shares with a compute limit
   std::map<std::string, int> ports;            // desired.ports, as picked
@@ -170,7 +176,8 @@ void WorkloadManager::AdoptFromPidFiles(const std::vector<protocol::WorkloadDesi
       auto w = std::make_unique<Workload>();
       w->desired = *want;
       w->dir = entry.path().string();
-      Start(*w, r->record);
+      w->adopting = r->record;
+      Start(*w);
       workloads_[id] = std::move(w);
       continue;
     }
@@ -210,14 +217,14 @@ void WorkloadManager::StartMissing(const std::vector<protocol::WorkloadDesired>&
       w->dir = DirOf(d.id);
       Workload& ref = *w;
       workloads_[d.id] = std::move(w);
-      Start(ref, std::nullopt);
+      Start(ref);
       continue;
     }
     Workload& w = *it->second;
     if (w.supervisor) continue;  // Same id: the same process may stay.
     if (!w.waiting.empty() || (!w.failed.empty() && !(w.desired == d))) {
       w.desired = d;
-      Start(w, std::nullopt);
+      Start(w);
     }
   }
 }
@@ -303,10 +310,19 @@ Result<launch::DeviceBinding> WorkloadManager::Bind(Workload& w) {
   return launch::DeviceBinding{std::move(whole)};
 }
 
-void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt) {
+void WorkloadManager::Start(Workload& w) {
   const std::string label = Label(w.desired);
   w.waiting.clear();
   w.failed.clear();
+  if (w.adopting && !launcher_.Alive(w.adopting->process)) {
+    AddEvent(
+        fmt::format("{} ({}): pid {} of an earlier agent exited before it was adopted; "
+                    "starting it again",
+                    label, w.desired.id, w.adopting->process.pid));
+    w.adopting.reset();
+    w.process.reset();
+  }
+  const std::optional<launch::PidRecord> adopt = w.adopting;
   if (adopt) w.process = adopt->process;
   std::error_code ec;
   fs::create_directories(w.dir, ec);
@@ -320,6 +336,8 @@ void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt)
     w.failed = e.message;
     w.message = e.message;
     AddEvent(fmt::format("{} ({}) could not start: {}", label, w.desired.id, e.message));
+    // A process that cannot be supervised is stopped, not left running unseen.
+    StopAdopting(w);
   };
   Result<launch::DeviceBinding> binding = Bind(w);
   if (!binding) return fail(binding.error());
@@ -381,6 +399,7 @@ void WorkloadManager::Start(Workload& w, std::optional<launch::PidRecord> adopt)
                                            });
   if (adopt) {
     w.supervisor->Adopt(adopt->process);
+    w.adopting.reset();
   } else if (Status s = w.supervisor->Start(); !s) {
     w.supervisor.reset();
     return fail(s.error());
@@ -467,7 +486,21 @@ void WorkloadManager::Poll() {
   for (auto& [id, w] : workloads_) PollOne(*w);
 }
 
+void WorkloadManager::StopAdopting(Workload& w) {
+  if (!w.adopting) return;
+  const launch::ProcessId p = w.adopting->process;
+  w.adopting.reset();
+  w.process.reset();
+  if (auto stopped = launcher_.Stop(p, options_.stop_grace); !stopped) {
+    spdlog::warn("stopping {} (pid {}, not adopted yet): {}", w.desired.id, p.pid,
+                 stopped.error().message);
+  }
+  std::error_code ec;
+  fs::remove(w.dir + "/pid", ec);
+}
+
 void WorkloadManager::Stop(Workload& w) {
+  StopAdopting(w);
   if (w.supervisor) {
     if (Status s = w.supervisor->Stop(options_.stop_grace); !s) {
       spdlog::warn("stopping {}: {}", w.desired.id, s.error().message);

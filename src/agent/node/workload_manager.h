@@ -6,7 +6,9 @@
 // <data_dir>/logs/<name>/copy-<index>/, and a pid file under <data_dir>/workloads/<dir>/ so a
 // restarted agent adopts what still runs. The first Reconcile reads those pid files: a live
 // process that is still desired (same id) is adopted, one that is not is killed. Nothing acts
-// on pid files before that first desired state.
+// on pid files before that first desired state. A copy bound to a partition is adopted once the
+// partition can be bound again (after the GPU applier's first pass); until then its process is
+// kept, never started a second time, and stopped by StopAll or when it stops being desired.
 //
 // Poll() drives the supervisors (restart with backoff, exit codes), re-tries starts that wait
 // for their partition to be carved, keeps each log within log_max_bytes, and probes health: a
@@ -86,7 +88,10 @@ class WorkloadManager {
   struct Workload;
 
   void AdoptFromPidFiles(const std::vector<protocol::WorkloadDesired>& desired);
-  void Start(Workload& w, std::optional<launch::PidRecord> adopt);
+  // Starts w's process, or adopts w.adopting's when that is still alive.
+  void Start(Workload& w);
+  // Stops the process of an earlier agent that w was to adopt, if any, and forgets it.
+  void StopAdopting(Workload& w);
   Result<launch::DeviceBinding> Bind(Workload& w);
   Result<launch::DeviceBinding> BindShare(Workload& w, int gpu, const protocol::ShareSpec& share);
   void Stop(Workload& w);

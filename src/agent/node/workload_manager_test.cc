@@ -1,6 +1,7 @@
 #include "agent/node/workload_manager.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,8 +28,8 @@ class WorkloadManagerTest : public ::testing::Test {
   WorkloadManagerTest()
       : dir_(testing::TempDir()),
         nvml_(FakeNvml::FromText("gpus: 2 x a100-40gb").value()),
-        gpus_(*nvml_, SystemClock::Get()) {
-    EXPECT_TRUE(gpus_.Init().ok());
+        gpus_(std::make_unique<GpuApplier>(*nvml_, SystemClock::Get())) {
+    EXPECT_TRUE(gpus_->Init().ok());
     options_.command = {"node-a", dir_ + "/data", "/usr/local/bin/carve", "/usr/bin:/bin"};
     options_.cgroup_root = dir_ + "/no-cgroups";
     options_.stop_grace = 2s;
@@ -43,13 +44,20 @@ class WorkloadManagerTest : public ::testing::Test {
 
   WorkloadManager& Manager() {
     if (!manager_)
-      manager_ = std::make_unique<WorkloadManager>(options_, launcher_, SystemClock::Get(), gpus_);
+      manager_ = std::make_unique<WorkloadManager>(options_, launcher_, SystemClock::Get(), *gpus_);
     return *manager_;
+  }
+  // The agent restarts: a new manager and a new GPU applier, which knows no desired layout
+  // until its first Apply (the GPUs themselves keep their partitions). Processes stay.
+  void RestartAgent() {
+    manager_.reset();
+    gpus_ = std::make_unique<GpuApplier>(*nvml_, SystemClock::Get());
+    ASSERT_TRUE(gpus_->Init().ok());
   }
   // One apply pass, as the agent's loop runs it.
   void Apply(const std::vector<protocol::WorkloadDesired>& desired) {
     Manager().StopUndesired(desired);
-    (void)gpus_.Apply(gpu_desired_, Manager().BusyGpus());
+    (void)gpus_->Apply(gpu_desired_, Manager().BusyGpus());
     Manager().StartMissing(desired);
     Manager().Poll();
   }
@@ -68,7 +76,7 @@ class WorkloadManagerTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<FakeNvml> nvml_;
-  GpuApplier gpus_;
+  std::unique_ptr<GpuApplier> gpus_;
   launch::ProcessLauncher launcher_;
   WorkloadOptions options_;
   std::vector<protocol::GpuDesired> gpu_desired_;
@@ -85,7 +93,7 @@ TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
   ASSERT_TRUE(Eventually(
       [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
   const std::string env = ReadFile(dir_ + "/env.txt");
-  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.PartitionUuid(1, 1).value()),
+  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_->PartitionUuid(1, 1).value()),
             std::string::npos)
       << env;
   auto s = Find(w.id);
@@ -353,7 +361,7 @@ TEST_F(WorkloadManagerTest, AShareOfAQueueWithoutEnforcementGetsItsLimitsAsVaria
   ASSERT_TRUE(Eventually(
       [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
   const std::string env = ReadFile(dir_ + "/env.txt");
-  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_.GpuUuid(0).value()), std::string::npos);
+  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_->GpuUuid(0).value()), std::string::npos);
   EXPECT_NE(env.find("CARVE_MGPU_CORE_PERCENT=30"), std::string::npos) << env;
   EXPECT_NE(env.find("CARVE_MGPU_MEMORY_MIB=2048"), std::string::npos) << env;
   EXPECT_NE(env.find("CARVE_MGPU_ENFORCEMENT=none"), std::string::npos) << env;
@@ -419,7 +427,7 @@ TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
   options_.interposer_path = CARVE_MGPU_LIB_PATH;
   options_.core_sample_interval = 10ms;
   FakeClock clock;
-  manager_ = std::make_unique<WorkloadManager>(options_, launcher_, clock, gpus_);
+  manager_ = std::make_unique<WorkloadManager>(options_, launcher_, clock, *gpus_);
   auto limited = ShellCopy("acct/ic-share/3", "exec sleep 30");
   limited.device.gpus = {0};
   limited.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
@@ -479,6 +487,97 @@ TEST_F(WorkloadManagerTest, ACopyWaitsForItsPartitionToBeCarved) {
   Apply({w});
   EXPECT_GT(Find(w.id)->pid, 0);
   EXPECT_EQ(Manager().BusyGpus().at(0), std::vector<std::string>{w.id});
+}
+
+// The first pass of a restarted agent adopts before the GPU applier has applied any layout, so a
+// copy's partition cannot be bound yet: the copy waits for it and then adopts the same process,
+// never starting a second one.
+TEST_F(WorkloadManagerTest, ARestartedAgentAdoptsACopyOnAPartitionOnceItIsCarved) {
+  gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
+  auto w = ShellCopy("acct/ic-test/10", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.partition = 0;
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  ASSERT_GT(pid, 0);
+  RestartAgent();
+  ASSERT_TRUE(ProcessExists(pid));
+
+  Apply({w});
+  auto s = Find(w.id);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->pid, pid);
+  EXPECT_EQ(s->state, "running");
+  EXPECT_EQ(launch::ReadPidFile(dir_ + "/data/workloads/" + WorkloadDirName(w.id) + "/pid")
+                ->value()
+                .process.pid,
+            pid);
+  EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "adopted"));
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->pid, pid);
+}
+
+// While its partition is not carved, an adopted copy that stops being desired is stopped.
+TEST_F(WorkloadManagerTest, ACopyWaitingToBeAdoptedIsStoppedWhenNoLongerDesired) {
+  gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
+  auto w = ShellCopy("acct/ic-test/11", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.partition = 0;
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  ASSERT_GT(pid, 0);
+  RestartAgent();
+  gpu_desired_.clear();  // The layout does not come: the copy keeps waiting for its partition.
+  Apply({w});
+  EXPECT_EQ(Find(w.id)->state, "starting");
+  ASSERT_TRUE(ProcessExists(pid));
+
+  Apply({});
+  EXPECT_TRUE(Eventually([&] { return !ProcessExists(pid); }));
+  EXPECT_FALSE(Find(w.id).has_value());
+}
+
+// A clean stop stops the process of an earlier agent that was not adopted yet, too.
+TEST_F(WorkloadManagerTest, StopAllStopsACopyWaitingToBeAdopted) {
+  gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
+  auto w = ShellCopy("acct/ic-test/12", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.partition = 0;
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  ASSERT_GT(pid, 0);
+  RestartAgent();
+  gpu_desired_.clear();
+  Apply({w});
+  ASSERT_TRUE(ProcessExists(pid));
+
+  Manager().StopAll();
+  EXPECT_TRUE(Eventually([&] { return !ProcessExists(pid); }));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/workloads/" + WorkloadDirName(w.id)));
+}
+
+// An adopted process that exits while it waits for its partition is started again, once.
+TEST_F(WorkloadManagerTest, ACopyThatExitsBeforeItIsAdoptedIsStartedAgain) {
+  gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
+  auto w = ShellCopy("acct/ic-test/13", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.partition = 0;
+  Apply({w});
+  const int pid = Find(w.id)->pid;
+  ASSERT_GT(pid, 0);
+  RestartAgent();
+  auto desired = gpu_desired_;
+  gpu_desired_.clear();
+  Apply({w});
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);  // Still this test's child: reaped here.
+  gpu_desired_ = desired;
+  Apply({w});
+  auto s = Find(w.id);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_GT(s->pid, 0);
+  EXPECT_NE(s->pid, pid);
+  EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "exited before it was adopted"));
 }
 
 }  // namespace
