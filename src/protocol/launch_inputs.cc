@@ -105,8 +105,8 @@ bool Digest(std::string_view s) {
   if (at_component_start) return false;  // Empty, or ends in a separator.
   if (hex.size() < 32 || !std::all_of(hex.begin(), hex.end(), Hex)) return false;
   if (algorithm == "sha256") {  // OCI image spec: exactly 64 lower-case hex digits.
-    return hex.size() == 64 && std::none_of(hex.begin(), hex.end(),
-                                            [](char c) { return c >= 'A' && c <= 'F'; });
+    return hex.size() == 64 &&
+           std::none_of(hex.begin(), hex.end(), [](char c) { return c >= 'A' && c <= 'F'; });
   }
   return true;
 }
@@ -136,16 +136,17 @@ std::string Preview(std::string_view value) {
 
 Status CheckImageReference(std::string_view ref) {
   if (ref.size() > kMaxImageLength) {
-    return ImageError(ref, fmt::format("it has {} characters, more than {}", ref.size(),
-                                       kMaxImageLength));
+    return ImageError(
+        ref, fmt::format("it has {} characters, more than {}", ref.size(), kMaxImageLength));
   }
   if (ref.empty()) return ImageError(ref, "it is empty");
   if (ref.front() == '-') return ImageError(ref, "it starts with '-', which reads as an option");
   std::string_view rest = ref;
   if (const size_t at = rest.find('@'); at != std::string_view::npos) {
     if (!Digest(rest.substr(at + 1))) {
-      return ImageError(ref, "the digest after '@' is not algorithm:hex (sha256: 64 lower-case "
-                             "hex digits)");
+      return ImageError(ref,
+                        "the digest after '@' is not algorithm:hex (sha256: 64 lower-case "
+                        "hex digits)");
     }
     rest = rest.substr(0, at);
   }
@@ -192,16 +193,16 @@ bool ReservedEnvironmentName(std::string_view name) {
 
 Status CheckEnvironment(const std::map<std::string, std::string>& env, std::string_view field) {
   if (env.size() > kMaxEnvironmentEntries) {
-    return InvalidArgument(fmt::format("{} has {} entries; the rule: at most {}", field,
-                                       env.size(), kMaxEnvironmentEntries));
+    return InvalidArgument(fmt::format("{} has {} entries; the rule: at most {}", field, env.size(),
+                                       kMaxEnvironmentEntries));
   }
   size_t total = 0;
   for (const auto& [name, value] : env) {
     const std::string shown = fmt::format("{}.{}", field, Preview(name));
     if (name.size() > kMaxEnvironmentNameLength || !EnvironmentName(name)) {
-      return InvalidArgument(fmt::format(
-          "{}: the name breaks the rule: [a-zA-Z_][a-zA-Z0-9_]*, at most {} characters", shown,
-          kMaxEnvironmentNameLength));
+      return InvalidArgument(
+          fmt::format("{}: the name breaks the rule: [a-zA-Z_][a-zA-Z0-9_]*, at most {} characters",
+                      shown, kMaxEnvironmentNameLength));
     }
     if (ReservedEnvironmentName(name)) {
       return InvalidArgument(fmt::format(
@@ -223,9 +224,9 @@ Status CheckEnvironment(const std::map<std::string, std::string>& env, std::stri
     total += name.size() + value.size();
   }
   if (total > kMaxEnvironmentTotalBytes) {
-    return InvalidArgument(fmt::format(
-        "{} has {} bytes of names and values; the rule: at most {} in all", field, total,
-        kMaxEnvironmentTotalBytes));
+    return InvalidArgument(
+        fmt::format("{} has {} bytes of names and values; the rule: at most {} in all", field,
+                    total, kMaxEnvironmentTotalBytes));
   }
   return OkStatus();
 }

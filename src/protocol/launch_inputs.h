@@ -47,8 +47,8 @@ inline constexpr size_t kMaxEnvironmentTotalBytes = 32 * 1024;  // names + value
 // Environment. Prefixes end in '_'.
 inline constexpr std::string_view kReservedEnvironmentPrefixes[] = {"LD_", "NVIDIA_", "CUDA_MPS_",
                                                                     "CARVE_"};
-inline constexpr std::string_view kReservedEnvironmentNames[] = {
-    "CUDA_VISIBLE_DEVICES", "PATH", "SAGEMAKER_BIND_TO_PORT"};
+inline constexpr std::string_view kReservedEnvironmentNames[] = {"CUDA_VISIBLE_DEVICES", "PATH",
+                                                                 "SAGEMAKER_BIND_TO_PORT"};
 // CARVE_ variables a runtime documents as its users' inputs (carve testmodel's options).
 inline constexpr std::string_view kAllowedCarveVariables[] = {
     "CARVE_MODEL",

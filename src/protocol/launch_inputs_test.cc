@@ -20,17 +20,37 @@ TEST(CheckImageReference, AcceptsTheDistributionSpecForms) {
         "localhost:5000/a/b@" + digest, std::string("registry.example.com/x/y:tag"),
         std::string("carve/testmodel"), std::string("a__b/c-d/e.f_g---h:V1.2_x-y"),
         std::string("[::1]:5000/img"), "nginx:1.25@" + digest, std::string("Registry.io/x")}) {
-    EXPECT_TRUE(CheckImageReference(ref).ok()) << ref << ": " << CheckImageReference(ref).error().message;
+    EXPECT_TRUE(CheckImageReference(ref).ok())
+        << ref << ": " << CheckImageReference(ref).error().message;
   }
 }
 
 TEST(CheckImageReference, RefusesOptionsAndMalformedNames) {
-  const std::vector<std::string> bad = {
-      "--privileged", "-v=/:/host", "--volume=/:/host", "Nginx", "library/Nginx", "",
-      "ng inx", "nginx ", "nginx\n", "a//b", "/nginx", "nginx/", "a..b", "a-", "-a", "a/-b",
-      "nginx:", "nginx:-tag", "nginx@sha256:abc", "nginx@sha256:" + std::string(64, 'A'),
-      "localhost:port/x", "a/b:c/d", "nginx:" + std::string(129, 't'),
-      std::string(300, 'a'), "host/" + std::string(300, 'a') + ":1"};
+  const std::vector<std::string> bad = {"--privileged",
+                                        "-v=/:/host",
+                                        "--volume=/:/host",
+                                        "Nginx",
+                                        "library/Nginx",
+                                        "",
+                                        "ng inx",
+                                        "nginx ",
+                                        "nginx\n",
+                                        "a//b",
+                                        "/nginx",
+                                        "nginx/",
+                                        "a..b",
+                                        "a-",
+                                        "-a",
+                                        "a/-b",
+                                        "nginx:",
+                                        "nginx:-tag",
+                                        "nginx@sha256:abc",
+                                        "nginx@sha256:" + std::string(64, 'A'),
+                                        "localhost:port/x",
+                                        "a/b:c/d",
+                                        "nginx:" + std::string(129, 't'),
+                                        std::string(300, 'a'),
+                                        "host/" + std::string(300, 'a') + ":1"};
   for (const auto& ref : bad) {
     auto status = CheckImageReference(ref);
     ASSERT_FALSE(status.ok()) << ref;
@@ -48,7 +68,9 @@ TEST(CheckImageReference, NamesTheBoundBeforeMatchingALongValue) {
 }
 
 TEST(CheckEnvironment, AcceptsPlainVariablesAndDocumentedRuntimeInputs) {
-  EXPECT_TRUE(CheckEnvironment({{"MODEL_VARIABLE", "x"}, {"_A1", ""}, {"CARVE_MODEL", "m"},
+  EXPECT_TRUE(CheckEnvironment({{"MODEL_VARIABLE", "x"},
+                                {"_A1", ""},
+                                {"CARVE_MODEL", "m"},
                                 {"CARVE_TESTMODEL_SPEED", "1"}},
                                "Environment")
                   .ok());
@@ -61,15 +83,14 @@ TEST(CheckEnvironment, RefusesReservedNames) {
                            "CARVE_MGPU_LEDGER", "CARVE_MODEL_DATA", "CARVE_ANYTHING_NEW"}) {
     auto status = CheckEnvironment({{name, "x"}}, "Environment");
     ASSERT_FALSE(status.ok()) << name;
-    EXPECT_NE(status.error().message.find(std::string("Environment.") + name),
-              std::string::npos);
+    EXPECT_NE(status.error().message.find(std::string("Environment.") + name), std::string::npos);
     EXPECT_NE(status.error().message.find("reserved"), std::string::npos);
   }
 }
 
 TEST(CheckEnvironment, RefusesNamesOutsideThePattern) {
   for (const std::string& name : {std::string("A=B"), std::string("1A"), std::string(""),
-                                 std::string("A-B"), std::string("A B"), std::string(1025, 'A')}) {
+                                  std::string("A-B"), std::string("A B"), std::string(1025, 'A')}) {
     auto status = CheckEnvironment({{name, "x"}}, "Environment");
     ASSERT_FALSE(status.ok()) << name;
     EXPECT_NE(status.error().message.find("[a-zA-Z_][a-zA-Z0-9_]*"), std::string::npos);
