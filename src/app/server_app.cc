@@ -262,6 +262,15 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   options.region = c.region;
   options.registry = p->registry.get();
   options.runtimes = std::move(runtimes);
+  options.model_roots = c.model_roots;
+  if (options.model_roots.empty()) {
+    const fs::path models = fs::path(c.data_dir) / "models";
+    fs::create_directories(models, ec);
+    if (ec) return InvalidArgument("cannot create the model root " + models.string() + ": " +
+                                   ec.message());
+    options.model_roots.push_back(models.string());
+  }
+  for (auto& root : options.model_roots) root = fs::absolute(root).string();
   p->sagemaker = std::make_unique<server::sagemaker::SageMakerService>(*p->store, p->claims,
                                                                        *p->driver, options);
   // mGPU queues take whole nodes from the same claims, so no node serves both.

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -68,6 +69,9 @@ struct ServerConfig {
   // libcarve-mgpu.so for the embedded agents' mGPU shares; "": interposer-enforced shares fail
   // to start, naming why (`carve server` finds it beside the binary unless --interposer).
   std::string interposer_path;
+  // Directories a file:///path or /path ModelDataUrl must resolve inside (docs/security.md,
+  // Launch inputs); empty: <data_dir>/models, created at start.
+  std::vector<std::string> model_roots;
   // Application Auto Scaling (server/autoscaling): how often it samples the router's signals,
   // and how long a metric must stay above (below) its target before a policy scales out (in).
   std::chrono::milliseconds autoscaling_sample{10'000};

@@ -163,6 +163,10 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "Path of libcarve-mgpu.so for the local agents' mGPU shares; default: found "
                   "beside carve (or in the build tree). Without it, interposer-enforced shares "
                   "fail to start");
+  cmd->add_option("--model-root", flags->config.model_roots,
+                  "A directory a file:///path or /path ModelDataUrl may name (itself or below "
+                  "it, symlinks resolved); repeat for several. Default: DATA_DIR/models "
+                  "(docs/security.md)");
   cmd->add_flag("--insecure-no-auth", flags->config.insecure_no_auth,
                 "Skip SigV4 (local experiments only; logs a warning)");
   cmd->add_flag("--public-metrics", flags->config.public_metrics,

@@ -35,7 +35,7 @@ void from_json(const nlohmann::json& j, DeviceRequest& v) {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadDesired, id, kind, name, index, command,
                                                 values, image, environment, device, cpu_milli,
                                                 memory_mib, restart, max_retries, health_check,
-                                                ports, files, status_url)
+                                                ports, files, status_url, model_roots)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredState, node_id, epoch, version, gpus,
                                                 workloads)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CarvedPartition, profile, start, uuid)

@@ -137,6 +137,9 @@ struct WorkloadDesired {
   // runs, reporting the body (at most kMaxStatusBody bytes) as WorkloadStatus.status_body; ""
   // reads nothing. A Ray head's Serve applications (GET /api/serve/applications/).
   std::string status_url;
+  // The operator's model roots (carve server --model-root): a file:// or path model_data value
+  // must resolve inside one of them when the agent launches (protocol/launch_inputs.h).
+  std::vector<std::string> model_roots;
   friend bool operator==(const WorkloadDesired&, const WorkloadDesired&) = default;
 };
 

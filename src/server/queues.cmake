@@ -6,7 +6,8 @@ carve_library(carve_queues
   SRCS ${qd}/queue_model.cc ${qd}/queue_request.cc ${qd}/queue_cards.cc ${qd}/gpu_view.cc
        ${qd}/queue_service.cc ${qd}/queue_reconcile.cc ${qd}/queue_view.cc ${qd}/queue_routes.cc
        ${qd}/ray_runtime.cc ${qd}/serve_config.cc
-  DEPS carve_nodes carve_protocol carve_placement carve_share carve_store carve_server_infra
+  DEPS carve_nodes carve_protocol carve_launch_inputs carve_placement carve_share carve_store
+       carve_server_infra
        yaml-cpp nlohmann_json::nlohmann_json fmt::fmt spdlog::spdlog Threads::Threads)
 
 carve_test(queues_test

@@ -14,6 +14,7 @@ carve_library(carve_sagemaker
        ${sm}/workload_publisher.cc ${sm}/runtimes.cc ${sm}/route_table.cc
        ${sm}/service.cc ${sm}/service_views.cc
   DEPS carve_catalog carve_layout carve_placement carve_store carve_nodes carve_server_infra
+       carve_launch_inputs
        nlohmann_json::nlohmann_json yaml-cpp fmt::fmt spdlog::spdlog Threads::Threads)
 
 carve_test(sagemaker_test

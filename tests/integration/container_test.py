@@ -66,7 +66,7 @@ TAG = f"from-the-model-{uuid.uuid4().hex[:12]}"
 
 def serving_processes():
     """Pids of this run's containers' program (`/serve serve`), seen from the host. (The
-    podman client that runs one has the tag in its environment too, but another command.)"""
+    podman client that runs one gets the tag only in its 0600 env file, not its environment.)"""
     tagged = set(live_processes("environ", lambda env: f"MODEL_VARIABLE={TAG}".encode() in env))
     serve = live_processes("cmdline", lambda cmdline: cmdline == b"/serve\0serve\0")
     return [pid for pid in serve if pid in tagged]
@@ -118,8 +118,11 @@ class ContainerTest(unittest.TestCase):
 
         # No simulated fleet in the server and no default runtime: the one node is the agent
         # below, and an image is an OCI image.
+        # The model's file:// ModelDataUrl must lie inside a model root (docs/security.md).
         cls.server = CarveServer(config="fleet:\n  nodes: []\n",
-                                 extra_args=["--no-local-agent", "--heartbeat-ms", "300"]).start()
+                                 extra_args=["--no-local-agent", "--heartbeat-ms", "300",
+                                             "--model-root", os.path.join(cls.tmp, "model")]
+                                 ).start()
         env = dict(os.environ, PATH=os.path.join(cls.tmp, "bin") + ":" + os.environ["PATH"])
         cls.agent = CarveAgent(cls.server, NODE, extra_args=[
             "--cdi-spec-dir", os.path.join(cls.tmp, "cdi")], env=env).start()
@@ -211,6 +214,12 @@ class ContainerTest(unittest.TestCase):
         # invocation of the wrapper cannot join a running container's network namespace, which
         # lives in the agent's podman's private /run.)
         self.assertEqual(len(serving_processes()), 1, serving_processes())
+        # The model's variables reach the container through the env file only: the podman
+        # client (root on a real node) runs with none of them in its own environment.
+        clients = live_processes("cmdline", lambda c: b"--env-file\0" in c and b"run\0" in c)
+        self.assertTrue(clients, "no podman run client found")
+        tagged = set(live_processes("environ", lambda env: TAG.encode() in env))
+        self.assertEqual([pid for pid in clients if pid in tagged], [])
 
         sm.delete_inference_component(InferenceComponentName="ic")
         poll(lambda: not serving_processes(), timeout_s=60, what="the container's program gone")

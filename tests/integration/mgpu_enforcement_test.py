@@ -10,6 +10,7 @@ unenforced."""
 
 import os
 import re
+import shlex
 import unittest
 
 from carve_harness import CarveServer, poll
@@ -29,14 +30,17 @@ FAKE_CUDA_DIR = os.environ.get("CARVE_FAKE_CUDA_DIR", "")
 CARD_BYTES = 24 << 30  # What the fake driver reports as the card's memory here.
 MIB = 1 << 20
 
-# What each task runs: its enforcement environment, then the probe's two readings.
+# What each task runs: its enforcement environment, then the probe's two readings. The fake
+# driver's directory and settings are exported by the task itself: a job's environment may not
+# name LD_* or CARVE_* variables (docs/security.md, Launch inputs).
 TASK = ('env | grep -E "^(LD_PRELOAD|CARVE_MGPU_LEDGER|CARVE_MGPU_ENFORCEMENT)=" | sort; '
+        f'export LD_LIBRARY_PATH={shlex.quote(FAKE_CUDA_DIR)} '
+        f'CARVE_FAKE_TOTAL_BYTES={CARD_BYTES} CARVE_FAKE_KERNEL_US=1000; '
         '"$PROBE" direct getinfo && "$PROBE" direct launch 1.5 kernel')
 
 
 def task_environment():
-    return {"PROBE": PROBE, "LD_LIBRARY_PATH": FAKE_CUDA_DIR,
-            "CARVE_FAKE_TOTAL_BYTES": str(CARD_BYTES), "CARVE_FAKE_KERNEL_US": "1000"}
+    return {"PROBE": PROBE}
 
 
 def shares(core, memory_mib):

@@ -55,8 +55,10 @@ Result<LaunchRequest> MakeLaunchRequest(const WorkloadSpec& spec) {
   CARVE_ASSIGN_OR_RETURN(LogPaths logs, LogPathsFor(spec.data_dir, spec.component, spec.copy));
   const char* path = std::getenv("PATH");
   r.env.push_back({"PATH", path != nullptr ? path : "/usr/bin:/bin"});
+  const bool sets_port = spec.values.contains("port");
   for (const auto& kv : spec.environment) {
-    bool overridden = false;
+    // carve's own variables win: PATH, the binding's, CARVE_PORT.
+    bool overridden = kv.first == "PATH" || (sets_port && kv.first == "CARVE_PORT");
     for (const auto& b : binding) overridden = overridden || b.first == kv.first;
     if (!overridden) r.env.push_back(kv);
   }

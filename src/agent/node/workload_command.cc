@@ -1,19 +1,25 @@
 #include "agent/node/workload_command.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <variant>
 
 #include "agent/launch/workload_spec.h"
+#include "protocol/launch_inputs.h"
 
 namespace carve::agent::node {
 
@@ -109,12 +115,11 @@ Result<ContainerArgs> DeviceArgs(const std::string& runtime, const launch::Devic
   return out;
 }
 
-// -v arguments for the model data: an absolute directory or file:// URL, read-only at
-// /opt/ml/model as SageMaker extracts it there. "" mounts nothing.
+// -v arguments for the model data: a directory BuildLaunchRequest already resolved inside a
+// model root, read-only at /opt/ml/model as SageMaker extracts it there. "" mounts nothing.
 Result<std::vector<std::string>> ModelDataArgs(const std::string& url) {
   if (url.empty()) return std::vector<std::string>{};
-  std::string path = url;
-  if (path.starts_with("file://")) path = path.substr(7);
+  const std::string& path = url;
   if (!path.starts_with("/")) {
     return FailedPrecondition(fmt::format(
         "ModelDataUrl {} is not downloaded by carve; give the model data as a directory on every "
@@ -158,7 +163,67 @@ Result<std::vector<std::string>> ShareArgs(const protocol::WorkloadDesired& w,
   return out;
 }
 
+// Writes `env` as NAME=VALUE lines to `path`, readable by the agent's user only (0600, the
+// file replaced, never followed through a symlink): the values stay out of the client's argv
+// and environment. InvalidArgument for a value the format cannot carry (NUL, line break).
+Status WriteEnvFile(const std::string& path, const launch::EnvVars& env) {
+  std::string text;
+  for (const auto& [name, value] : env) {
+    if (name.empty() || name.find_first_of(std::string_view("=\0\n\r", 4)) != std::string::npos ||
+        value.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
+      return InvalidArgument(fmt::format(
+          "environment variable {}: a name or value with '=', NUL or a line break cannot be "
+          "passed to a container (one NAME=VALUE line each)",
+          protocol::Preview(name)));
+    }
+    text += name + "=" + value + "\n";
+  }
+  ::unlink(path.c_str());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      return Internal(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, 0600) != 0 || ::close(fd) != 0) {
+    return Internal(fmt::format("cannot finish {}: {}", path, std::strerror(errno)));
+  }
+  return OkStatus();
+}
+
+// The container's variables: the model's, then carve's (the binding's, the port), carve's
+// winning over a model variable of the same name.
+launch::EnvVars ContainerEnv(const protocol::WorkloadDesired& w, const launch::EnvVars& carve) {
+  launch::EnvVars out;
+  for (const auto& kv : w.environment) {
+    const bool overridden = std::any_of(carve.begin(), carve.end(),
+                                        [&](const auto& c) { return c.first == kv.first; });
+    if (!overridden) out.push_back(kv);
+  }
+  out.insert(out.end(), carve.begin(), carve.end());
+  return out;
+}
+
 }  // namespace
+
+launch::EnvVars ContainerClientEnv() {
+  launch::EnvVars env;
+  const char* path = std::getenv("PATH");
+  env.push_back({"PATH", path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin"});
+  for (std::string_view name : kContainerClientPassthrough) {
+    if (const char* v = std::getenv(std::string(name).c_str()); v != nullptr) {
+      env.push_back({std::string(name), v});
+    }
+  }
+  return env;
+}
 
 std::vector<std::string> NvidiaCdiDevices(const std::vector<std::string>& dirs) {
   std::vector<std::string> names;
@@ -192,6 +257,11 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   for (const auto& kv : w.environment) spec.environment.push_back(kv);
   spec.binding = binding;
   spec.data_dir = ctx.data_dir;
+  // The server checked the path at CreateModel; a symlink swapped since must not lead out of
+  // the model roots, so it is resolved again here and the resolved path is what is used.
+  if (std::string& data = spec.values["model_data"]; protocol::IsLocalModelData(data)) {
+    CARVE_ASSIGN_OR_RETURN(data, protocol::ResolveModelData(data, w.model_roots, true));
+  }
   if (!w.command.empty() && w.image.empty()) {
     spec.command_template = w.command;
     return launch::MakeLaunchRequest(spec);
@@ -199,6 +269,8 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   if (w.image.empty()) {
     return InvalidArgument(fmt::format("workload {} has neither a command nor an image", w.id));
   }
+  // Checked at CreateModel too; here, so that nothing but a reference reaches the image slot.
+  CARVE_RETURN_IF_ERROR(protocol::CheckImageReference(w.image));
   const std::string runtime = ContainerRuntime(ctx.search_path);
   if (runtime.empty()) {
     return FailedPrecondition(fmt::format(
@@ -219,30 +291,31 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
   } else {
     spec.command_template.push_back("--network=host");
   }
+  // No set-uid gains inside; carve passes no --privileged, --cap-add or host pid/user namespace.
+  spec.command_template.push_back("--security-opt=no-new-privileges");
   auto append = [&](const std::vector<std::string>& args) {
     spec.command_template.insert(spec.command_template.end(), args.begin(), args.end());
   };
   append(devices.args);
   append(model);
   append(share);
+  const fs::path dir = fs::path(ctx.data_dir) / "workloads" / WorkloadDirName(w.id);
   if (!w.files.empty()) {  // {file_NAME} paths name the agent's files at the same place inside.
-    const std::string files =
-        (fs::path(ctx.data_dir) / "workloads" / WorkloadDirName(w.id) / "files").string();
+    const std::string files = (dir / "files").string();
     append({"-v", files + ":" + files + ":ro"});
   }
-  // SageMaker's port variable, as it sets it for the containers it runs.
-  const bool set_port = serving && !w.environment.contains("SAGEMAKER_BIND_TO_PORT");
-  if (set_port) spec.environment.emplace_back("SAGEMAKER_BIND_TO_PORT", "8080");
-  auto pass = [&](const std::string& name) {
-    spec.command_template.push_back("-e");
-    spec.command_template.push_back(name);
-  };
-  for (const auto& kv : w.environment) pass(kv.first);
-  for (const auto& kv : binding_env) {
-    if (!w.environment.contains(kv.first)) pass(kv.first);
-  }
-  if (set_port) pass("SAGEMAKER_BIND_TO_PORT");
-  if (!serving) pass("CARVE_PORT");
+  // The container's variables go through a 0600 env file: the client (podman runs as root)
+  // neither sees them in its environment nor shows them in its argv.
+  launch::EnvVars carve_env = binding_env;
+  if (serving) carve_env.emplace_back("SAGEMAKER_BIND_TO_PORT", "8080");  // SageMaker's contract
+  if (!serving) carve_env.emplace_back("CARVE_PORT", std::to_string(port));
+  std::error_code dir_ec;
+  fs::create_directories(dir, dir_ec);
+  const std::string env_file = (dir / "container.env").string();
+  CARVE_RETURN_IF_ERROR(WriteEnvFile(env_file, ContainerEnv(w, carve_env)));
+  append({"--env-file", env_file});
+  // Options end here: the image is the first operand, so no tenant value is read as an option.
+  spec.command_template.push_back("--");
   spec.command_template.push_back(w.image);
   if (serving) {
     spec.command_template.push_back("serve");
@@ -250,6 +323,7 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
     spec.command_template.insert(spec.command_template.end(), w.command.begin(), w.command.end());
   }
   CARVE_ASSIGN_OR_RETURN(launch::LaunchRequest request, launch::MakeLaunchRequest(spec));
+  request.env = ContainerClientEnv();  // Nothing of the model's reaches the client.
   // The copy's own log says how it got its GPU, the first thing to check when it sees none.
   std::error_code ec;
   fs::create_directories(fs::path(request.stdout_path).parent_path(), ec);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "agent/node/test_support.h"
 
@@ -63,6 +64,13 @@ class ContainerTest : public ::testing::Test {
     f << "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n";
     for (const auto& n : names) f << "- name: " << n << "\n  containerEdits: {}\n";
   }
+  std::string EnvFile() const {
+    return root_ + "/data/workloads/" + WorkloadDirName("acct/ic/1") + "/container.env";
+  }
+  std::string EnvFileText() const {
+    std::ifstream f(EnvFile());
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
   CommandContext Ctx() {
     CommandContext c{"node-7", root_ + "/data", "/opt/carve", "/nowhere:" + bin_};
     c.cdi_spec_dirs = {cdi_};
@@ -71,13 +79,20 @@ class ContainerTest : public ::testing::Test {
   Result<launch::LaunchRequest> Build(const launch::DeviceBinding& binding,
                                       const std::string& model_data = "") {
     protocol::WorkloadDesired w = Image("reg/m:1");
+    w.model_roots = {root_};
     if (!model_data.empty()) w.values["model_data"] = model_data;
     return BuildLaunchRequest(w, 9000, binding, Ctx());
   }
-  // The argv after the runtime's fixed `run --rm --name X -p P` and before the -e names.
+  // The argv after the runtime's fixed `run --rm --name X -p P --security-opt=...` and before
+  // the env file.
   static std::vector<std::string> Middle(const launch::LaunchRequest& r) {
-    auto first_e = std::find(r.argv.begin(), r.argv.end(), "-e");
-    return {r.argv.begin() + 7, first_e};
+    auto env_file = std::find(r.argv.begin(), r.argv.end(), "--env-file");
+    return {r.argv.begin() + 8, env_file};
+  }
+  // The argv from the env file on: `--env-file FILE -- IMAGE ...`.
+  static std::vector<std::string> Tail(const launch::LaunchRequest& r) {
+    auto env_file = std::find(r.argv.begin(), r.argv.end(), "--env-file");
+    return {env_file, r.argv.end()};
   }
   static std::string FirstLogLine(const launch::LaunchRequest& r) {
     std::ifstream f(r.stdout_path);
@@ -99,16 +114,19 @@ TEST_F(ContainerTest, PodmanGetsThePartitionAsACdiDeviceTheModelAndServe) {
   auto r = Build(launch::MigBinding{"MIG-y"}, "file://" + model_);
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->argv[0], bin_ + "/podman");
-  EXPECT_EQ(std::vector<std::string>(r->argv.begin() + 1, r->argv.begin() + 7),
-            (std::vector<std::string>{"run", "--rm", "--name", "carve-" + WorkloadDirName("acct/ic/1"),
-                                      "-p", "127.0.0.1:9000:8080"}));
+  EXPECT_EQ(std::vector<std::string>(r->argv.begin() + 1, r->argv.begin() + 8),
+            (std::vector<std::string>{"run", "--rm", "--name",
+                                      "carve-" + WorkloadDirName("acct/ic/1"), "-p",
+                                      "127.0.0.1:9000:8080", "--security-opt=no-new-privileges"}));
   EXPECT_EQ(Middle(*r), (std::vector<std::string>{"--device", "nvidia.com/gpu=MIG-y", "-v",
                                                   model_ + ":/opt/ml/model:ro"}));
-  EXPECT_EQ(std::vector<std::string>(r->argv.end() - 8, r->argv.end()),
-            (std::vector<std::string>{"-e", "MODEL", "-e", "CUDA_VISIBLE_DEVICES", "-e",
-                                      "SAGEMAKER_BIND_TO_PORT", "reg/m:1", "serve"}));
-  EXPECT_EQ(Env(*r, "MODEL"), "llama");
-  EXPECT_EQ(Env(*r, "SAGEMAKER_BIND_TO_PORT"), "8080");
+  EXPECT_EQ(Tail(*r),
+            (std::vector<std::string>{"--env-file", EnvFile(), "--", "reg/m:1", "serve"}));
+  EXPECT_EQ(EnvFileText(),
+            "MODEL=llama\nCUDA_VISIBLE_DEVICES=MIG-y\nSAGEMAKER_BIND_TO_PORT=8080\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(EnvFile().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(FirstLogLine(*r),
             "carve: podman runs reg/m:1 with its GPU passed as CDI device(s) nvidia.com/gpu=MIG-y");
 }
@@ -159,10 +177,73 @@ TEST_F(ContainerTest, ModelDataCarveCannotMountIsRefused) {
             "ModelDataUrl s3://bucket/model.tar.gz is not downloaded by carve; give the model "
             "data as a directory on every node (an absolute path or file:///path), which is "
             "mounted read-only at /opt/ml/model");
-  auto file = Build(std::monostate{}, "/no/such/dir");
+  std::ofstream(model_ + "/weights.txt") << "w";
+  auto file = Build(std::monostate{}, model_ + "/weights.txt");
   ASSERT_FALSE(file.has_value());
-  EXPECT_NE(file.error().message.find("/no/such/dir is not a directory on this node"),
+  EXPECT_NE(file.error().message.find("weights.txt is not a directory on this node"),
             std::string::npos);
+}
+
+// The server checked the path at CreateModel; a symlink swapped in since must not escape.
+TEST_F(ContainerTest, ModelDataIsResolvedAgainAtLaunch) {
+  Install("docker");
+  std::filesystem::create_directory_symlink("/etc", model_ + "/swapped");
+  auto escaped = Build(std::monostate{}, "file://" + model_ + "/swapped");
+  ASSERT_FALSE(escaped.has_value());
+  EXPECT_EQ(escaped.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(escaped.error().message.find("resolves to /etc, outside every model root"),
+            std::string::npos)
+      << escaped.error().message;
+  for (const std::string& url :
+       std::vector<std::string>{"/no/such/dir", "file:///", model_ + "/../../.."}) {
+    EXPECT_FALSE(Build(std::monostate{}, url).has_value()) << url;
+  }
+}
+
+// A hostile Image never reaches the option position, even if the server's check was bypassed.
+TEST_F(ContainerTest, AnImageThatIsNotAReferenceIsRefusedAtLaunch) {
+  Install("podman");
+  for (const char* image : {"--privileged", "-v=/:/host", "Reg/M", "a b"}) {
+    protocol::WorkloadDesired w = Image(image);
+    auto r = BuildLaunchRequest(w, 9000, std::monostate{}, Ctx());
+    ASSERT_FALSE(r.has_value()) << image;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  }
+}
+
+// The image is the first operand after `--`, after every option, and the podman client sees
+// none of the model's variables: they reach the container through the env file only.
+TEST_F(ContainerTest, TheImageFollowsTheOptionsAndTheClientEnvHasNoModelVariable) {
+  Install("podman");
+  protocol::WorkloadDesired w = Image("reg/m:1");
+  w.environment = {{"SECRET_TOKEN", "hunter2"}, {"MODEL", "llama"}};
+  auto r = BuildLaunchRequest(w, 9000, std::monostate{}, Ctx());
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  auto dashes = std::find(r->argv.begin(), r->argv.end(), "--");
+  ASSERT_NE(dashes, r->argv.end());
+  EXPECT_EQ(std::vector<std::string>(dashes + 1, r->argv.end()),
+            (std::vector<std::string>{"reg/m:1", "serve"}));
+  for (auto it = r->argv.begin() + 2; it != dashes; ++it) {  // Options and their values only.
+    EXPECT_EQ(it->find("hunter2"), std::string::npos) << *it;
+  }
+  EXPECT_EQ(r->env, ContainerClientEnv());
+  for (const auto& [name, value] : r->env) {
+    EXPECT_TRUE(name == "PATH" || std::find(std::begin(kContainerClientPassthrough),
+                                            std::end(kContainerClientPassthrough),
+                                            name) != std::end(kContainerClientPassthrough))
+        << name;
+    EXPECT_NE(value, "hunter2");
+  }
+  EXPECT_NE(EnvFileText().find("SECRET_TOKEN=hunter2\n"), std::string::npos);
+}
+
+TEST_F(ContainerTest, AValueAnEnvFileCannotCarryIsRefused) {
+  Install("podman");
+  protocol::WorkloadDesired w = Image("reg/m:1");
+  w.environment = {{"A", "x\nLD_PRELOAD=/tmp/evil.so"}};
+  auto r = BuildLaunchRequest(w, 9000, std::monostate{}, Ctx());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST_F(ContainerTest, AnMgpuShareReachesTheContainerThroughLdSoPreloadAndTheLedgerMount) {
@@ -182,11 +263,10 @@ TEST_F(ContainerTest, AnMgpuShareReachesTheContainerThroughLdSoPreloadAndTheLedg
   std::string line;
   std::getline(f, line);
   EXPECT_EQ(line, "/opt/carve/lib/libcarve-mgpu.so");
-  auto has = [&](const std::string& a) {
-    return std::find(r->argv.begin(), r->argv.end(), a) != r->argv.end();
-  };
-  EXPECT_TRUE(has("LD_PRELOAD"));
-  EXPECT_TRUE(has("CARVE_MGPU_LEDGER"));
+  // The binding's variables reach the container, not the podman client.
+  EXPECT_NE(EnvFileText().find("LD_PRELOAD="), std::string::npos);
+  EXPECT_NE(EnvFileText().find("CARVE_MGPU_LEDGER=/data/ledgers/w1.ledger\n"), std::string::npos);
+  EXPECT_EQ(Env(*r, "LD_PRELOAD"), "<unset>");
 }
 
 TEST_F(ContainerTest, ACommandInAnImageSharesTheHostNetworkAndRunsTheExpandedCommand) {
@@ -199,16 +279,16 @@ TEST_F(ContainerTest, ACommandInAnImageSharesTheHostNetworkAndRunsTheExpandedCom
   auto r = BuildLaunchRequest(w, 6379, launch::GpuBinding{{"GPU-card"}, {}}, Ctx());
   ASSERT_TRUE(r.has_value()) << r.error().message;
   const std::string files = root_ + "/data/workloads/" + WorkloadDirName("acct/ic/1") + "/files";
-  EXPECT_EQ(std::vector<std::string>(r->argv.begin() + 1, r->argv.begin() + 10),
-            (std::vector<std::string>{
-                "run", "--rm", "--name", "carve-" + WorkloadDirName("acct/ic/1"), "--network=host",
-                "--device", "nvidia.com/gpu=GPU-card", "-v", files + ":" + files + ":ro"}));
-  EXPECT_EQ(
-      std::vector<std::string>(r->argv.end() - 10, r->argv.end()),
-      (std::vector<std::string>{"-e", "CUDA_VISIBLE_DEVICES", "-e", "CARVE_PORT", "reg/ray:2.9",
-                                "ray", "start", "--head", "--port=6379", "--dashboard-port=8265"}));
-  EXPECT_EQ(Env(*r, "CARVE_PORT"), "6379");
-  EXPECT_EQ(std::find(r->argv.begin(), r->argv.end(), "SAGEMAKER_BIND_TO_PORT"), r->argv.end());
+  EXPECT_EQ(std::vector<std::string>(r->argv.begin() + 1, r->argv.begin() + 11),
+            (std::vector<std::string>{"run", "--rm", "--name",
+                                      "carve-" + WorkloadDirName("acct/ic/1"), "--network=host",
+                                      "--security-opt=no-new-privileges", "--device",
+                                      "nvidia.com/gpu=GPU-card", "-v",
+                                      files + ":" + files + ":ro"}));
+  EXPECT_EQ(Tail(*r), (std::vector<std::string>{"--env-file", EnvFile(), "--", "reg/ray:2.9",
+                                                "ray", "start", "--head", "--port=6379",
+                                                "--dashboard-port=8265"}));
+  EXPECT_EQ(EnvFileText(), "MODEL=llama\nCUDA_VISIBLE_DEVICES=GPU-card\nCARVE_PORT=6379\n");
 }
 
 TEST(BuildLaunchRequest, AnImageWithoutAContainerRuntimeIsAClearError) {

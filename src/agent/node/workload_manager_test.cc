@@ -266,8 +266,8 @@ TEST_F(WorkloadManagerTest, StoppingAnImageCopyRemovesItsContainerByName) {
   const std::string calls = dir_ + "/podman-calls";
   {
     std::ofstream script(dir_ + "/podman");
-    script << "#!/bin/sh\necho \"$*\" >> " << calls
-           << "\nif [ \"$1\" = run ]; then trap '' TERM; exec sleep 30; fi\n";
+    script << "#!/bin/sh\nif [ \"$1\" = run ]; then trap '' TERM; fi\necho \"$*\" >> " << calls
+           << "\nif [ \"$1\" = run ]; then exec sleep 30; fi\n";
   }
   std::filesystem::permissions(dir_ + "/podman", std::filesystem::perms::owner_all);
   options_.command.search_path = dir_;
@@ -280,12 +280,19 @@ TEST_F(WorkloadManagerTest, StoppingAnImageCopyRemovesItsContainerByName) {
   const auto started = Find(w.id);
   ASSERT_TRUE(started.has_value());
   ASSERT_GT(started->pid, 0) << started->message;
+  // Stop only once the fake client ignores SIGTERM and has logged its run (it sets the trap
+  // first): a signal before that would end the script before its first line.
+  ASSERT_TRUE(Eventually([&] {
+    std::ifstream f(calls);
+    std::string first;
+    return std::getline(f, first) && first.rfind("run ", 0) == 0;
+  }));
   Apply({});
   EXPECT_FALSE(ProcessExists(started->pid));
   std::ifstream in(calls);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines.size(), 2u) << (lines.empty() ? "" : lines[0]);
   EXPECT_EQ(lines[0].rfind("run --rm --name " + ContainerName(w.id) + " ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1], "rm -f " + ContainerName(w.id));
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/mgpu_params.h"
+#include "protocol/launch_inputs.h"
 #include "server/queues/serve_config.h"
 
 namespace carve::server::queues {
@@ -229,6 +230,8 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
       }
       s.environment[k] = v.get<std::string>();
     }
+    // The same launch rules as CreateModel's Environment (docs/security.md, Launch inputs).
+    CARVE_RETURN_IF_ERROR(protocol::CheckEnvironment(s.environment, "environment"));
   }
   if (body.contains("command")) {
     const json& c = body.at("command");

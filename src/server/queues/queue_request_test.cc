@@ -91,6 +91,21 @@ TEST(ParseJobSubmission, TurnsACommandStringIntoAShellCommand) {
   EXPECT_EQ(r->task_count, 3);
 }
 
+// A job's environment reaches its tasks' processes: the loader's and carve's names are refused.
+TEST(ParseJobSubmission, RefusesReservedOrMalformedEnvironmentNames) {
+  for (const char* env : {R"({"LD_PRELOAD":"/tmp/evil.so"})", R"({"CARVE_JOB_ID":"x"})",
+                          R"({"CUDA_VISIBLE_DEVICES":"0"})", R"({"A=B":"x"})"}) {
+    auto r = ParseJobSubmission(
+        json::parse(std::string(R"({"command":"true","environment":)") + env + "}"));
+    ASSERT_FALSE(r.has_value()) << env;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(r.error().message.rfind("environment.", 0), 0u) << r.error().message;
+  }
+  EXPECT_TRUE(ParseJobSubmission(json::parse(
+                  R"({"command":"true","environment":{"CARVE_MODEL":"m","MY_VAR":"1"}})"))
+                  .has_value());
+}
+
 TEST(ParseJobSubmission, RejectsACustomJobWithoutACommand) {
   auto r = ParseJobSubmission(json::parse(R"({"type":"CustomJob"})"));
   ASSERT_FALSE(r.has_value());

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/yaml_text.h"
+#include "protocol/launch_inputs.h"
 #include "server/queues/queue_request.h"
 
 namespace carve::server::queues {
@@ -152,6 +153,9 @@ Result<RayRuntime> ParseRayConfig(std::string_view yaml_text) {
       } else if (key == "image") {
         if (!kv.second.IsScalar()) return InvalidArgument(where + ": must be a string");
         CARVE_ASSIGN_OR_RETURN(out.image, YamlText(kv.second, where));
+        if (Status s = protocol::CheckImageReference(out.image); !out.image.empty() && !s.ok()) {
+          return InvalidArgument(where + ": " + s.error().message);
+        }
       } else if (key == "queues") {
         if (!kv.second.IsMap()) return InvalidArgument(where + ": must be a mapping of queues");
         for (const auto& q : kv.second) {
@@ -169,6 +173,10 @@ Result<RayRuntime> ParseRayConfig(std::string_view yaml_text) {
             }
             CARVE_ASSIGN_OR_RETURN(out.queue_images[name],
                                    YamlText(field.second, qwhere + ".image"));
+            const std::string& image = out.queue_images[name];  // "": on the node itself
+            if (Status s = protocol::CheckImageReference(image); !image.empty() && !s.ok()) {
+              return InvalidArgument(qwhere + ".image: " + s.error().message);
+            }
           }
         }
       } else {

@@ -71,6 +71,17 @@ TEST(RayConfig, BadTemplatesAreRefusedNamingTheKeyAndTheRule) {
   EXPECT_EQ(ErrorOf("ray: [x]\n"), "ray: must be a mapping");
 }
 
+// An image lands on podman's command line: it must be a reference, never an option.
+TEST(ParseRayConfig, RefusesAnImageThatIsNotAReference) {
+  EXPECT_EQ(ErrorOf("ray:\n  image: --privileged\n").rfind("ray.image: '--privileged' is not a "
+                                                          "valid image",
+                                                          0),
+            0u);
+  EXPECT_NE(ErrorOf("ray:\n  queues:\n    q1: {image: \"-v=/:/host\"}\n")
+                .find("ray.queues.q1.image: "),
+            std::string::npos);
+}
+
 TEST(RayConfig, BracesThatAreNoPlaceholderStayAsWritten) {
   auto r = ParseRayConfig(
       "ray:\n  driver_command: [/bin/sh, -c, \"{entrypoint}\", '{\"json\": 1}', '{Upper}']\n");

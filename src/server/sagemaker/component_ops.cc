@@ -15,10 +15,6 @@ namespace carve::server::sagemaker {
 namespace {
 
 constexpr std::string_view kStrategies[] = {"SPREAD", "BINPACK"};
-constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
-// SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
-// (mounted at /opt/ml/model for an OCI image; see workload_command.h).
-constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*");
 
 struct Requirements {
   std::string partition_type;
@@ -78,14 +74,14 @@ void ValidateDeploymentConfig(Validator& v, const json& config) {
 }
 
 // Validates a Specification member; returns the requirements when valid.
-std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const std::string& path) {
+std::optional<Requirements> ValidateSpec(Validator& v, const OpContext& ctx, const json& spec,
+                                         const std::string& path) {
   Requirements r;
   auto model = v.String(spec, "ModelName", path, kModelNameRule, false);
   v.String(spec, "InstanceType", path, StringRule{}, false);
   if (const json* c = v.Object(spec, "Container", path, false)) {
     const std::string cp = MemberPath(path, "Container");
-    v.String(*c, "Image", cp, kImageRule, false);
-    v.String(*c, "ArtifactUrl", cp, kUrlRule, false);
+    ValidateLaunchInputs(v, ctx, *c, cp, "ArtifactUrl");
   }
   v.Unsupported(spec, kUnsupportedSpec, path);
   if (const json* sp = v.Object(spec, "StartupParameters", path, false)) {
@@ -228,7 +224,7 @@ Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   }
   std::optional<Requirements> reqs;
   if (const json* spec = v.Object(in, "Specification", "", true)) {
-    reqs = ValidateSpec(v, *spec, "specification");
+    reqs = ValidateSpec(v, ctx, *spec, "specification");
   }
   std::optional<int64_t> copies;
   if (const json* rc = v.Object(in, "RuntimeConfig", "", true)) {
@@ -344,7 +340,7 @@ Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   v.Unsupported(in, kUnsupportedUpdate, "");
   std::optional<Requirements> reqs;
   if (const json* spec = v.Object(in, "Specification", "", false)) {
-    reqs = ValidateSpec(v, *spec, "specification");
+    reqs = ValidateSpec(v, ctx, *spec, "specification");
   }
   const json* deployment = v.Object(in, "DeploymentConfig", "", false);
   if (deployment != nullptr) ValidateDeploymentConfig(v, *deployment);

@@ -2,13 +2,17 @@
 // container definition and hands it to the node when copies start (agent issue).
 #include "server/sagemaker/ops.h"
 
+#include "protocol/launch_inputs.h"
+
 namespace carve::server::sagemaker {
 namespace {
 
 constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
 // SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
-// (mounted at /opt/ml/model for an OCI image; see workload_command.h).
-constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*");
+// or /path inside an operator's model root (mounted at /opt/ml/model for an OCI image; see
+// workload_command.h and protocol/launch_inputs.h).
+constexpr StringRule kUrlRule =
+    PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*|/.*");
 constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
 constexpr std::string_view kModes[] = {"SingleModel", "MultiModel"};
 
@@ -28,28 +32,55 @@ constexpr UnsupportedMember kUnsupportedContainer[] = {
     {"MultiModelConfig", "multi-model endpoints are not implemented; use inference components"},
 };
 
-void ValidateContainer(Validator& v, const json& c, const std::string& path) {
+void ValidateContainer(Validator& v, const OpContext& ctx, const json& c,
+                       const std::string& path) {
   v.Unsupported(c, kUnsupportedContainer, path);
   v.String(c, "ContainerHostname", path, kHostnameRule, false);
-  v.String(c, "Image", path, kImageRule, false);
-  v.String(c, "ModelDataUrl", path, kUrlRule, false);
+  ValidateLaunchInputs(v, ctx, c, path, "ModelDataUrl");
   if (auto mode = v.String(c, "Mode", path, EnumRule(kModes), false); mode == "MultiModel") {
     v.Fail(MemberPath(path, "Mode"), *mode,
            "carve does not support Mode MultiModel: multi-model endpoints are not implemented; "
            "use inference components");
   }
+}
+
+}  // namespace
+
+void ValidateLaunchInputs(Validator& v, const OpContext& ctx, const json& c,
+                          const std::string& path, std::string_view url_member) {
+  if (auto image = v.String(c, "Image", path, kImageRule, false)) {
+    if (Status s = protocol::CheckImageReference(*image); !s.ok()) {
+      v.Fail(MemberPath(path, "Image"), protocol::Preview(*image), s.error().message);
+    }
+  }
+  if (auto url = v.String(c, url_member, path, kUrlRule, false);
+      url && protocol::IsLocalModelData(*url)) {
+    auto resolved = protocol::ResolveModelData(*url, ctx.model_roots(), /*must_exist=*/false);
+    if (!resolved.has_value()) {
+      v.Fail(MemberPath(path, url_member), protocol::Preview(*url), resolved.error().message);
+    }
+  }
   if (const json* env = v.Object(c, "Environment", path, false)) {
     if (env->size() > 100) {
-      v.Fail(MemberPath(path, "Environment"), env->dump(),
+      v.Fail(MemberPath(path, "Environment"), protocol::Preview(env->dump()),
              "Member must have length less than or equal to 100");
     }
+    std::map<std::string, std::string> vars;
     for (const auto& [k, val] : env->items()) {
       if (!val.is_string()) {
-        v.Fail(MemberPath(path, "Environment") + "." + k, val.dump(), "Member must be a string");
+        v.Fail(MemberPath(path, "Environment") + "." + protocol::Preview(k),
+               protocol::Preview(val.dump()), "Member must be a string");
+      } else {
+        vars[k] = val.get<std::string>();
       }
+    }
+    if (Status s = protocol::CheckEnvironment(vars, "Environment"); !s.ok()) {
+      v.Fail(MemberPath(path, "Environment"), std::nullopt, s.error().message);
     }
   }
 }
+
+namespace {
 
 json Summary(const OpContext& ctx, const store::Record& r, const json&) {
   return {{"ModelName", r.key.name},
@@ -64,11 +95,11 @@ Result<json> CreateModel(const OpContext& ctx, const ApiRequest& req, const json
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
   if (const json* c = v.Object(in, "PrimaryContainer", "", false)) {
-    ValidateContainer(v, *c, "primaryContainer");
+    ValidateContainer(v, ctx, *c, "primaryContainer");
   }
   if (const json* list = v.List(in, "Containers", "", 0, 15, false)) {
     for (size_t i = 0; i < list->size(); ++i) {
-      ValidateContainer(v, (*list)[i], ElementPath("containers", i));
+      ValidateContainer(v, ctx, (*list)[i], ElementPath("containers", i));
     }
     if (list->size() > 1) {
       v.Fail("containers", "[...]",

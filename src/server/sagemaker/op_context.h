@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -25,14 +26,16 @@ class OpContext {
  public:
   OpContext(store::Store& store, const Clock& clock, std::string region, std::mutex& state_mu,
             std::function<void()> notify, nodes::NodeRegistry* registry,
-            int max_records_per_kind = kDefaultMaxRecordsPerKind)
+            int max_records_per_kind = kDefaultMaxRecordsPerKind,
+            std::vector<std::string> model_roots = {})
       : store_(store),
         clock_(clock),
         region_(std::move(region)),
         state_mu_(state_mu),
         notify_(std::move(notify)),
         registry_(registry),
-        max_records_per_kind_(max_records_per_kind) {}
+        max_records_per_kind_(max_records_per_kind),
+        model_roots_(std::move(model_roots)) {}
 
   store::Store& store() const { return store_; }
   const Clock& clock() const { return clock_; }
@@ -42,6 +45,8 @@ class OpContext {
   // Wakes the reconciler: something it acts on changed.
   void Notify() const { notify_(); }
   nodes::NodeRegistry* registry() const { return registry_; }
+  // Where a file:// ModelDataUrl may point (ServiceOptions::model_roots).
+  const std::vector<std::string>& model_roots() const { return model_roots_; }
 
   std::string Arn(std::string_view account, std::string_view kind, std::string_view name) const;
   // The record, or NotFound worded as the service does: Could not find endpoint "arn:...".
@@ -62,6 +67,7 @@ class OpContext {
   const std::function<void()> notify_;
   nodes::NodeRegistry* const registry_;
   const int max_records_per_kind_;
+  const std::vector<std::string> model_roots_;
 };
 
 }  // namespace carve::server::sagemaker

@@ -24,6 +24,12 @@ using Handler = Result<json> (*)(const OpContext&, const ApiRequest&, const json
 Handler FindHandler(std::string_view operation);
 
 // model_ops.cc
+// Records violations of the launch rules (protocol/launch_inputs.h) in a container definition at
+// `path`: Image an OCI reference, the model data member (`url_member`: ModelDataUrl, or a
+// component's ArtifactUrl) inside the model roots when it is a file:// or path, Environment
+// within SageMaker's limits and free of reserved names. Messages name the member and the rule.
+void ValidateLaunchInputs(Validator& v, const OpContext& ctx, const json& container,
+                          const std::string& path, std::string_view url_member);
 Result<json> CreateModel(const OpContext&, const ApiRequest&, const json&);
 Result<json> DescribeModel(const OpContext&, const ApiRequest&, const json&);
 Result<json> DeleteModel(const OpContext&, const ApiRequest&, const json&);

@@ -1,6 +1,6 @@
 // UpdateInferenceComponent's rolling deployments through the whole service in agent mode, on a
 // fake clock: copies run as workloads whose health the in-process agents decide from the
-// environment the copy's specification gives it (CARVE_TEST_HEALTH=crash: exits at once every
+// environment the copy's specification gives it (FAKE_AGENT_HEALTH=crash: exits at once every
 // time; slow: never answers /ping), so the test sees every batch a deployment places and stops.
 #include <gtest/gtest.h>
 
@@ -69,7 +69,7 @@ class RollingUpdateTest : public ::testing::Test {
       const std::string& id = view.registration.node_id;
       ReportApplied(registry_, id,
                     [](const protocol::WorkloadDesired& w, protocol::WorkloadStatus& ws) {
-                      auto health = w.environment.find("CARVE_TEST_HEALTH");
+                      auto health = w.environment.find("FAKE_AGENT_HEALTH");
                       const std::string how = health == w.environment.end() ? "" : health->second;
                       if (how == "slow") ws.state = "starting";
                       if (how == "crash") {
@@ -99,7 +99,7 @@ class RollingUpdateTest : public ::testing::Test {
   static json Spec(const std::string& version, const std::string& health = "",
                    const std::string& partition = "mig-3g.20gb") {
     json env = {{"VERSION", version}};
-    if (!health.empty()) env["CARVE_TEST_HEALTH"] = health;
+    if (!health.empty()) env["FAKE_AGENT_HEALTH"] = health;
     return {{"ModelName", "m"},
             {"Container", {{"Image", "carve/testmodel"}, {"Environment", env}}},
             {"StartupParameters", {{"ContainerStartupHealthCheckTimeoutInSeconds", 3600}}},

@@ -22,14 +22,15 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
           {std::string(kEndpoint), std::string(kInferenceComponent), std::string(kModel)})),
       ops_(
           store, clock_, options_.region, mu_, [this] { loop_.Wake(); }, options_.registry,
-          options_.max_records_per_kind),
+          options_.max_records_per_kind, options_.model_roots),
       lifecycle_(store, claims, driver, clock_, mu_, [this] { loop_.Wake(); }),
       placement_(store, options_.registry, clock_),
       loop_(options_.reconcile_interval, [this] { ReconcileOnce(); }) {
   lifecycle_.set_copies_per_node(
       [this](const nodes::Owner& variant) { return placement_.CopiesPerNode(variant); });
   if (options_.registry != nullptr) {
-    publisher_.emplace(store, *options_.registry, options_.runtimes, routes_);
+    publisher_.emplace(store, *options_.registry, options_.runtimes, routes_,
+                       options_.model_roots);
     // Agent reports that change a copy's state or a node's readiness wake the reconciler.
     wake_ = options_.registry->AddListener([this] { loop_.Wake(); });
   }

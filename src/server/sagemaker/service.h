@@ -67,6 +67,9 @@ struct ServiceOptions {
   // Models, endpoint configurations, endpoints and inference components one account may hold,
   // each (docs/api.md, Limits).
   int max_records_per_kind = kDefaultMaxRecordsPerKind;
+  // The operator's model roots: a file:///path or /path ModelDataUrl must resolve inside one
+  // (protocol/launch_inputs.h); empty: no such ModelDataUrl is accepted.
+  std::vector<std::string> model_roots;
 };
 
 class SageMakerService {

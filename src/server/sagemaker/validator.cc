@@ -68,7 +68,14 @@ bool FullMatch(std::string_view pattern, std::string_view value) {
 
 void Validator::Fail(std::string_view path, std::optional<std::string> value,
                      std::string_view constraint) {
-  std::string shown = value ? fmt::format("'{}'", *value) : std::string("null");
+  // A tenant's value is echoed bounded: a 10 MiB member must not become a 10 MiB message.
+  constexpr size_t kShownMax = 256;
+  std::string shown = !value ? std::string("null")
+                      : value->size() <= kShownMax
+                          ? fmt::format("'{}'", *value)
+                          : fmt::format("'{}...' ({} characters)",
+                                        std::string_view(*value).substr(0, kShownMax),
+                                        value->size());
   violations_.push_back(
       fmt::format("Value {} at '{}' failed to satisfy constraint: {}", shown, path, constraint));
 }

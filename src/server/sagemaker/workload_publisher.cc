@@ -101,8 +101,13 @@ const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name
 }  // namespace
 
 WorkloadPublisher::WorkloadPublisher(store::Store& store, nodes::NodeRegistry& registry,
-                                     const RuntimeCatalog& runtimes, RouteTable& routes)
-    : store_(store), registry_(registry), runtimes_(runtimes), routes_(routes) {}
+                                     const RuntimeCatalog& runtimes, RouteTable& routes,
+                                     std::vector<std::string> model_roots)
+    : store_(store),
+      registry_(registry),
+      runtimes_(runtimes),
+      routes_(routes),
+      model_roots_(std::move(model_roots)) {}
 
 void WorkloadPublisher::PublishLayouts(const EndpointEntry& e) {
   const EndpointRecord& ep = e.endpoint;
@@ -206,6 +211,7 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
       w.image = container->image;
     }
     w.values["model_data"] = container->model_data;
+    w.model_roots = model_roots_;
     for (const auto& [k, v] : container->environment) w.environment[k] = v;
     w.environment["CARVE_INFERENCE_COMPONENT"] = c.name;
     w.environment["CARVE_ENDPOINT"] = c.endpoint;

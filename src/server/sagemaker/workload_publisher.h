@@ -39,7 +39,8 @@ class WorkloadPublisher {
  public:
   // All references must outlive this.
   WorkloadPublisher(store::Store& store, nodes::NodeRegistry& registry,
-                    const RuntimeCatalog& runtimes, RouteTable& routes);
+                    const RuntimeCatalog& runtimes, RouteTable& routes,
+                    std::vector<std::string> model_roots = {});
 
   // What one Publish redid.
   struct Work {
@@ -82,6 +83,7 @@ class WorkloadPublisher {
   nodes::NodeRegistry& registry_;
   const RuntimeCatalog& runtimes_;
   RouteTable& routes_;
+  const std::vector<std::string> model_roots_;  // sent with each copy for the agent's check
   std::map<RecordName, Published> published_;
   std::map<std::string, std::set<RecordName>> on_node_;  // Node -> components with workloads there.
 };
