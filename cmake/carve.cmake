@@ -30,3 +30,12 @@ function(carve_test name)
   set(labels unit ${ARG_LABELS})
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300)
 endfunction()
+
+# Makes every test added so far in the calling directory require the fixture `carve_processes`
+# (the top-level CMakeLists.txt: no process may outlive the suites).
+function(carve_require_process_check)
+  get_property(dir_tests DIRECTORY PROPERTY TESTS)
+  foreach(t IN LISTS dir_tests)
+    set_property(TEST ${t} APPEND PROPERTY FIXTURES_REQUIRED carve_processes)
+  endforeach()
+endfunction()
