@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "common/bounded_json.h"
 #include "server/sagemaker/component_record.h"
 #include "server/sagemaker/endpoint_record.h"
 #include "server/sagemaker/ops.h"
@@ -15,10 +16,11 @@ namespace carve::server::sagemaker {
 namespace {
 
 constexpr std::string_view kStrategies[] = {"SPREAD", "BINPACK"};
-constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
+constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+", &MatchesNoSpace);
 // SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
 // (mounted at /opt/ml/model for an OCI image; see workload_command.h).
-constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*");
+constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*",
+                                          &MatchesModelDataUrl);
 
 struct Requirements {
   std::string partition_type;
@@ -95,7 +97,7 @@ std::optional<Requirements> ValidateSpec(Validator& v, const json& spec, const s
   }
   if (spec.contains("BaseInferenceComponentName")) {
     v.Fail(MemberPath(path, "BaseInferenceComponentName"),
-           spec["BaseInferenceComponentName"].dump(),
+           JsonPreview(spec["BaseInferenceComponentName"], kMaxShownValueBytes),
            "carve does not support adapter components; give a ModelName");
   }
   if (!model && !spec.contains("Container") && !spec.contains("ModelName")) {
