@@ -5,7 +5,7 @@ carve_library(carve_server_infra
   SRCS ${infra_dir}/http_server.cc ${infra_dir}/http_connection.cc ${infra_dir}/fd_stream.cc
        ${infra_dir}/metrics.cc
        ${infra_dir}/native_reply.cc ${infra_dir}/reconciler_loop.cc
-  DEPS carve_common carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
+  DEPS carve_common carve_json carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
        spdlog::spdlog fmt::fmt Threads::Threads)
 
 carve_test(server_infra_test
