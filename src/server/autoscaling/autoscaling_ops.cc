@@ -64,8 +64,12 @@ constexpr UnsupportedMember kUnsupportedActivities[] = {
      "carve records only activities that scaled; omit it or set it to false", false},
 };
 
+// A message may quote the caller's raw bytes (a body that is not JSON): never let them throw.
 ApiResponse Error(int status, std::string_view type, const std::string& message) {
-  return {status, json{{"__type", type}, {"message", message}}.dump(), std::string(type)};
+  return {status,
+          json{{"__type", type}, {"message", message}}.dump(-1, ' ', false,
+                                                            json::error_handler_t::replace),
+          std::string(type)};
 }
 
 // carve's error codes as Application Auto Scaling's.
