@@ -15,8 +15,8 @@ using nlohmann::json;
 // itself uses; it has kept this interface since 3.2.
 class BoundedSax {
  public:
-  BoundedSax(json& root, int max_depth) : dom_(root, /*allow_exceptions_=*/false),
-                                          max_depth_(max_depth) {}
+  BoundedSax(json& root, int max_depth)
+      : dom_(root, /*allow_exceptions_=*/false), max_depth_(max_depth) {}
 
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }

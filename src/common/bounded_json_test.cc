@@ -45,7 +45,8 @@ TEST(ParseJson, RefusesArraysOneLevelPastTheLimit) {
   auto r = ParseJson(Nested(kMaxJsonDepth + 1, '[', ']'));
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(r.error().message, "nests arrays and objects deeper than 64 levels (the JSON depth limit)");
+  EXPECT_EQ(r.error().message,
+            "nests arrays and objects deeper than 64 levels (the JSON depth limit)");
 }
 
 TEST(ParseJson, AcceptsObjectsExactlyAtTheDepthLimitAndRefusesOneMore) {
@@ -133,7 +134,7 @@ TEST(TextPreview, KeepsShortTextAndCutsLongText) {
 }
 
 TEST(TextPreview, NeverSplitsAUtf8Sequence) {
-  EXPECT_EQ(TextPreview("a\xc3\xa9z", 2), "a...");      // é is 2 bytes: not half of it.
+  EXPECT_EQ(TextPreview("a\xc3\xa9z", 2), "a...");  // é is 2 bytes: not half of it.
   EXPECT_EQ(TextPreview("a\xc3\xa9z", 3), "a\xc3\xa9...");
 }
 

@@ -5,8 +5,8 @@
 #include <ctime>
 
 #include "aws/credentials.h"
-#include "common/bounded_json.h"
 #include "aws/sigv4.h"
+#include "common/bounded_json.h"
 
 namespace carve::protocol {
 

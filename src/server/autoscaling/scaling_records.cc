@@ -208,8 +208,8 @@ Result<Schedule> ParseSchedule(std::string_view text) {
   const std::string s = TextPreview(text, 256);  // As messages quote it.
   if (auto at = ParseAt(text)) {
     std::tm tm = *at;
-    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59) {
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 59) {
       return InvalidArgument("Schedule '" + s + "' names no valid date and time");
     }
     return Schedule{static_cast<int64_t>(timegm(&tm)) * 1000, 0};

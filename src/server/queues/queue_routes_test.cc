@@ -99,8 +99,8 @@ TEST_F(QueueRoutesTest, AnswersBadRequestNamingTheFieldAndNotFoundAndConflict) {
 // crashed the server. Such bodies, and repeated keys, are a 400 naming the rule.
 TEST_F(QueueRoutesTest, RefusesDeepBodiesAndDuplicateKeysNamingTheRule) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  httplib::Result r = client_->Post("/v1/queues", R"({"name":"q1","mgpu":)" + deep + "}",
-                                    "application/json");
+  httplib::Result r =
+      client_->Post("/v1/queues", R"({"name":"q1","mgpu":)" + deep + "}", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   EXPECT_NE(r->body.find("request body nests arrays and objects deeper than 64 levels"),

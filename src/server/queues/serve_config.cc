@@ -98,8 +98,7 @@ ServeStatus ServeStatusFromBody(std::string_view body) {
   }
   // The head runs in the tenant's job: its answer is the tenant's bytes, parsed bounded.
   const nlohmann::json j = ParseJson(body).value_or(nlohmann::json());
-  if (!j.is_object() || !j.contains("applications") ||
-      !j.at("applications").is_object()) {
+  if (!j.is_object() || !j.contains("applications") || !j.at("applications").is_object()) {
     s.status = "UNKNOWN";
     s.message = "the head's Serve API answered something that is not its applications: " +
                 std::string(body.substr(0, 200));

@@ -19,8 +19,8 @@ constexpr std::string_view kStrategies[] = {"SPREAD", "BINPACK"};
 constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+", &MatchesNoSpace);
 // SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
 // (mounted at /opt/ml/model for an OCI image; see workload_command.h).
-constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*",
-                                          &MatchesModelDataUrl);
+constexpr StringRule kUrlRule =
+    PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*", &MatchesModelDataUrl);
 
 struct Requirements {
   std::string partition_type;

@@ -9,10 +9,10 @@ namespace {
 constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+", &MatchesNoSpace);
 // SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
 // (mounted at /opt/ml/model for an OCI image; see workload_command.h).
-constexpr StringRule kUrlRule = PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*",
-                                          &MatchesModelDataUrl);
-constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
-                                               &MatchesEndpointName);
+constexpr StringRule kUrlRule =
+    PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*", &MatchesModelDataUrl);
+constexpr StringRule kHostnameRule =
+    PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", &MatchesEndpointName);
 constexpr std::string_view kModes[] = {"SingleModel", "MultiModel"};
 
 // CreateModel and ContainerDefinition members carve does not implement (docs/api.md).

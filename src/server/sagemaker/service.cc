@@ -190,8 +190,9 @@ ApiResponse SageMakerService::Handle(const ApiRequest& request) {
   }
   // Bounded: nesting past kMaxJsonDepth or a repeated key is refused here, before any
   // validator walks the value (issue 35).
-  Result<nlohmann::json> parsed =
-      request.body.empty() ? Result<nlohmann::json>(nlohmann::json::object()) : ParseJson(request.body);
+  Result<nlohmann::json> parsed = request.body.empty()
+                                      ? Result<nlohmann::json>(nlohmann::json::object())
+                                      : ParseJson(request.body);
   if (!parsed.has_value()) {
     return ToAwsError(InvalidArgument("Request body " + parsed.error().message));
   }

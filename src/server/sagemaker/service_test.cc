@@ -254,8 +254,8 @@ TEST_F(ServiceTest, UnknownOperationsAre400) {
 TEST_F(ServiceTest, ABodyNestedAHundredThousandDeepIsAValidationException) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   for (const auto& [op, body] : std::vector<std::pair<std::string, std::string>>{
-           {"CreateModel", R"({"ModelName":"m","PrimaryContainer":{"Image":"i","Environment":)" +
-                               deep + "}}"},
+           {"CreateModel",
+            R"({"ModelName":"m","PrimaryContainer":{"Image":"i","Environment":)" + deep + "}}"},
            {"CreateEndpointConfig", R"({"EndpointConfigName":"c","Tags":)" + deep + "}"}}) {
     ApiResponse r = service_->Handle({op, body, kAccount, "req-1"});
     EXPECT_EQ(r.http_status, 400) << op;

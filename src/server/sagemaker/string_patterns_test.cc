@@ -57,8 +57,7 @@ TEST(StringPatterns, EndpointNamesHoldAtMostSixtyThreeAlphanumerics) {
 }
 
 TEST(StringPatterns, RoleArnsAgreeWithTheModeledRegex) {
-  ExpectSameAsRegex("arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+",
-                    &MatchesRoleArn,
+  ExpectSameAsRegex("arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+", &MatchesRoleArn,
                     Strings({"arn:aws:iam::123456789012:role", "arn:aws-cn:iam::123456789012:role",
                              "arn:aws:iam::12345678901:role", "arn:aws:iam::1234567890123:role",
                              "arn:awsX:iam::123456789012:role", "arn:aws:iam::123456789012:rol"},
@@ -86,9 +85,9 @@ TEST(StringPatterns, ImagesAgreeWithTheModeledRegex) {
 }
 
 TEST(StringPatterns, ModelDataUrlsAgreeWithTheModeledRegex) {
-  ExpectSameAsRegex("(https|s3)://([^/]+)/?(.*)|file:///.*", &MatchesModelDataUrl,
-                    Strings({"https://", "s3://", "file:///", "http://", "s3:/", "file://", ""},
-                            "h/\n\r ", 5));
+  ExpectSameAsRegex(
+      "(https|s3)://([^/]+)/?(.*)|file:///.*", &MatchesModelDataUrl,
+      Strings({"https://", "s3://", "file:///", "http://", "s3:/", "file://", ""}, "h/\n\r ", 5));
 }
 
 // What std::regex could not do: a 50,000-character value is matched in one pass.

@@ -191,8 +191,8 @@ TEST(Validator, AShortValueFailsTheMinimumLengthWithoutReachingThePattern) {
   EXPECT_FALSE(v.String(json{{"RoleArn", "short"}}, "RoleArn", "", kCounted, true));
   EXPECT_EQ(pattern_calls, 0);
   Validator within;
-  EXPECT_FALSE(within.String(json{{"RoleArn", std::string(30, 'a')}}, "RoleArn", "", kCounted,
-                             true));
+  EXPECT_FALSE(
+      within.String(json{{"RoleArn", std::string(30, 'a')}}, "RoleArn", "", kCounted, true));
   EXPECT_EQ(pattern_calls, 1);  // Within its lengths, the pattern runs.
 }
 
@@ -218,12 +218,12 @@ TEST(Validator, QuotesABoundedPreviewOfADeepOrWideValue) {
   Validator v;
   EXPECT_FALSE(v.String(parent, "EndpointName", "", kEndpointName, true));
   EXPECT_NE(v.ToStatus().error().message.find("Value '[[[[...]]]]' at 'endpointName' failed to "
-                                               "satisfy constraint: Member must be a string"),
+                                              "satisfy constraint: Member must be a string"),
             std::string::npos)
       << v.ToStatus().error().message;
   Validator wide;
-  EXPECT_EQ(wide.List(json{{"Tags", json::array({json(std::string(1 << 20, 't'))})}}, "Tags", "",
-                      0, 0, true),
+  EXPECT_EQ(wide.List(json{{"Tags", json::array({json(std::string(1 << 20, 't'))})}}, "Tags", "", 0,
+                      0, true),
             nullptr);
   EXPECT_LT(wide.ToStatus().error().message.size(), 600u);
 }
