@@ -1,6 +1,7 @@
 // Agent protocol messages (src/protocol/agent_protocol.h): the server parses what any agent
 // holding credentials sends (registrations, heartbeats, status reports), and the agent parses
-// the server's replies and desired states. Input: JSON text, parsed as every message type.
+// the server's replies and desired states. Input: JSON text, parsed as both sides parse it
+// (carve::ParseJson) and then as every message type.
 // Properties, beyond "no crash, no leak, no UB, no exception escaping":
 //  - whatever a FromJson accepts, ToJson writes back as JSON that the same FromJson accepts
 //    and writes out identically (the agent and the server never disagree about a message the
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/bounded_json.h"
 #include "fuzz_util.h"
 #include "protocol/agent_protocol.h"
 
@@ -30,9 +32,11 @@ void CheckRoundTrip(const nlohmann::json& j, FromJson from_json, const char* typ
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const nlohmann::json j =
-      nlohmann::json::parse(carve::fuzz::AsView(data, size), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  // As the server's agent routes and the agent's SignedClient read a message: bounded nesting,
+  // no repeated keys (common/bounded_json.h).
+  const auto parsed = carve::ParseJson(carve::fuzz::AsView(data, size));
+  if (!parsed.has_value()) return 0;
+  const nlohmann::json& j = *parsed;
   CheckRoundTrip(j, protocol::RegistrationFromJson, "Registration");
   CheckRoundTrip(j, protocol::RegisterReplyFromJson, "RegisterReply");
   CheckRoundTrip(j, protocol::DesiredStateFromJson, "DesiredState");

@@ -6,6 +6,7 @@
 
 #include "aws/credentials.h"
 #include "aws/sigv4.h"
+#include "common/bounded_json.h"
 
 namespace carve::protocol {
 
@@ -86,15 +87,17 @@ Result<nlohmann::json> SignedClient::Json(std::string_view method, std::string_v
 }
 
 Result<nlohmann::json> ParseJsonReply(std::string_view path, const HttpReply& reply) {
-  nlohmann::json parsed = nlohmann::json::parse(reply.body, nullptr, false);
+  // Bounded nesting, no repeated keys (common/bounded_json.h), whoever answered.
+  Result<nlohmann::json> bounded = ParseJson(reply.body);
   if (reply.status >= 200 && reply.status < 300) {
-    if (parsed.is_discarded()) {
-      return Internal(std::string(path) + ": the reply is not JSON: " + reply.body.substr(0, 200));
+    if (!bounded.has_value()) {
+      return Internal(std::string(path) + ": the reply " + bounded.error().message);
     }
-    return parsed;
+    return bounded;
   }
-  std::string message = reply.body;
-  if (!parsed.is_discarded() && parsed.is_object()) {
+  nlohmann::json parsed = bounded.value_or(nlohmann::json());
+  std::string message = TextPreview(reply.body, 200);
+  if (parsed.is_object()) {
     if (parsed.contains("error") && parsed["error"].is_string()) {
       message = parsed["error"].get<std::string>();
     } else if (parsed.contains("message") && parsed["message"].is_string()) {

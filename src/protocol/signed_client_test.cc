@@ -27,5 +27,24 @@ TEST(LoadClientCredentials, ReadsAProfileAndNamesAMissingOne) {
   std::filesystem::remove(path);
 }
 
+// Whoever answers an agent (a stolen address, a proxy) cannot crash it with a deep reply, and
+// repeated keys are not half-read (issue 35).
+TEST(ParseJsonReply, RefusesDeepRepliesAndDuplicateKeysNamingTheRule) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = ParseJsonReply("/v1/agent/status", HttpReply{200, deep, {}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message,
+            "/v1/agent/status: the reply nests arrays and objects deeper than 64 levels (the JSON "
+            "depth limit)");
+  r = ParseJsonReply("/v1/agent/status", HttpReply{200, R"({"a":1,"a":2})", {}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("the reply has the key \"a\" more than once"),
+            std::string::npos);
+  r = ParseJsonReply("/v1/agent/status", HttpReply{400, deep, {}});  // An error's message.
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_LT(r.error().message.size(), 300u);
+}
+
 }  // namespace
 }  // namespace carve::protocol

@@ -6,7 +6,7 @@ carve_library(carve_server_infra
        ${infra_dir}/metrics.cc
        ${infra_dir}/native_reply.cc ${infra_dir}/reconciler_loop.cc ${infra_dir}/principals.cc
        ${infra_dir}/authenticator.cc
-  DEPS carve_common carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
+  DEPS carve_common carve_json carve_aws Boost::headers OpenSSL::Crypto nlohmann_json::nlohmann_json
        spdlog::spdlog fmt::fmt Threads::Threads)
 
 carve_test(server_infra_test

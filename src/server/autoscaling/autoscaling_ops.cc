@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "common/bounded_json.h"
 #include "server/autoscaling/autoscaling_service.h"
 #include "server/sagemaker/validator.h"
 #include "store/commit_in_steps.h"
@@ -63,8 +64,12 @@ constexpr UnsupportedMember kUnsupportedActivities[] = {
      "carve records only activities that scaled; omit it or set it to false", false},
 };
 
+// A message may quote the caller's raw bytes (a body that is not JSON): never let them throw.
 ApiResponse Error(int status, std::string_view type, const std::string& message) {
-  return {status, json{{"__type", type}, {"message", message}}.dump(), std::string(type)};
+  return {status,
+          json{{"__type", type}, {"message", message}}.dump(-1, ' ', false,
+                                                            json::error_handler_t::replace),
+          std::string(type)};
 }
 
 // carve's error codes as Application Auto Scaling's.
@@ -291,7 +296,7 @@ void ValidateStep(Validator& v, const json& c, const ScalableKey& key) {
     const std::string sp = sagemaker::ElementPath(MemberPath(p, "StepAdjustments"), i);
     const json& s = (*steps)[i];
     if (!s.is_object()) {
-      v.Fail(sp, s.dump(), "Member must be a structure");
+      v.Fail(sp, JsonPreview(s, sagemaker::kMaxShownValueBytes), "Member must be a structure");
       continue;
     }
     v.Number(s, "MetricIntervalLowerBound", sp, {}, false);
@@ -321,12 +326,12 @@ ApiResponse AutoScalingService::Handle(const ApiRequest& request) {
     return Error(400, "UnknownOperationException",
                  "carve does not implement AnyScaleFrontendService." + request.operation);
   }
-  json in;
-  try {
-    in = json::parse(request.body.empty() ? "{}" : request.body);
-  } catch (const json::exception& e) {
-    return Error(400, "ValidationException", std::string("Request body is not JSON: ") + e.what());
+  // Bounded nesting, no repeated keys (common/bounded_json.h, issue 35).
+  Result<json> parsed = ParseJson(request.body.empty() ? "{}" : request.body);
+  if (!parsed.has_value()) {
+    return Error(400, "ValidationException", "Request body " + parsed.error().message);
   }
+  const json& in = *parsed;
   if (!in.is_object()) return Error(400, "ValidationException", "Request body must be an object");
   Result<json> out = [&]() -> Result<json> {
     try {

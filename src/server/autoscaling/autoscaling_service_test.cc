@@ -115,6 +115,23 @@ class AutoScalingServiceTest : public ::testing::Test {
   std::unique_ptr<AutoScalingService> service_;
 };
 
+// Issue 35: bodies nested past the depth limit, repeated keys and bytes that are not UTF-8 are
+// each a ValidationException naming the rule, never a crash or an escaping exception.
+TEST_F(AutoScalingServiceTest, RefusesDeepDuplicateAndNonUtf8BodiesNamingTheRule) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const auto& [body, rule] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"ServiceNamespace":)" + deep + "}", "deeper than 64 levels (the JSON depth limit)"},
+           {R"({"ServiceNamespace":"sagemaker","ServiceNamespace":"x"})",
+            R"(has the key "ServiceNamespace" more than once)"},
+           {"{\"ServiceNamespace\":\"\xff\"}", "is not valid JSON"}}) {
+    ApiResponse r = service_->Handle({"DescribeScalableTargets", body, kAccount, "req"});
+    EXPECT_EQ(r.http_status, 400);
+    EXPECT_EQ(r.error_type, "ValidationException");
+    const json j = json::parse(r.body);
+    EXPECT_NE(j.value("message", "").find(rule), std::string::npos) << r.body.substr(0, 300);
+  }
+}
+
 TEST_F(AutoScalingServiceTest, RegisteringValidatesAsTheServiceDoes) {
   auto [type, msg] = Fails("RegisterScalableTarget", Key());
   EXPECT_EQ(type, "ValidationException");

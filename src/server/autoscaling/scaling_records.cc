@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <ctime>
-#include <regex>
+
+#include "common/bounded_json.h"
+#include "server/sagemaker/string_patterns.h"
 
 namespace carve::server::autoscaling {
 
@@ -13,9 +15,66 @@ using nlohmann::json;
 namespace {
 
 // SageMaker's resource names: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}.
-bool IsName(std::string_view s) {
-  static const std::regex re("[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
-  return std::regex_match(s.begin(), s.end(), re);
+bool IsName(std::string_view s) { return sagemaker::MatchesEndpointName(s); }
+
+// The value of `digits` decimal digits at the front of `s`, which it removes; -1 (and `s`
+// untouched) when they are not all digits.
+int64_t TakeDigits(std::string_view& s, size_t digits) {
+  if (s.size() < digits) return -1;
+  int64_t n = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    n = n * 10 + (s[i] - '0');
+  }
+  s.remove_prefix(digits);
+  return n;
+}
+
+// Removes `c` from the front of `s`; false when it is not there.
+bool Take(std::string_view& s, char c) {
+  if (s.empty() || s.front() != c) return false;
+  s.remove_prefix(1);
+  return true;
+}
+
+// at(yyyy-mm-ddThh:mm:ss) as its six fields, without a regex (issue 35).
+std::optional<std::tm> ParseAt(std::string_view s) {
+  if (!s.starts_with("at(") || !s.ends_with(")")) return std::nullopt;
+  s = s.substr(3, s.size() - 4);
+  std::tm tm{};
+  int64_t f[6] = {};
+  constexpr size_t kWidths[] = {4, 2, 2, 2, 2, 2};
+  constexpr char kAfter[] = {'-', '-', 'T', ':', ':', '\0'};
+  for (int i = 0; i < 6; ++i) {
+    f[i] = TakeDigits(s, kWidths[i]);
+    if (f[i] < 0 || (i < 5 && !Take(s, kAfter[i]))) return std::nullopt;
+  }
+  if (!s.empty()) return std::nullopt;
+  tm.tm_year = static_cast<int>(f[0]) - 1900;
+  tm.tm_mon = static_cast<int>(f[1]) - 1;
+  tm.tm_mday = static_cast<int>(f[2]);
+  tm.tm_hour = static_cast<int>(f[3]);
+  tm.tm_min = static_cast<int>(f[4]);
+  tm.tm_sec = static_cast<int>(f[5]);
+  return tm;
+}
+
+// rate(N unit), N in [1-9][0-9]{0,6}, as N and the unit's milliseconds, without a regex.
+std::optional<std::pair<int64_t, int64_t>> ParseRate(std::string_view s) {
+  if (!s.starts_with("rate(") || !s.ends_with(")")) return std::nullopt;
+  s = s.substr(5, s.size() - 6);
+  const size_t space = s.find(' ');
+  if (space == std::string_view::npos || space == 0 || space > 7 || s[0] == '0') {
+    return std::nullopt;
+  }
+  std::string_view digits = s.substr(0, space);
+  const int64_t n = TakeDigits(digits, space);
+  if (n < 0) return std::nullopt;
+  const std::string_view unit = s.substr(space + 1);
+  if (unit == "minute" || unit == "minutes") return std::pair{n, int64_t{60'000}};
+  if (unit == "hour" || unit == "hours") return std::pair{n, int64_t{3'600'000}};
+  if (unit == "day" || unit == "days") return std::pair{n, int64_t{86'400'000}};
+  return std::nullopt;
 }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -146,34 +205,17 @@ Result<ScalingPolicy> ScalingPolicy::FromJson(const json& j) {
 }
 
 Result<Schedule> ParseSchedule(std::string_view text) {
-  const std::string s(text);
-  std::smatch m;
-  static const std::regex at_re(R"(at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\))");
-  static const std::regex rate_re(
-      R"(rate\(([1-9][0-9]{0,6}) (minute|minutes|hour|hours|day|days)\))");
-  if (std::regex_match(s, m, at_re)) {
-    std::tm tm{};
-    tm.tm_year = std::stoi(m[1]) - 1900;
-    tm.tm_mon = std::stoi(m[2]) - 1;
-    tm.tm_mday = std::stoi(m[3]);
-    tm.tm_hour = std::stoi(m[4]);
-    tm.tm_min = std::stoi(m[5]);
-    tm.tm_sec = std::stoi(m[6]);
-    if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-        tm.tm_sec > 59) {
+  const std::string s = TextPreview(text, 256);  // As messages quote it.
+  if (auto at = ParseAt(text)) {
+    std::tm tm = *at;
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 59) {
       return InvalidArgument("Schedule '" + s + "' names no valid date and time");
     }
     return Schedule{static_cast<int64_t>(timegm(&tm)) * 1000, 0};
   }
-  if (std::regex_match(s, m, rate_re)) {
-    const int64_t n = std::stoll(m[1]);
-    const std::string unit = m[2];
-    const int64_t unit_ms = unit.starts_with("minute") ? 60'000
-                            : unit.starts_with("hour") ? 3'600'000
-                                                       : 86'400'000;
-    return Schedule{0, n * unit_ms};
-  }
-  if (s.starts_with("cron(")) {
+  if (auto rate = ParseRate(text)) return Schedule{0, rate->first * rate->second};
+  if (text.starts_with("cron(")) {
     return InvalidArgument("Schedule '" + s +
                            "': carve does not implement cron expressions; use at(...) or "
                            "rate(value unit)");

@@ -41,6 +41,25 @@ TEST(ScheduleTest, AtAndRateParseAndCronIsRefusedByName) {
   EXPECT_FALSE(ParseSchedule("rate(5 seconds)").has_value());
 }
 
+// The hand-written parser (no std::regex since issue 35) keeps the old grammar's edges.
+TEST(ScheduleTest, RefusesNearMissesOfTheGrammar) {
+  EXPECT_EQ(ParseSchedule("rate(9999999 minutes)")->period_ms, 9'999'999LL * 60'000);
+  for (const char* bad :
+       {"rate(10000000 minutes)", "rate(05 minutes)", "rate( 5 minutes)", "rate(5  minutes)",
+        "rate(5 minutes", "rate(5 minutes) ", "rate(-5 minutes)", "rate(5 Minutes)", "rate()",
+        "at(2026-12-01T19:00)", "at(2026-12-01 19:00:00)", "at(26-12-01T19:00:00)",
+        "at(2026-12-01T19:00:00", "at(2026-12-01T19:00:0x)", "at(2026-00-01T19:00:00)",
+        "at(2026-12-01T24:00:00)", ""}) {
+    EXPECT_FALSE(ParseSchedule(bad).has_value()) << bad;
+  }
+}
+
+TEST(ScheduleTest, QuotesABoundedPreviewOfALongSchedule) {
+  auto r = ParseSchedule("rate(" + std::string(50000, '1'));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_LT(r.error().message.size(), 500u);
+}
+
 TEST(ScheduleTest, NextRunHonoursStartAndEnd) {
   ScheduledAction once;
   once.schedule = "at(2026-12-01T19:00:00)";

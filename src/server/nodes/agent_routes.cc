@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "common/bounded_json.h"
 #include "server/native_reply.h"
 
 namespace carve::server::nodes {
@@ -24,9 +25,11 @@ Result<uint64_t> QueryNumber(const NativeRequest& r, const std::string& key, uin
   return v;
 }
 
+// Bounded nesting, no repeated keys (common/bounded_json.h): agents hold credentials, but a
+// stolen one must not crash the server either.
 Result<nlohmann::json> Body(const NativeRequest& r) {
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_discarded()) return InvalidArgument("the request body is not JSON");
+  Result<nlohmann::json> j = ParseJson(r.body);
+  if (!j.has_value()) return InvalidArgument("the request body " + j.error().message);
   return j;
 }
 

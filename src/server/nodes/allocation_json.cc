@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/bounded_json.h"
+
 namespace carve::server::nodes {
 namespace {
 
@@ -66,7 +68,7 @@ Result<core::AllocationRecord> AllocationFromJson(const json& j) {
     a.id = core::AllocationId(j.value("id", uint64_t{0}));
     return a;
   } catch (const json::exception& e) {
-    return InvalidArgument(fmt::format("allocation {} is malformed: {}", j.dump(), e.what()));
+    return InvalidArgument(fmt::format("allocation {} is malformed: {}", JsonPreview(j), e.what()));
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/bounded_json.h"
 #include "core/mgpu_params.h"
 #include "protocol/launch_inputs.h"
 #include "server/queues/serve_config.h"
@@ -15,7 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string Shown(const json& v) { return v.dump(); }
+// A caller's value in a message: bounded in length and depth, never dump()ed whole.
+std::string Shown(const json& v) { return JsonPreview(v); }
 
 Result<std::optional<std::string>> OptString(const json& body, const char* field) {
   if (!body.contains(field) || body.at(field).is_null()) return std::optional<std::string>();

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/bounded_json.h"
 #include "server/native_reply.h"
 
 namespace carve::server::queues {
@@ -14,9 +15,10 @@ namespace {
 
 using nlohmann::json;
 
+// Bounded nesting, no repeated keys (common/bounded_json.h).
 Result<json> Body(const NativeRequest& r) {
-  json body = json::parse(r.body.empty() ? std::string("{}") : r.body, nullptr, false);
-  if (body.is_discarded()) return InvalidArgument("request body: not valid JSON");
+  Result<json> body = ParseJson(r.body.empty() ? std::string_view("{}") : r.body);
+  if (!body.has_value()) return InvalidArgument("request body " + body.error().message);
   return body;
 }
 

@@ -95,6 +95,35 @@ TEST_F(QueueRoutesTest, AnswersBadRequestNamingTheFieldAndNotFoundAndConflict) {
   EXPECT_NE(body["error"].get<std::string>().find("new queue"), std::string::npos);
 }
 
+// Issue 35: the queue parser dump()ed a caller's value recursively; a body nested 100,000 deep
+// crashed the server. Such bodies, and repeated keys, are a 400 naming the rule.
+TEST_F(QueueRoutesTest, RefusesDeepBodiesAndDuplicateKeysNamingTheRule) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  httplib::Result r =
+      client_->Post("/v1/queues", R"({"name":"q1","mgpu":)" + deep + "}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("request body nests arrays and objects deeper than 64 levels"),
+            std::string::npos)
+      << r->body.substr(0, 300);
+  r = client_->Post("/v1/queues", R"({"name":"q1","name":"q2"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find(R"(has the key \"name\" more than once)"), std::string::npos) << r->body;
+  EXPECT_EQ(Call("GET", "/v1/queues").second["queues"].size(), 0u);
+}
+
+// A value of the wrong type is quoted bounded, never whole.
+TEST_F(QueueRoutesTest, QuotesABoundedPreviewOfAWrongValue) {
+  json deep = json::array();
+  for (int i = 0; i < 60; ++i) deep = json::array({std::move(deep)});
+  json big = kQueue;
+  big["mgpu"] = std::move(deep);
+  auto [status, body] = Call("POST", "/v1/queues", big);
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(body.dump().find("[[[[...]]]]"), std::string::npos) << body.dump();
+}
+
 TEST_F(QueueRoutesTest, AcceptsARuleBreakingJobAsFailedAndShowsItsReason) {
   Call("POST", "/v1/queues", kQueue);
   auto [status, body] =

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/bounded_json.h"
 #include "common/utf8.h"
 
 namespace carve::server::queues {
@@ -95,9 +96,9 @@ ServeStatus ServeStatusFromBody(std::string_view body) {
     s.message = std::string(body.substr(7));
     return s;
   }
-  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("applications") ||
-      !j.at("applications").is_object()) {
+  // The head runs in the tenant's job: its answer is the tenant's bytes, parsed bounded.
+  const nlohmann::json j = ParseJson(body).value_or(nlohmann::json());
+  if (!j.is_object() || !j.contains("applications") || !j.at("applications").is_object()) {
     s.status = "UNKNOWN";
     s.message = "the head's Serve API answered something that is not its applications: " +
                 std::string(body.substr(0, 200));

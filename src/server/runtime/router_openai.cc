@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/bounded_json.h"
 #include "server/runtime/router.h"
 #include "server/runtime/router_upstream.h"
 
@@ -58,7 +59,13 @@ NativeResponse Router::OpenAiFail(Call& call, const RuntimeError& error) {
 
 NativeResponse Router::ChatCompletions(const NativeRequest& request) {
   auto call = std::make_shared<Call>();
-  const json body = json::parse(request.body, nullptr, false);
+  // Parsed only to read "model"; the bytes are forwarded as they came. Bounded nesting, no
+  // repeated keys (common/bounded_json.h).
+  Result<json> parsed = ParseJson(request.body);
+  if (!parsed.has_value()) {
+    return OpenAiFail(*call, ValidationError("The request body " + parsed.error().message));
+  }
+  const json& body = *parsed;
   if (!body.is_object()) {
     return OpenAiFail(*call, ValidationError("The request body must be a JSON object: a Chat "
                                              "Completions request"));

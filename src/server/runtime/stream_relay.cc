@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
 #include "server/runtime/runtime_error.h"
 
 namespace carve::server::runtime {
@@ -17,14 +18,18 @@ std::string SseErrorMessage(std::string_view event) {
     pos = end + 1;
     if (line.substr(0, 5) != "data:") continue;
     line.remove_prefix(5);
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // The copy's container is the tenant's code: its events are parsed bounded, and an error
+    // value is quoted as a bounded preview, never dump()ed whole.
+    auto parsed = ParseJson(line);
+    if (!parsed.has_value()) continue;
+    const nlohmann::json& j = *parsed;
     if (!j.is_object() || !j.contains("error")) continue;
     const auto& e = j["error"];
     if (e.is_string()) return e.get<std::string>();
     if (e.is_object() && e.contains("message") && e["message"].is_string()) {
       return e["message"].get<std::string>();
     }
-    return e.dump();
+    return JsonPreview(e, 1024, 8);
   }
   return "";
 }

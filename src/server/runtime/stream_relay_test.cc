@@ -73,5 +73,19 @@ TEST(StreamRelay, OnlyJsonErrorMembersCountAsErrorEvents) {
   EXPECT_EQ(SseErrorMessage("data: \"error\" not json\n\n"), "");
 }
 
+// The copy's container is the tenant's code: an error event nested 100,000 deep was dump()ed
+// recursively (issue 35). It is refused by the bounded parser and relayed as data; an error
+// value within the limit is quoted as a bounded preview.
+TEST(StreamRelay, DeepOrHugeErrorEventsDoNotCrashTheRelay) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(SseErrorMessage("data: {\"error\":" + deep + "}\n\n"), "");
+  const std::string nested = std::string(30, '[') + std::string(30, ']');
+  const std::string shown = SseErrorMessage("data: {\"error\":" + nested + "}\n\n");
+  EXPECT_TRUE(shown.starts_with("[[[[")) << shown;
+  EXPECT_NE(shown.find("[...]"), std::string::npos) << shown;
+  EXPECT_LT(SseErrorMessage("data: {\"error\":[\"" + std::string(1 << 20, 'e') + "\"]}\n\n").size(),
+            1100u);
+}
+
 }  // namespace
 }  // namespace carve::server::runtime

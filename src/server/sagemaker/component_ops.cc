@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "common/bounded_json.h"
 #include "server/sagemaker/component_record.h"
 #include "server/sagemaker/endpoint_record.h"
 #include "server/sagemaker/ops.h"
@@ -91,7 +92,7 @@ std::optional<Requirements> ValidateSpec(Validator& v, const OpContext& ctx, con
   }
   if (spec.contains("BaseInferenceComponentName")) {
     v.Fail(MemberPath(path, "BaseInferenceComponentName"),
-           spec["BaseInferenceComponentName"].dump(),
+           JsonPreview(spec["BaseInferenceComponentName"], kMaxShownValueBytes),
            "carve does not support adapter components; give a ModelName");
   }
   if (!model && !spec.contains("Container") && !spec.contains("ModelName")) {

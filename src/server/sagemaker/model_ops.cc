@@ -1,5 +1,6 @@
 // CreateModel, DescribeModel, DeleteModel, ListModels. A model is metadata here: carve keeps the
 // container definition and hands it to the node when copies start (agent issue).
+#include "common/bounded_json.h"
 #include "server/sagemaker/ops.h"
 
 #include "protocol/launch_inputs.h"
@@ -7,13 +8,14 @@
 namespace carve::server::sagemaker {
 namespace {
 
-constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+");
+constexpr StringRule kImageRule = PatternRule(0, 255, "[\\S]+", &MatchesNoSpace);
 // SageMaker's pattern, and carve's addition: model data already on the nodes, as file:///path
 // or /path inside an operator's model root (mounted at /opt/ml/model for an OCI image; see
 // workload_command.h and protocol/launch_inputs.h).
 constexpr StringRule kUrlRule =
-    PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*|/.*");
-constexpr StringRule kHostnameRule = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
+    PatternRule(0, 1024, "(https|s3)://([^/]+)/?(.*)|file:///.*|/.*", &MatchesModelDataUrl);
+constexpr StringRule kHostnameRule =
+    PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", &MatchesEndpointName);
 constexpr std::string_view kModes[] = {"SingleModel", "MultiModel"};
 
 // CreateModel and ContainerDefinition members carve does not implement (docs/api.md).
@@ -62,14 +64,14 @@ void ValidateLaunchInputs(Validator& v, const OpContext& ctx, const json& c,
   }
   if (const json* env = v.Object(c, "Environment", path, false)) {
     if (env->size() > 100) {
-      v.Fail(MemberPath(path, "Environment"), protocol::Preview(env->dump()),
+      v.Fail(MemberPath(path, "Environment"), JsonPreview(*env, kMaxShownValueBytes),
              "Member must have length less than or equal to 100");
     }
     std::map<std::string, std::string> vars;
     for (const auto& [k, val] : env->items()) {
       if (!val.is_string()) {
-        v.Fail(MemberPath(path, "Environment") + "." + protocol::Preview(k),
-               protocol::Preview(val.dump()), "Member must be a string");
+        v.Fail(MemberPath(path, "Environment") + "." + TextPreview(k, kMaxShownValueBytes),
+               JsonPreview(val, kMaxShownValueBytes), "Member must be a string");
       } else {
         vars[k] = val.get<std::string>();
       }

@@ -18,7 +18,7 @@ constexpr KindRow kKinds[] = {
 };
 
 // TagKey/TagValue: letters, separators and numbers of any script, plus _.:/=+-@. Bytes of
-// multi-byte UTF-8 sequences are accepted as letters (std::regex has no \p classes).
+// multi-byte UTF-8 sequences are accepted as letters (a byte test has no \p classes).
 bool TagChars(std::string_view s) {
   for (unsigned char c : s) {
     if (c >= 0x80 || std::isalnum(c) || c == ' ') continue;
@@ -32,9 +32,7 @@ bool TagChars(std::string_view s) {
 constexpr std::string_view kTagPattern = "([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)";
 
 StringRule TagRule(int min_len, int max_len) {
-  StringRule r = PatternRule(min_len, max_len, kTagPattern);
-  r.matches = &TagChars;
-  return r;
+  return PatternRule(min_len, max_len, kTagPattern, &TagChars);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/sagemaker/string_patterns.h"
 #include "server/sagemaker/validator.h"
 
 namespace carve::server::sagemaker {
@@ -40,17 +41,21 @@ struct ParsedArn {
 std::optional<ParsedArn> ParseArn(std::string_view arn);
 
 // Modeled rules (botocore sagemaker 2017-07-24).
-inline constexpr StringRule kEndpointNameRule = PatternRule(
-    0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");  // Also EndpointConfigName, VariantName.
+inline constexpr StringRule kEndpointNameRule =
+    PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
+                &MatchesEndpointName);  // Also EndpointConfigName, VariantName.
 inline constexpr StringRule kModelNameRule =
-    PatternRule(0, 63, "[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?");  // Also InferenceComponentName.
-inline constexpr StringRule kNameContainsRule = PatternRule(0, 63, "[a-zA-Z0-9-]+");
+    PatternRule(0, 63, "[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?",
+                &MatchesModelName);  // Also InferenceComponentName.
+inline constexpr StringRule kNameContainsRule =
+    PatternRule(0, 63, "[a-zA-Z0-9-]+", &MatchesNameContains);
 inline constexpr StringRule kRoleArnRule =
-    PatternRule(20, 2048, "arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+");
-inline constexpr StringRule kResourceArnRule =
-    PatternRule(0, 256, "arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:.+");
+    PatternRule(20, 2048, "arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+",
+                &MatchesRoleArn);
+inline constexpr StringRule kResourceArnRule = PatternRule(
+    0, 256, "arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:.+", &MatchesResourceArn);
 inline constexpr StringRule kPartitionTypeRule =
-    PatternRule(0, 32, "mig-[0-9]+g\\.[0-9]+gb([+-][a-z0-9.]+)*");
+    PatternRule(0, 32, "mig-[0-9]+g\\.[0-9]+gb([+-][a-z0-9.]+)*", &MatchesPartitionType);
 extern const StringRule kTagKeyRule;    // 1..128, [\p{L}\p{Z}\p{N}_.:/=+\-@]*
 extern const StringRule kTagValueRule;  // 0..256, same characters.
 

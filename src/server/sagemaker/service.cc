@@ -6,6 +6,7 @@
 #include <chrono>
 #include <tuple>
 
+#include "common/bounded_json.h"
 #include "server/sagemaker/aws_error.h"
 #include "server/sagemaker/ops.h"
 #include "server/sagemaker/resources.h"
@@ -188,12 +189,15 @@ ApiResponse SageMakerService::Handle(const ApiRequest& request) {
   if (handler == nullptr) {
     return ToAwsError(Unimplemented("Unknown operation SageMaker." + request.operation));
   }
-  nlohmann::json body;
-  try {
-    body = request.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(request.body);
-  } catch (const nlohmann::json::exception& e) {
-    return ToAwsError(InvalidArgument(std::string("Request body is not valid JSON: ") + e.what()));
+  // Bounded: nesting past kMaxJsonDepth or a repeated key is refused here, before any
+  // validator walks the value (issue 35).
+  Result<nlohmann::json> parsed = request.body.empty()
+                                      ? Result<nlohmann::json>(nlohmann::json::object())
+                                      : ParseJson(request.body);
+  if (!parsed.has_value()) {
+    return ToAwsError(InvalidArgument("Request body " + parsed.error().message));
   }
+  const nlohmann::json& body = *parsed;
   if (!body.is_object()) return ToAwsError(InvalidArgument("Request body must be a JSON object"));
   Result<nlohmann::json> out = [&]() -> Result<nlohmann::json> {
     try {

@@ -249,6 +249,45 @@ TEST_F(ServiceTest, UnknownOperationsAre400) {
   EXPECT_EQ(r.error_type, "UnknownOperationException");
 }
 
+// Issue 35: one signed request nested 100,000 deep inside a member crashed the server (the
+// validator dump()ed the value recursively). The body is refused at parse time, naming the rule.
+TEST_F(ServiceTest, ABodyNestedAHundredThousandDeepIsAValidationException) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const auto& [op, body] : std::vector<std::pair<std::string, std::string>>{
+           {"CreateModel",
+            R"({"ModelName":"m","PrimaryContainer":{"Image":"i","Environment":)" + deep + "}}"},
+           {"CreateEndpointConfig", R"({"EndpointConfigName":"c","Tags":)" + deep + "}"}}) {
+    ApiResponse r = service_->Handle({op, body, kAccount, "req-1"});
+    EXPECT_EQ(r.http_status, 400) << op;
+    EXPECT_EQ(r.error_type, "ValidationException") << op;
+    EXPECT_NE(r.body.find("Request body nests arrays and objects deeper than 64 levels (the JSON "
+                          "depth limit)"),
+              std::string::npos)
+        << op << ": " << r.body.substr(0, 300);
+  }
+  EXPECT_EQ(Ok("ListModels", json::object())["Models"].size(), 0u);
+}
+
+TEST_F(ServiceTest, ABodyWithADuplicateKeyIsRefusedNamingTheKey) {
+  ApiResponse r = service_->Handle(
+      {"CreateModel", R"({"ModelName":"a","PrimaryContainer":{"Image":"i"},"ModelName":"b"})",
+       kAccount, "req-1"});
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find(R"(Request body has the key \"ModelName\" more than once)"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(Ok("ListModels", json::object())["Models"].size(), 0u);
+}
+
+TEST_F(ServiceTest, AFiftyThousandCharacterNameFailsItsLengthRule) {
+  ApiResponse r = Call("CreateModel", {{"ModelName", std::string(50000, 'a')},
+                                       {"PrimaryContainer", {{"Image", "img"}}}});
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_NE(r.body.find("Member must have length less than or equal to 63"), std::string::npos);
+  EXPECT_LT(r.body.size(), 1000u);
+}
+
 TEST_F(ServiceTest, TimestampsAreEpochSecondsWithMillis) {
   clock_.Advance(std::chrono::milliseconds(123));
   Ok("CreateModel", {{"ModelName", "t"}});

@@ -5,9 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
-#include <regex>
+
+#include "common/bounded_json.h"
 
 namespace carve::server::sagemaker {
 namespace {
@@ -18,10 +17,11 @@ std::string LowerCamel(std::string_view member) {
   return out;
 }
 
-// How the service prints a non-string value inside Value '...'.
+// How the service prints a non-string value inside Value '...': bounded, since the value is
+// the caller's (Fail cuts strings; containers are cut here, never dump()ed whole).
 std::string Repr(const json& v) {
   if (v.is_string()) return v.get<std::string>();
-  return v.dump();
+  return JsonPreview(v, kMaxShownValueBytes);
 }
 
 std::string JoinEnum(std::span<const std::string_view> values) {
@@ -51,31 +51,10 @@ std::string MemberPath(std::string_view parent_path, std::string_view member) {
   return fmt::format("{}.{}", parent_path, LowerCamel(member));
 }
 
-bool FullMatch(std::string_view pattern, std::string_view value) {
-  static std::mutex mu;
-  static std::map<std::string, std::regex, std::less<>> cache;  // Guarded by mu.
-  const std::regex* re = nullptr;
-  {
-    std::lock_guard lock(mu);
-    auto it = cache.find(pattern);
-    if (it == cache.end()) {
-      it = cache.emplace(std::string(pattern), std::regex(std::string(pattern))).first;
-    }
-    re = &it->second;  // std::map nodes are stable; entries are never erased.
-  }
-  return std::regex_match(value.begin(), value.end(), *re);
-}
-
 void Validator::Fail(std::string_view path, std::optional<std::string> value,
                      std::string_view constraint) {
-  // A tenant's value is echoed bounded: a 10 MiB member must not become a 10 MiB message.
-  constexpr size_t kShownMax = 256;
-  std::string shown = !value ? std::string("null")
-                      : value->size() <= kShownMax
-                          ? fmt::format("'{}'", *value)
-                          : fmt::format("'{}...' ({} characters)",
-                                        std::string_view(*value).substr(0, kShownMax),
-                                        value->size());
+  std::string shown =
+      value ? fmt::format("'{}'", TextPreview(*value, kMaxShownValueBytes)) : std::string("null");
   violations_.push_back(
       fmt::format("Value {} at '{}' failed to satisfy constraint: {}", shown, path, constraint));
 }
@@ -124,14 +103,18 @@ std::optional<std::string> Validator::String(const json& parent, std::string_vie
     Fail(path, Repr(*v), "Member must be a string");
     return std::nullopt;
   }
-  std::string s = v->get<std::string>();
-  const size_t before = violations_.size();
-  if (static_cast<int>(s.size()) < rule.min_len) {
+  const std::string& s = v->get_ref<const std::string&>();
+  // Lengths first, and a failed one ends the checks: the pattern never sees a value longer
+  // than its rule allows (issue 35: a 50,000-character name once reached std::regex).
+  if (s.size() < static_cast<size_t>(rule.min_len)) {
     Fail(path, s, fmt::format("Member must have length greater than or equal to {}", rule.min_len));
+    return std::nullopt;
   }
-  if (rule.max_len >= 0 && static_cast<int>(s.size()) > rule.max_len) {
+  if (rule.max_len >= 0 && s.size() > static_cast<size_t>(rule.max_len)) {
     Fail(path, s, fmt::format("Member must have length less than or equal to {}", rule.max_len));
+    return std::nullopt;
   }
+  const size_t before = violations_.size();
   if (!rule.enum_values.empty()) {
     bool found = false;
     for (auto e : rule.enum_values) found = found || e == s;
@@ -140,8 +123,7 @@ std::optional<std::string> Validator::String(const json& parent, std::string_vie
     }
   }
   if (!rule.pattern.empty()) {
-    bool match = rule.matches ? rule.matches(s) : FullMatch(rule.pattern, s);
-    if (!match) {
+    if (!rule.matches(s)) {
       Fail(path, s,
            fmt::format("Member must satisfy regular expression pattern: {}", rule.pattern));
     }
@@ -241,12 +223,12 @@ const json* Validator::List(const json& parent, std::string_view member,
   }
   const int n = static_cast<int>(v->size());
   if (n < min_items) {
-    Fail(path, v->dump(),
+    Fail(path, Repr(*v),
          fmt::format("Member must have length greater than or equal to {}", min_items));
     return nullptr;
   }
   if (max_items >= 0 && n > max_items) {
-    Fail(path, v->dump(),
+    Fail(path, Repr(*v),
          fmt::format("Member must have length less than or equal to {}", max_items));
     return nullptr;
   }

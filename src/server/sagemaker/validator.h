@@ -9,6 +9,7 @@
 // A Validator is a plain value; use one per request. Not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,15 +24,19 @@ namespace carve::server::sagemaker {
 
 using nlohmann::json;
 
-// A string member's modeled constraints. `pattern` is matched against the whole value.
+// The most bytes of a caller's value that a violation quotes (then "..."): a message never
+// grows with the input.
+inline constexpr size_t kMaxShownValueBytes = 256;
+
+// A string member's modeled constraints, checked in order: length (a failure ends the checks),
+// enum, pattern. There is no regex engine: `matches` is a hand-written matcher
+// (string_patterns.h) for the modeled `pattern`, which is the text the message quotes.
 struct StringRule {
   int min_len = 0;
   int max_len = -1;                               // -1: unbounded.
-  std::string_view pattern;                       // ECMAScript regex text; empty: none.
+  std::string_view pattern;                       // The modeled regex, as quoted; empty: none.
   std::span<const std::string_view> enum_values;  // Empty: any value.
-  // For patterns std::regex cannot express (Unicode classes): a predicate plus the text quoted
-  // in the message.
-  bool (*matches)(std::string_view) = nullptr;
+  bool (*matches)(std::string_view) = nullptr;    // Set whenever `pattern` is.
 };
 
 // Builders that keep call sites short (and -Wmissing-field-initializers quiet).
@@ -41,9 +46,11 @@ constexpr StringRule LengthRule(int min_len, int max_len) {
   r.max_len = max_len;
   return r;
 }
-constexpr StringRule PatternRule(int min_len, int max_len, std::string_view pattern) {
+constexpr StringRule PatternRule(int min_len, int max_len, std::string_view pattern,
+                                 bool (*matches)(std::string_view)) {
   StringRule r = LengthRule(min_len, max_len);
   r.pattern = pattern;
+  r.matches = matches;
   return r;
 }
 constexpr StringRule EnumRule(std::span<const std::string_view> values) {
@@ -108,9 +115,5 @@ class Validator {
                       bool required);
   std::vector<std::string> violations_;
 };
-
-// True when `value` matches the ECMAScript `pattern` as a whole. Compiled patterns are cached;
-// thread-safe.
-bool FullMatch(std::string_view pattern, std::string_view value);
 
 }  // namespace carve::server::sagemaker

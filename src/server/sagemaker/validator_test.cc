@@ -2,10 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include "server/sagemaker/resources.h"
+#include "server/sagemaker/string_patterns.h"
+
 namespace carve::server::sagemaker {
 namespace {
 
-constexpr StringRule kEndpointName = PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}");
+constexpr StringRule kEndpointName =
+    PatternRule(0, 63, "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", &MatchesEndpointName);
+
+// Counts its calls: shows whether a rule's pattern ran at all.
+int pattern_calls = 0;
+bool CountingMatcher(std::string_view) {
+  ++pattern_calls;
+  return false;
+}
 
 TEST(Validator, AcceptsAValidNameAndReturnsIt) {
   Validator v;
@@ -67,17 +78,15 @@ TEST(Validator, JoinsSeveralViolationsWithSemicolons) {
   v.String(body, "EndpointConfigName", "", kEndpointName, true);
   Status s = v.ToStatus();
   ASSERT_FALSE(s.ok());
-  // 64 characters break both the length and the pattern ({0,62} after the first): each
-  // violated constraint is its own entry, as on the service.
+  // 64 characters break both the length and the pattern ({0,62} after the first); unlike the
+  // service, a failed length ends the member's checks, so that no pattern ever reads a value
+  // longer than its rule allows (issue 35). Each member's violation is its own entry.
   const std::string value = "Value '" + std::string(64, 'a') + "' at 'endpointName'";
   EXPECT_EQ(s.error().message,
-            "3 validation errors detected: " + value +
+            "2 validation errors detected: " + value +
                 " failed to satisfy constraint: Member must have length less than or equal to "
-                "63; " +
-                value +
-                " failed to satisfy constraint: Member must satisfy regular expression pattern: "
-                "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; Value null at 'endpointConfigName' failed to "
-                "satisfy constraint: Member must not be null");
+                "63; Value null at 'endpointConfigName' failed to satisfy constraint: Member must "
+                "not be null");
 }
 
 TEST(Validator, NamesListElementsWithOneBasedMemberPaths) {
@@ -156,6 +165,67 @@ TEST(Validator, RejectsAWrongJsonType) {
   Validator v;
   EXPECT_FALSE(v.String(json{{"EndpointName", 5}}, "EndpointName", "", kEndpointName, true));
   EXPECT_NE(v.ToStatus().error().message.find("Member must be a string"), std::string::npos);
+}
+
+// Issue 35: a 50,000-character name reached std::regex, which recursed once per character and
+// overflowed the stack. A value over its length now stops before any pattern, and the message
+// quotes a bounded preview of it.
+TEST(Validator, AMegabyteValueFailsTheLengthRuleWithoutReachingThePattern) {
+  constexpr StringRule kCounted = PatternRule(0, 63, "[a-z]+", &CountingMatcher);
+  pattern_calls = 0;
+  Validator v;
+  const std::string huge(1 << 20, 'a');
+  EXPECT_FALSE(v.String(json{{"EndpointName", huge}}, "EndpointName", "", kCounted, true));
+  EXPECT_EQ(pattern_calls, 0);
+  const std::string message = v.ToStatus().error().message;
+  EXPECT_NE(message.find("Member must have length less than or equal to 63"), std::string::npos);
+  EXPECT_EQ(message.find("regular expression"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 600u);
+  EXPECT_NE(message.find("aaa...' at 'endpointName'"), std::string::npos) << message;
+}
+
+TEST(Validator, AShortValueFailsTheMinimumLengthWithoutReachingThePattern) {
+  constexpr StringRule kCounted = PatternRule(20, 2048, "[a-z]+", &CountingMatcher);
+  pattern_calls = 0;
+  Validator v;
+  EXPECT_FALSE(v.String(json{{"RoleArn", "short"}}, "RoleArn", "", kCounted, true));
+  EXPECT_EQ(pattern_calls, 0);
+  Validator within;
+  EXPECT_FALSE(
+      within.String(json{{"RoleArn", std::string(30, 'a')}}, "RoleArn", "", kCounted, true));
+  EXPECT_EQ(pattern_calls, 1);  // Within its lengths, the pattern runs.
+}
+
+// The 50,000-character name of the report, against the real rules: refused, not crashed.
+TEST(Validator, RefusesAFiftyThousandCharacterNameOnEveryNameRule) {
+  const std::string name(50000, 'a');
+  for (const StringRule* rule : {&kEndpointNameRule, &kModelNameRule, &kNameContainsRule,
+                                 &kResourceArnRule, &kRoleArnRule, &kTagKeyRule}) {
+    Validator v;
+    EXPECT_FALSE(v.String(json{{"Name", name}}, "Name", "", *rule, true));
+    EXPECT_NE(v.ToStatus().error().message.find("Member must have length less than or equal to"),
+              std::string::npos);
+  }
+}
+
+// A list or other container in the wrong place is quoted as a bounded preview, never dumped
+// whole, however deep (values built in code can be deeper than ParseJson allows).
+TEST(Validator, QuotesABoundedPreviewOfADeepOrWideValue) {
+  json deep = json::array();
+  for (int i = 0; i < 100000; ++i) deep = json::array({std::move(deep)});
+  json parent = json::object();
+  parent["EndpointName"] = std::move(deep);  // Moved: nlohmann's copy recurses.
+  Validator v;
+  EXPECT_FALSE(v.String(parent, "EndpointName", "", kEndpointName, true));
+  EXPECT_NE(v.ToStatus().error().message.find("Value '[[[[...]]]]' at 'endpointName' failed to "
+                                              "satisfy constraint: Member must be a string"),
+            std::string::npos)
+      << v.ToStatus().error().message;
+  Validator wide;
+  EXPECT_EQ(wide.List(json{{"Tags", json::array({json(std::string(1 << 20, 't'))})}}, "Tags", "", 0,
+                      0, true),
+            nullptr);
+  EXPECT_LT(wide.ToStatus().error().message.size(), 600u);
 }
 
 }  // namespace
