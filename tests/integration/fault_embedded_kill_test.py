@@ -41,7 +41,7 @@ PARAMS = "emr.serverless.mgpu.core=60;emr.serverless.mgpu.memory=1000;"
 class EmbeddedKillTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.token = "CARVE_TEST_RUN=" + uuid.uuid4().hex
+        cls.token = "FAULT_TEST_RUN=" + uuid.uuid4().hex
         cls.server = CarveServer(port=free_port(), config=FLEET)
         # Registered first: whatever fails below, every process this suite started is stopped.
         cls.addClassCleanup(cls.server.cleanup)
@@ -157,7 +157,7 @@ class SeparateAgentKillTest(unittest.TestCase):
     """A `carve agent` killed with SIGKILL and started again adopts its copies on partitions."""
 
     def setUp(self):
-        self.token = "CARVE_TEST_RUN=" + uuid.uuid4().hex
+        self.token = "FAULT_TEST_RUN=" + uuid.uuid4().hex
         self.server = CarveServer(port=free_port(), extra_args=["--no-local-agent"])
         self.addCleanup(self.server.cleanup)
         self.server.start()
