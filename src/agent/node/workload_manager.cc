@@ -386,6 +386,11 @@ void WorkloadManager::Start(Workload& w) {
   Result<launch::LaunchRequest> request = BuildLaunchRequest(run, port, *binding, options_.command);
   if (!request) return fail(request.error());
   w.log_dir = fs::path(request->stdout_path).parent_path().string();
+  if (Status s = launch::WriteLogOwner(options_.command.data_dir,
+                                       {w.desired.id, w.desired.name, w.desired.index, ""});
+      !s) {
+    spdlog::warn("{}: {}", w.desired.id, s.error().message);
+  }
   launch::RestartRules rules;
   rules.policy = PolicyOf(w.desired.restart);
   rules.max_retries = w.desired.max_retries;
@@ -523,7 +528,7 @@ void WorkloadManager::Stop(Workload& w) {
 // removed it already, and the answer is "no such container"; both land in the copy's log.
 void WorkloadManager::RemoveContainer(const Workload& w) {
   const std::string runtime = ContainerRuntime(options_.command.search_path);
-  auto logs = launch::LogPathsFor(options_.command.data_dir, w.desired.name, w.desired.index);
+  auto logs = launch::LogPathsFor(options_.command.data_dir, w.desired.id);
   if (runtime.empty() || !logs) return;
   launch::LaunchRequest rm{{runtime, "rm", "-f", ContainerName(w.desired.id)},
                            {{"PATH", options_.command.search_path}},

@@ -102,7 +102,7 @@ TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
   EXPECT_GT(s->pid, 0);
   EXPECT_EQ(s->address, "127.0.0.1:" + std::to_string(s->port));
   EXPECT_NE(env.find("CARVE_PORT=" + std::to_string(s->port)), std::string::npos) << env;
-  EXPECT_EQ(s->log_dir, dir_ + "/data/logs/ic-test/copy-0");
+  EXPECT_EQ(s->log_dir, dir_ + "/data/logs/acct+ic-test+1");
   EXPECT_TRUE(Eventually([&] {
     return ReadFile(s->log_dir + "/stdout.log").find("carve=/usr/local/bin/carve") !=
            std::string::npos;
