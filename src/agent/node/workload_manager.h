@@ -68,9 +68,11 @@ class WorkloadManager {
   WorkloadManager& operator=(const WorkloadManager&) = delete;
 
   // Stops what is no longer desired (and, the first time, adopts or kills what pid files name).
+  // A stopped copy's log directory is removed; a task's is kept (its job's logs route reads it).
   // Call before carving so that freed GPUs count as idle.
   void StopUndesired(const std::vector<protocol::WorkloadDesired>& desired);
-  // Starts desired workloads that have no process yet. Call after carving.
+  // Starts desired workloads that have no process yet, each new id with an empty log directory.
+  // Call after carving.
   void StartMissing(const std::vector<protocol::WorkloadDesired>& desired);
   void Poll();
 

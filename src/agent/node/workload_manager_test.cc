@@ -134,6 +134,52 @@ TEST_F(WorkloadManagerTest, RemovingAWorkloadStopsItAndLeavesNoProcess) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/data/workloads"));
 }
 
+// Logs are keyed by the owner's id: a copy that is no longer desired takes its log with it.
+TEST_F(WorkloadManagerTest, AStoppedCopyTakesItsLogDirectoryWithIt) {
+  auto w = ShellCopy("acct/ic-test/gone", "echo secret-of-acct; exec sleep 30");
+  Apply({w});
+  const std::string log_dir = Find(w.id)->log_dir;
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(log_dir + "/stdout.log").find("secret") != std::string::npos; }));
+  Apply({});
+  EXPECT_FALSE(std::filesystem::exists(log_dir));
+}
+
+// A task's log outlives its process (the job's logs route reads it after the job ended), but a
+// later workload with the same id (a queue deleted and created again) starts with an empty log.
+TEST_F(WorkloadManagerTest, ATaskKeepsItsLogAfterStoppingAndARerunOfItsIdStartsEmpty) {
+  auto w = ShellCopy("acct/q/job-0001/task-0.0", "echo first-incarnation");
+  w.kind = "task";
+  w.restart = "never";
+  Apply({w});
+  const std::string log_dir = Find(w.id)->log_dir;
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->state == "succeeded";
+  }));
+  Apply({});
+  ASSERT_NE(ReadFile(log_dir + "/stdout.log").find("first-incarnation"), std::string::npos);
+  w.command = {"/bin/sh", "-c", "echo second-incarnation"};
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->state == "succeeded";
+  }));
+  EXPECT_EQ(ReadFile(log_dir + "/stdout.log"), "second-incarnation\n");
+}
+
+// The same name under two accounts (or two incarnations) never shares a directory.
+TEST_F(WorkloadManagerTest, TwoOwnersOfOneNameWriteTwoLogs) {
+  auto a = ShellCopy("acct-a/ic-test/1", "echo from-a; exec sleep 30");
+  auto b = ShellCopy("acct-b/ic-test/1", "echo from-b; exec sleep 30");
+  Apply({a, b});
+  const std::string dir_b = Find(b.id)->log_dir;
+  ASSERT_NE(Find(a.id)->log_dir, dir_b);
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(dir_b + "/stdout.log").find("from-b") != std::string::npos; }));
+  EXPECT_EQ(ReadFile(dir_b + "/stdout.log").find("from-a"), std::string::npos);
+}
+
 TEST_F(WorkloadManagerTest, ACrashedCopyIsRestartedWithBackoffAndAnEvent) {
   auto w = ShellCopy("acct/ic-test/4", "exit 3");
   Apply({w});
