@@ -109,9 +109,12 @@ class AgentRunTest(unittest.TestCase):
 
 
 class LogsTest(unittest.TestCase):
-    def write_logs(self, root, name, copy, out, err):
-        d = os.path.join(root, "logs", name, f"copy-{copy}")
+    def write_logs(self, root, workload_id, name, copy, out, err):
+        # As the agent lays them out: one directory per workload id, '/' written as '+'.
+        d = os.path.join(root, "logs", workload_id.replace("/", "+"))
         os.makedirs(d)
+        with open(os.path.join(d, "owner"), "w") as f:
+            f.write(f"{workload_id}\n{name}\n{copy}\n")
         with open(os.path.join(d, "stdout.log"), "w") as f:
             f.write(out)
         with open(os.path.join(d, "stderr.log"), "w") as f:
@@ -121,17 +124,18 @@ class LogsTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             r = run("logs", "ic-chat", "--copy", "2", "--data-dir", d)
             self.assertEqual(r.returncode, 1)
-            self.assertIn(os.path.join(d, "logs", "ic-chat", "copy-2"), r.stderr)
+            self.assertIn(os.path.join(d, "logs"), r.stderr)
 
     def test_a_name_that_is_not_plain_is_an_input_error(self):
         with tempfile.TemporaryDirectory() as d:
-            r = run("logs", "../etc", "--data-dir", d)
+            r = run("logs", "..", "--data-dir", d)
             self.assertEqual(r.returncode, 2)
-            self.assertIn("../etc", r.stderr)
+            self.assertIn("..", r.stderr)
 
     def test_prints_both_streams_and_only_stderr_on_request(self):
         with tempfile.TemporaryDirectory() as d:
-            self.write_logs(d, "ic-chat", 1, "line1\nline2\nserving\n", "warming up\n")
+            self.write_logs(d, "acct/ic-chat/a1", "ic-chat", 1, "line1\nline2\nserving\n",
+                            "warming up\n")
             r = run("logs", "ic-chat", "--copy", "1", "--data-dir", d)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("serving", r.stdout)
@@ -146,10 +150,26 @@ class LogsTest(unittest.TestCase):
 
     def test_finds_the_logs_of_a_servers_embedded_agents(self):
         with tempfile.TemporaryDirectory() as d:
-            self.write_logs(os.path.join(d, "nodes", "node-1"), "ic-x", 0, "from node 1\n", "")
+            self.write_logs(os.path.join(d, "nodes", "node-1"), "acct/ic-x/b2", "ic-x", 0,
+                            "from node 1\n", "")
             r = run("logs", "ic-x", "--data-dir", d)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("from node 1", r.stdout)
+
+    def test_one_name_of_two_accounts_is_told_apart_by_account_or_id(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write_logs(d, "alice/ic-x/a1", "ic-x", 0, "alice's line\n", "")
+            self.write_logs(d, "bob/ic-x/b1", "ic-x", 0, "bob's line\n", "")
+            r = run("logs", "ic-x", "--account", "bob", "--data-dir", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("bob's line", r.stdout)
+            self.assertNotIn("alice", r.stdout)
+            r = run("logs", "alice/ic-x/a1", "--data-dir", d)
+            self.assertIn("alice's line", r.stdout)
+            self.assertNotIn("bob", r.stdout)
+            r = run("logs", "ic-x", "--data-dir", d)
+            self.assertIn("### alice/ic-x/a1", r.stdout)
+            self.assertIn("### bob/ic-x/b1", r.stdout)
 
 
 if __name__ == "__main__":

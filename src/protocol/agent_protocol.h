@@ -113,8 +113,9 @@ struct DeviceRequest {
 struct WorkloadDesired {
   std::string id;    // stable per placement: "<account>/<component>/<uid>"
   std::string kind;  // "copy" (inference-component copy) or "task" (job task / ray process)
-  std::string name;  // component or job name: the log directory
+  std::string name;  // component or job name, for people (events, `carve logs NAME`)
   int index = 0;     // copy or task index, for `carve logs NAME --copy N`
+  // Logs are keyed by `id`, never by `name`: <data_dir>/logs/<launch::LogDirName(id)>/.
   // Either a command template (placeholders {port}, {model_data} and any in `values`) ...
   std::vector<std::string> command;
   std::map<std::string, std::string> values;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -13,23 +14,121 @@
 namespace carve::launch {
 namespace {
 
-bool PlainName(const std::string& s) {
-  return !s.empty() && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  });
+bool KeptAsIs(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
 }  // namespace
 
-Result<LogPaths> LogPathsFor(const std::string& data_dir, const std::string& component, int copy) {
-  if (!PlainName(component)) {
-    return InvalidArgument("component name \"" + component +
-                           "\" may hold only letters, digits, '.', '_' and '-'");
+Result<std::string> LogDirName(std::string_view workload_id) {
+  if (workload_id.empty()) return InvalidArgument("a workload id is needed to name its logs");
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  bool segment_start = true;
+  for (char c : workload_id) {
+    if (c == '/') {
+      out += '+';
+    } else if (KeptAsIs(c) || (c == '.' && !segment_start)) {
+      out += c;
+    } else {
+      const auto b = static_cast<unsigned char>(c);
+      out += {'%', kHex[b >> 4], kHex[b & 0xF]};
+    }
+    segment_start = c == '/';
+    if (out.size() > kMaxLogDirName) {
+      return InvalidArgument("workload id \"" + std::string(workload_id.substr(0, 64)) +
+                             "...\" is too long to name a log directory (at most " +
+                             std::to_string(kMaxLogDirName) + " bytes once escaped)");
+    }
   }
-  if (copy < 0) return InvalidArgument("copy is " + std::to_string(copy) + "; it must be >= 0");
-  const auto dir =
-      std::filesystem::path(data_dir) / "logs" / component / ("copy-" + std::to_string(copy));
+  return out;
+}
+
+Result<std::string> WorkloadIdOfLogDir(std::string_view dir_name) {
+  auto bad = [&] {
+    return InvalidArgument("\"" + std::string(dir_name) + "\" is not a workload's log directory");
+  };
+  std::string id;
+  bool segment_start = true;
+  for (size_t i = 0; i < dir_name.size(); ++i) {
+    const char c = dir_name[i];
+    if (c == '+') {
+      id += '/';
+    } else if (c == '%') {
+      if (i + 2 >= dir_name.size()) return bad();
+      const int hi = HexValue(dir_name[i + 1]);
+      const int lo = HexValue(dir_name[i + 2]);
+      const char decoded = static_cast<char>((hi << 4) | lo);
+      // Only bytes LogDirName escapes may appear escaped: the encoding stays one-to-one.
+      if (hi < 0 || lo < 0 || decoded == '/' || KeptAsIs(decoded) ||
+          (decoded == '.' && !segment_start)) {
+        return bad();
+      }
+      id += decoded;
+      i += 2;
+    } else if (KeptAsIs(c) || (c == '.' && !segment_start)) {
+      id += c;
+    } else {
+      return bad();
+    }
+    segment_start = c == '+';
+  }
+  if (id.empty()) return bad();
+  return id;
+}
+
+Result<LogPaths> LogPathsFor(const std::string& data_dir, std::string_view workload_id) {
+  CARVE_ASSIGN_OR_RETURN(std::string name, LogDirName(workload_id));
+  const auto dir = std::filesystem::path(data_dir) / "logs" / name;
   return LogPaths{dir.string(), (dir / "stdout.log").string(), (dir / "stderr.log").string()};
+}
+
+Status WriteLogOwner(const std::string& data_dir, const LogOwner& owner) {
+  CARVE_ASSIGN_OR_RETURN(LogPaths paths, LogPathsFor(data_dir, owner.id));
+  std::error_code ec;
+  std::filesystem::create_directories(paths.dir, ec);
+  const std::string file = paths.dir + "/owner";
+  std::ofstream out(file, std::ios::trunc);
+  out << owner.id << "\n" << owner.name << "\n" << owner.index << "\n";
+  if (!out.flush()) return Internal("cannot write " + file);
+  return OkStatus();
+}
+
+std::vector<LogOwner> ListWorkloadLogs(const std::string& data_dir) {
+  std::vector<LogOwner> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir + "/logs", ec)) {
+    Result<std::string> id = WorkloadIdOfLogDir(e.path().filename().string());
+    if (!id) continue;
+    std::ifstream in(e.path() / "owner");
+    LogOwner o;
+    std::string index;
+    if (!std::getline(in, o.id) || !std::getline(in, o.name) || !std::getline(in, index)) {
+      continue;
+    }
+    if (o.id != *id) continue;
+    auto [end, err] = std::from_chars(index.data(), index.data() + index.size(), o.index);
+    if (err != std::errc() || end != index.data() + index.size()) continue;
+    o.dir = e.path().string();
+    found.push_back(std::move(o));
+  }
+  std::sort(found.begin(), found.end(),
+            [](const LogOwner& a, const LogOwner& b) { return a.id < b.id; });
+  return found;
+}
+
+Status RemoveWorkloadLogs(const std::string& data_dir, std::string_view workload_id) {
+  CARVE_ASSIGN_OR_RETURN(LogPaths paths, LogPathsFor(data_dir, workload_id));
+  std::error_code ec;
+  std::filesystem::remove_all(paths.dir, ec);
+  if (ec) return Internal("removing the logs " + paths.dir + ": " + ec.message());
+  return OkStatus();
 }
 
 Result<std::string> TailFile(const std::string& path, int max_lines) {
@@ -86,12 +185,12 @@ Result<bool> CapLog(const std::string& path, uint64_t max_bytes) {
   return true;
 }
 
-Result<std::string> TailCopyLogs(const std::string& data_dir, const std::string& component,
-                                 int copy, int max_lines) {
-  CARVE_ASSIGN_OR_RETURN(LogPaths paths, LogPathsFor(data_dir, component, copy));
+Result<std::string> TailWorkloadLogs(const std::string& data_dir, std::string_view workload_id,
+                                     int max_lines) {
+  CARVE_ASSIGN_OR_RETURN(LogPaths paths, LogPathsFor(data_dir, workload_id));
   if (!std::filesystem::is_directory(paths.dir)) {
-    return NotFound("no logs for " + component + " copy " + std::to_string(copy) + " under " +
-                    data_dir + " (it has not been started on this node)");
+    return NotFound("no logs for workload " + std::string(workload_id) + " under " + data_dir +
+                    " (it has not been started on this node)");
   }
   std::string out;
   for (const auto& [name, path] :

@@ -52,7 +52,7 @@ Result<LaunchRequest> MakeLaunchRequest(const WorkloadSpec& spec) {
   LaunchRequest r;
   CARVE_ASSIGN_OR_RETURN(r.argv, ExpandCommand(spec.command_template, spec.values));
   CARVE_ASSIGN_OR_RETURN(EnvVars binding, BindingEnv(spec.binding));
-  CARVE_ASSIGN_OR_RETURN(LogPaths logs, LogPathsFor(spec.data_dir, spec.component, spec.copy));
+  CARVE_ASSIGN_OR_RETURN(LogPaths logs, LogPathsFor(spec.data_dir, spec.workload_id));
   const char* path = std::getenv("PATH");
   r.env.push_back({"PATH", path != nullptr ? path : "/usr/bin:/bin"});
   const bool sets_port = spec.values.contains("port");

@@ -18,8 +18,7 @@ Result<std::vector<std::string>> ExpandCommand(const std::vector<std::string>& c
                                                const std::map<std::string, std::string>& values);
 
 struct WorkloadSpec {
-  std::string component;  // inference component (or job) name: a plain file name
-  int copy = 0;
+  std::string workload_id;  // WorkloadDesired.id: names the log directory (workload_logs.h)
   std::vector<std::string> command_template;    // e.g. {"carve", "testmodel", "--port", "{port}"}
   std::map<std::string, std::string> values;    // placeholders; "port" is filled in by the caller
   EnvVars environment;                          // CreateModel's Environment, passed through

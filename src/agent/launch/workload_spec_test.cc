@@ -19,10 +19,9 @@ TEST(WorkloadSpec, AnUnknownPlaceholderNamesItAndTheKnownOnes) {
   EXPECT_NE(argv.error().message.find("{port}"), std::string::npos);
 }
 
-TEST(WorkloadSpec, BindingOverridesAUserVariableAndLogsGoPerCopy) {
+TEST(WorkloadSpec, BindingOverridesAUserVariableAndLogsGoPerWorkloadId) {
   WorkloadSpec spec;
-  spec.component = "ic-a";
-  spec.copy = 1;
+  spec.workload_id = "acct/ic-a/7f3a";
   spec.command_template = {"carve", "testmodel", "--port", "{port}"};
   spec.values = {{"port", "9001"}};
   spec.environment = {{"CUDA_VISIBLE_DEVICES", "0"}, {"HF_MODEL", "x"}};
@@ -39,7 +38,7 @@ TEST(WorkloadSpec, BindingOverridesAUserVariableAndLogsGoPerCopy) {
     }
   }
   EXPECT_EQ(cvd, 1);
-  EXPECT_EQ(r->stdout_path, "/data/logs/ic-a/copy-1/stdout.log");
+  EXPECT_EQ(r->stdout_path, "/data/logs/acct+ic-a+7f3a/stdout.log");
 }
 
 }  // namespace

@@ -248,8 +248,7 @@ Result<launch::LaunchRequest> BuildLaunchRequest(const protocol::WorkloadDesired
                                                  const launch::DeviceBinding& binding,
                                                  const CommandContext& ctx) {
   launch::WorkloadSpec spec;
-  spec.component = w.name;
-  spec.copy = w.index;
+  spec.workload_id = w.id;
   spec.values = w.values;
   spec.values["port"] = std::to_string(port);
   spec.values.emplace("model_data", "");

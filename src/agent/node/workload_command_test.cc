@@ -41,7 +41,7 @@ TEST(BuildLaunchRequest, ExpandsTheTemplateWithPortModelDataAndCarve) {
                                                "--data", "s3://bucket/m"}));
   EXPECT_EQ(Env(*r, "CUDA_VISIBLE_DEVICES"), "MIG-x");
   EXPECT_EQ(Env(*r, "CARVE_PORT"), "8123");
-  EXPECT_EQ(r->stdout_path, "/data/logs/ic/copy-0/stdout.log");
+  EXPECT_EQ(r->stdout_path, "/data/logs/a+ic+1/stdout.log");
 }
 
 // A directory with fake `podman` / `docker` executables and, when asked, a CDI spec naming

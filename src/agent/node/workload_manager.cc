@@ -204,6 +204,14 @@ void WorkloadManager::StopUndesired(const std::vector<protocol::WorkloadDesired>
     Stop(*it->second);
     AddEvent(
         fmt::format("stopped {} ({}): no longer desired", Label(it->second->desired), it->first));
+    // A copy's id is never desired again (a replacement gets a new one), and the server has the
+    // tail it reported while the copy could not start: its logs go with it. A task's stay, for
+    // its job's logs route after the job ended; StartMissing clears them if its id comes back.
+    if (it->second->desired.kind != "task") {
+      if (Status s = launch::RemoveWorkloadLogs(options_.command.data_dir, it->first); !s) {
+        spdlog::warn("{}: {}", it->first, s.error().message);
+      }
+    }
     it = workloads_.erase(it);
   }
 }
@@ -212,6 +220,12 @@ void WorkloadManager::StartMissing(const std::vector<protocol::WorkloadDesired>&
   for (const auto& d : desired) {
     auto it = workloads_.find(d.id);
     if (it == workloads_.end()) {
+      // Taken on afresh (not adopted): whatever a directory of this id holds was written by an
+      // earlier incarnation (a queue deleted and created again reuses its job ids), and a new
+      // workload starts with an empty log.
+      if (Status s = launch::RemoveWorkloadLogs(options_.command.data_dir, d.id); !s) {
+        spdlog::warn("{}: {}", d.id, s.error().message);
+      }
       auto w = std::make_unique<Workload>();
       w->desired = d;
       w->dir = DirOf(d.id);
@@ -386,6 +400,11 @@ void WorkloadManager::Start(Workload& w) {
   Result<launch::LaunchRequest> request = BuildLaunchRequest(run, port, *binding, options_.command);
   if (!request) return fail(request.error());
   w.log_dir = fs::path(request->stdout_path).parent_path().string();
+  if (Status s = launch::WriteLogOwner(options_.command.data_dir,
+                                       {w.desired.id, w.desired.name, w.desired.index, ""});
+      !s) {
+    spdlog::warn("{}: {}", w.desired.id, s.error().message);
+  }
   launch::RestartRules rules;
   rules.policy = PolicyOf(w.desired.restart);
   rules.max_retries = w.desired.max_retries;
@@ -523,7 +542,7 @@ void WorkloadManager::Stop(Workload& w) {
 // removed it already, and the answer is "no such container"; both land in the copy's log.
 void WorkloadManager::RemoveContainer(const Workload& w) {
   const std::string runtime = ContainerRuntime(options_.command.search_path);
-  auto logs = launch::LogPathsFor(options_.command.data_dir, w.desired.name, w.desired.index);
+  auto logs = launch::LogPathsFor(options_.command.data_dir, w.desired.id);
   if (runtime.empty() || !logs) return;
   launch::LaunchRequest rm{{runtime, "rm", "-f", ContainerName(w.desired.id)},
                            {{"PATH", options_.command.search_path}},

@@ -3,7 +3,7 @@
 // Reconcile(desired) stops workloads that are no longer desired (SIGTERM, SIGKILL after the
 // grace period) and starts the missing ones: a free port, the device binding (MIG partition,
 // whole GPUs, mGPU share through the interposer or MPS), cgroup host limits, logs under
-// <data_dir>/logs/<name>/copy-<index>/, and a pid file under <data_dir>/workloads/<dir>/ so a
+// <data_dir>/logs/<LogDirName(id)>/ (workload_logs.h), and a pid file under <data_dir>/workloads/<dir>/ so a
 // restarted agent adopts what still runs. The first Reconcile reads those pid files: a live
 // process that is still desired (same id) is adopted, one that is not is killed. Nothing acts
 // on pid files before that first desired state. A copy bound to a partition is adopted once the
@@ -68,9 +68,11 @@ class WorkloadManager {
   WorkloadManager& operator=(const WorkloadManager&) = delete;
 
   // Stops what is no longer desired (and, the first time, adopts or kills what pid files name).
+  // A stopped copy's log directory is removed; a task's is kept (its job's logs route reads it).
   // Call before carving so that freed GPUs count as idle.
   void StopUndesired(const std::vector<protocol::WorkloadDesired>& desired);
-  // Starts desired workloads that have no process yet. Call after carving.
+  // Starts desired workloads that have no process yet, each new id with an empty log directory.
+  // Call after carving.
   void StartMissing(const std::vector<protocol::WorkloadDesired>& desired);
   void Poll();
 

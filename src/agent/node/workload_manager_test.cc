@@ -102,7 +102,7 @@ TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
   EXPECT_GT(s->pid, 0);
   EXPECT_EQ(s->address, "127.0.0.1:" + std::to_string(s->port));
   EXPECT_NE(env.find("CARVE_PORT=" + std::to_string(s->port)), std::string::npos) << env;
-  EXPECT_EQ(s->log_dir, dir_ + "/data/logs/ic-test/copy-0");
+  EXPECT_EQ(s->log_dir, dir_ + "/data/logs/acct+ic-test+1");
   EXPECT_TRUE(Eventually([&] {
     return ReadFile(s->log_dir + "/stdout.log").find("carve=/usr/local/bin/carve") !=
            std::string::npos;
@@ -132,6 +132,52 @@ TEST_F(WorkloadManagerTest, RemovingAWorkloadStopsItAndLeavesNoProcess) {
   EXPECT_FALSE(Find(w.id).has_value());
   EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "no longer desired"));
   EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/data/workloads"));
+}
+
+// Logs are keyed by the owner's id: a copy that is no longer desired takes its log with it.
+TEST_F(WorkloadManagerTest, AStoppedCopyTakesItsLogDirectoryWithIt) {
+  auto w = ShellCopy("acct/ic-test/gone", "echo secret-of-acct; exec sleep 30");
+  Apply({w});
+  const std::string log_dir = Find(w.id)->log_dir;
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(log_dir + "/stdout.log").find("secret") != std::string::npos; }));
+  Apply({});
+  EXPECT_FALSE(std::filesystem::exists(log_dir));
+}
+
+// A task's log outlives its process (the job's logs route reads it after the job ended), but a
+// later workload with the same id (a queue deleted and created again) starts with an empty log.
+TEST_F(WorkloadManagerTest, ATaskKeepsItsLogAfterStoppingAndARerunOfItsIdStartsEmpty) {
+  auto w = ShellCopy("acct/q/job-0001/task-0.0", "echo first-incarnation");
+  w.kind = "task";
+  w.restart = "never";
+  Apply({w});
+  const std::string log_dir = Find(w.id)->log_dir;
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->state == "succeeded";
+  }));
+  Apply({});
+  ASSERT_NE(ReadFile(log_dir + "/stdout.log").find("first-incarnation"), std::string::npos);
+  w.command = {"/bin/sh", "-c", "echo second-incarnation"};
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->state == "succeeded";
+  }));
+  EXPECT_EQ(ReadFile(log_dir + "/stdout.log"), "second-incarnation\n");
+}
+
+// The same name under two accounts (or two incarnations) never shares a directory.
+TEST_F(WorkloadManagerTest, TwoOwnersOfOneNameWriteTwoLogs) {
+  auto a = ShellCopy("acct-a/ic-test/1", "echo from-a; exec sleep 30");
+  auto b = ShellCopy("acct-b/ic-test/1", "echo from-b; exec sleep 30");
+  Apply({a, b});
+  const std::string dir_b = Find(b.id)->log_dir;
+  ASSERT_NE(Find(a.id)->log_dir, dir_b);
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(dir_b + "/stdout.log").find("from-b") != std::string::npos; }));
+  EXPECT_EQ(ReadFile(dir_b + "/stdout.log").find("from-a"), std::string::npos);
 }
 
 TEST_F(WorkloadManagerTest, ACrashedCopyIsRestartedWithBackoffAndAnEvent) {
