@@ -136,6 +136,16 @@ def kill_workloads(data_dir, also=()):
                 target()
             except OSError:
                 pass
+        # A sandboxed workload's program runs in a session of its own below bwrap (the leader the
+        # pid file names), so its group is not the leader's: it is found by its launch id, as the
+        # agent finds it (launch/process_launcher.h).
+        if start_time:
+            launch_id = f"\0CARVE_LAUNCH_ID={pid}-{start_time}\0".encode()
+            for member in live_processes("environ", lambda env: launch_id in b"\0" + env):
+                try:
+                    os.kill(member, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 def carve_bin():
