@@ -148,6 +148,20 @@ def kill_workloads(data_dir, also=()):
                     pass
 
 
+def tenant_python():
+    """A Python interpreter a sandboxed tenant process can execute: this one, unless it lives below
+    a directory other users cannot enter (a pyenv under a 0700 /root), where the sandboxed uid
+    (docs/security.md, "Sandbox") gets "Permission denied"; then the system's."""
+    import sys
+    path = os.path.realpath(sys.executable)
+    parent = os.path.dirname(path)
+    while parent != "/":
+        if not os.stat(parent).st_mode & 0o001:
+            return shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+        parent = os.path.dirname(parent)
+    return sys.executable
+
+
 def carve_bin():
     path = os.environ.get("CARVE_BIN")
     if not path:
