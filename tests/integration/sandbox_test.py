@@ -9,10 +9,12 @@ attempts were broken."""
 
 import glob
 import os
+import shutil
+import tempfile
 import unittest
 import uuid
 
-from carve_harness import CarveServer, add_account, poll
+from carve_harness import CarveServer, add_account, live_processes, poll
 
 FLEET = """
 fleet:
@@ -39,7 +41,11 @@ class Tenants:
 
     def __init__(self, test, *args):
         self.test = test
-        self.server = CarveServer(config=FLEET, extra_args=list(args))
+        # Not below /tmp, which the sandbox replaces whole: the data dir must be hidden by its own
+        # tmpfs (a 0700 directory, as `carve server` makes it).
+        data_dir = tempfile.mkdtemp(prefix="carve-sandbox-it-", dir="/var/tmp")
+        test.addCleanup(shutil.rmtree, data_dir, True)
+        self.server = CarveServer(data_dir=data_dir, config=FLEET, extra_args=list(args))
         test.addCleanup(self.server.cleanup)
         self.server.start()
         self.server.stop()  # The first start wrote the credentials file (A).
@@ -137,6 +143,20 @@ class SandboxTest(unittest.TestCase):
         self.assertIn(f"uid={UID_BASE}", out_b)
         self.assertFalse(os.path.exists(os.path.join(tenants.server.data_dir, "pwned")))
 
+        # Cancelling stops the whole sandboxed tree: a child that left the session with setsid()
+        # and ignores SIGTERM included (it runs below bwrap, in a pid namespace of its own).
+        tag = f"carve-sandbox-tree-{uuid.uuid4().hex[:12]}"
+        loop = "trap '' TERM; while :; do sleep 0.2; done"
+        status, job = tenants.server.signed("POST", "/v1/queues/qb/jobs", {
+            "command": f'setsid sh -c "{loop}" {tag}-child & {loop} # {tag}',
+            "parameters": SEED}, profile="b")
+        self.assertEqual(status, 201, job)
+        tagged = lambda: live_processes("cmdline", lambda c: tag.encode() in c)
+        poll(lambda: len(tagged()) >= 2, timeout_s=60, what="the leader and its setsid child")
+        status, body = tenants.server.signed("POST", f"/v1/queues/qb/jobs/{job['id']}/cancel",
+                                             profile="b")
+        self.assertEqual(status, 200, body)
+        poll(lambda: not tagged(), timeout_s=60, what="every process of the cancelled tree gone")
         # B on the node A ran on: that node gives B the next uid of its range, not A's.
         status, body = tenants.server.signed("DELETE", "/v1/queues/qa")
         self.assertEqual(status, 200, body)
