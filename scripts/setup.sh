@@ -12,6 +12,7 @@ packages=(
   etcd-server etcd-client openssl
   podman runc netavark iptables
   ccache
+  bubblewrap
 )
 # ccache: every build compiles through it (cmake/ccache.cmake), so CI's clean clone and the
 # sanitizer builds reuse the objects of the developer's own build (docs/testing.md).
@@ -21,6 +22,8 @@ packages=(
 # podman, runc, netavark, iptables: tests/integration/container_test.py runs a real image as an
 # inference-component copy (runc because crun refuses hybrid cgroup hosts; netavark and iptables
 # publish the copy's port).
+# bubblewrap: the tenant sandbox (docs/security.md, "Sandbox"): the agent runs every process it
+# launches for a tenant under bwrap, as that account's uid; tests/integration/sandbox_test.py.
 # libclang-rt-14-dev: Clang's sanitizer and libFuzzer runtimes (`make fuzz`); GCC's sanitizer
 # runtimes (`make sanitize`) come with g++.
 # nginx-light (the reverse proxy the router is measured against) is installed by

@@ -5,6 +5,7 @@ carve_library(carve_agent
   SRCS ${node_dir}/agent.cc ${node_dir}/agent_loops.cc ${node_dir}/backoff.cc
        ${node_dir}/busy_rate.cc ${node_dir}/control_plane.cc ${node_dir}/fence.cc ${node_dir}/gpu_applier.cc ${node_dir}/node_identity.cc
        ${node_dir}/workload_command.cc ${node_dir}/workload_manager.cc
+       ${node_dir}/workload_sandbox.cc
   DEPS carve_mig carve_fake_nvml carve_launch carve_mps carve_protocol carve_launch_inputs
        carve_catalog yaml-cpp
        PkgConfig::HTTPLIB fmt::fmt spdlog::spdlog Threads::Threads)
@@ -12,6 +13,7 @@ carve_test(agent_node_test
   SRCS ${node_dir}/backoff_test.cc ${node_dir}/busy_rate_test.cc ${node_dir}/node_identity_test.cc
        ${node_dir}/control_plane_test.cc ${node_dir}/fence_test.cc ${node_dir}/gpu_applier_test.cc
        ${node_dir}/workload_command_test.cc ${node_dir}/workload_manager_test.cc
+       ${node_dir}/workload_sandbox_test.cc
        ${node_dir}/agent_test.cc
   DEPS carve_agent)
 # Interposer shares run under the real libcarve-mgpu.so, with the probe over the fake libcuda.

@@ -386,6 +386,10 @@ Result<int> ServerApp::Start() {
       ao.data_dir = (fs::path(c.data_dir) / "nodes" / node.id.value()).string();
       ao.carve_binary = c.carve_binary;
       ao.interposer_path = c.interposer_path;
+      ao.sandbox.mode = c.sandbox;
+      ao.sandbox.uid_base = c.sandbox_uid_base;
+      ao.sandbox.uid_count = c.sandbox_uid_count;
+      ao.sandbox.hidden = {fs::absolute(c.data_dir).string()};
       ao.sim_carve_time = p.fleet.carve_time_per_gpu;
       CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.control));
       a->Start();

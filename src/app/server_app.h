@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/launch/sandbox.h"
+#include "agent/launch/sandbox_uids.h"
 #include "common/result.h"
 
 namespace carve::app {
@@ -69,6 +71,11 @@ struct ServerConfig {
   // libcarve-mgpu.so for the embedded agents' mGPU shares; "": interposer-enforced shares fail
   // to start, naming why (`carve server` finds it beside the binary unless --interposer).
   std::string interposer_path;
+  // The embedded agents' tenant sandbox (docs/security.md, "Sandbox"): --sandbox and the uid
+  // range. The server's data dir is hidden from every sandboxed process.
+  launch::SandboxMode sandbox = launch::SandboxMode::kAuto;
+  uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
+  uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
   // Directories a file:///path or /path ModelDataUrl must resolve inside (docs/security.md,
   // Launch inputs); empty: <data_dir>/models, created at start.
   std::vector<std::string> model_roots;

@@ -35,6 +35,9 @@ struct AgentFlags {
   int64_t log_max_mib = 16;
   int64_t sim_carve_ms = 0;
   bool no_fence = false;
+  std::string sandbox = "auto";
+  uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
+  uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
 };
 
 std::string Hostname() {
@@ -67,6 +70,14 @@ int RunAgent(const AgentFlags& f) {
   o.sim_carve_time = std::chrono::milliseconds(f.sim_carve_ms);
   o.fence = !f.no_fence;
   o.cdi_spec_dirs = f.cdi_spec_dirs;
+  auto sandbox = launch::ParseSandboxMode(f.sandbox);
+  if (!sandbox) {
+    std::cerr << "carve agent: " << sandbox.error().message << "\n";
+    return 2;
+  }
+  o.sandbox.mode = *sandbox;
+  o.sandbox.uid_base = f.sandbox_uid_base;
+  o.sandbox.uid_count = f.sandbox_uid_count;
   if (o.interposer_path.empty()) {
     spdlog::warn(
         "libcarve-mgpu.so not found beside carve (--interposer PATH): mGPU shares of "
@@ -156,6 +167,21 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
                   "Cap of each workload's stdout and stderr log; past it the newest part moves "
                   "to <log>.1 (0: no cap)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--sandbox", flags->sandbox,
+                  "auto: run tenant processes as per-account uids in a bubblewrap sandbox when "
+                  "this host can, else only one account's; required: refuse launches that cannot "
+                  "be sandboxed; off: run them as the agent's user (development). "
+                  "docs/security.md")
+      ->check(CLI::IsMember({"auto", "required", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-uid-base", flags->sandbox_uid_base,
+                  "First uid of the range sandboxed tenant processes run as (one per account)")
+      ->check(CLI::Range(1u, 0x7FFFFFFFu))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-uid-count", flags->sandbox_uid_count,
+                  "How many uids the range holds: the most accounts this node runs")
+      ->check(CLI::Range(1u, 0x7FFFFFFFu))
+      ->capture_default_str();
   cmd->add_flag("--no-fence", flags->no_fence,
                 "Do not start the fence watchdog: the workloads of a frozen or dead agent then "
                 "run on beside their replacements until an agent returns");

@@ -30,6 +30,7 @@ struct ServerFlags {
   int64_t scale_in_evaluation_s = 900;
   int64_t high_resolution_scale_out_evaluation_s = 30;
   int64_t leader_ttl_s = 3;
+  std::string sandbox = "auto";
 };
 
 // SIGTERM and SIGINT write one byte here; the main thread blocks reading it (write() is
@@ -81,6 +82,12 @@ int RunServer(ServerFlags f) {
   f.config.carve_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (f.config.interposer_path.empty()) {
     f.config.interposer_path = launch::FindInterposerLibrary(f.config.carve_binary);
+  }
+  if (auto mode = launch::ParseSandboxMode(f.sandbox); mode) {
+    f.config.sandbox = *mode;
+  } else {
+    std::cerr << "carve server: " << mode.error().message << "\n";
+    return 2;
   }
   if (f.config.interposer_path.empty() && !f.config.no_local_agent) {
     spdlog::warn(
@@ -163,6 +170,21 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "Path of libcarve-mgpu.so for the local agents' mGPU shares; default: found "
                   "beside carve (or in the build tree). Without it, interposer-enforced shares "
                   "fail to start");
+  cmd->add_option("--sandbox", flags->sandbox,
+                  "auto: the local agents run tenant processes as per-account uids in a "
+                  "bubblewrap sandbox when the host can, else only one account's; required: "
+                  "refuse launches that cannot be sandboxed; off: run them as this user "
+                  "(development). docs/security.md")
+      ->check(CLI::IsMember({"auto", "required", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-uid-base", flags->config.sandbox_uid_base,
+                  "First uid of the range sandboxed tenant processes run as (one per account)")
+      ->check(CLI::Range(1u, 0x7FFFFFFFu))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-uid-count", flags->config.sandbox_uid_count,
+                  "How many uids the range holds: the most accounts one node runs")
+      ->check(CLI::Range(1u, 0x7FFFFFFFu))
+      ->capture_default_str();
   cmd->add_option("--model-root", flags->config.model_roots,
                   "A directory a file:///path or /path ModelDataUrl may name (itself or below "
                   "it, symlinks resolved); repeat for several. Default: DATA_DIR/models "

@@ -136,6 +136,30 @@ def kill_workloads(data_dir, also=()):
                 target()
             except OSError:
                 pass
+        # A sandboxed workload's program runs in a session of its own below bwrap (the leader the
+        # pid file names), so its group is not the leader's: it is found by its launch id, as the
+        # agent finds it (launch/process_launcher.h).
+        if start_time:
+            launch_id = f"\0CARVE_LAUNCH_ID={pid}-{start_time}\0".encode()
+            for member in live_processes("environ", lambda env: launch_id in b"\0" + env):
+                try:
+                    os.kill(member, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def tenant_python():
+    """A Python interpreter a sandboxed tenant process can execute: this one, unless it lives below
+    a directory other users cannot enter (a pyenv under a 0700 /root), where the sandboxed uid
+    (docs/security.md, "Sandbox") gets "Permission denied"; then the system's."""
+    import sys
+    path = os.path.realpath(sys.executable)
+    parent = os.path.dirname(path)
+    while parent != "/":
+        if not os.stat(parent).st_mode & 0o001:
+            return shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+        parent = os.path.dirname(parent)
+    return sys.executable
 
 
 def carve_bin():

@@ -22,7 +22,7 @@ import unittest
 import uuid
 
 from carve_harness import (CarveAgent, CarveServer, SEED_LAYOUT, free_port, live_processes,
-                           poll, seed_variant, workload_records)
+                           poll, proc_stat, seed_variant, workload_records)
 
 FLEET = """
 fleet:
@@ -36,6 +36,15 @@ runtimes:
   default_runtime: carve/testmodel
 """
 PARAMS = "emr.serverless.mgpu.core=60;emr.serverless.mgpu.memory=1000;"
+
+
+def tree_roots(pids):
+    """The pids whose parent is not among `pids`, sorted: one per workload. A sandboxed workload is
+    bwrap (the pid the agent reports), bwrap's init in the workload's pid namespace and the
+    program, all carrying the workload's environment (docs/security.md, "Sandbox")."""
+    found = set(pids)
+    return sorted(p for p in found if (proc_stat(p) or [None, "0"])[1] not in
+                  {str(q) for q in found})
 
 
 class EmbeddedKillTest(unittest.TestCase):
@@ -62,7 +71,7 @@ class EmbeddedKillTest(unittest.TestCase):
         """Pids of the live processes of this run: kind "copy" (carve testmodel) or "task"."""
         token = self.token.encode()
         marker = b"CARVE_INFERENCE_COMPONENT=" if kind == "copy" else b"CARVE_TASK_INDEX="
-        return sorted(live_processes(
+        return tree_roots(live_processes(
             "environ", lambda env: token in env.split(b"\0") and marker in env))
 
     def reported(self, what):
@@ -194,7 +203,7 @@ class SeparateAgentKillTest(unittest.TestCase):
             return len(pids) == 2 and pids
 
         def processes():
-            return sorted(live_processes("environ", lambda env: token in env.split(b"\0")))
+            return tree_roots(live_processes("environ", lambda env: token in env.split(b"\0")))
         before = poll(running, timeout_s=90, interval_s=0.2, what="2 copies running")
         self.assertEqual(processes(), before)
         self.agent.kill9()

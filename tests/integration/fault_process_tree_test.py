@@ -41,8 +41,12 @@ class ProcessTreeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = CarveServer(extra_args=["--no-local-agent", "--heartbeat-ms", "300"]).start()
+        # --sandbox off: the trees record their pids in a file of the test's, which a sandboxed
+        # process can neither reach nor fill with host pids. sandbox_test.py stops a sandboxed
+        # tree (a setsid() child that ignores SIGTERM included) by its tag.
         cls.agent = CarveAgent(cls.server, "node-a", instance_type="ml.g5.xlarge",
-                               extra_args=["--log-max-mib", str(LOG_CAP >> 20)]).start()
+                               extra_args=["--log-max-mib", str(LOG_CAP >> 20),
+                                           "--sandbox", "off"]).start()
         poll(lambda: cls.server.nodes().get("node-a", {}).get("Status") == "Ready",
              timeout_s=60, what="the agent registered")
         cls.call("POST", "/v1/queues", {

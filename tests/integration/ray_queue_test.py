@@ -15,16 +15,16 @@ Bad `ray:` templates are refused at start (test_0). The steps share one server a
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 import urllib.request
 
-from carve_harness import ONE_G5_FLEET, CarveServer, carve_bin, free_port, live_processes, poll
+from carve_harness import (ONE_G5_FLEET, CarveServer, carve_bin, free_port, live_processes, poll,
+                           tenant_python)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "fake_ray.py")
-PY = sys.executable
+PY = tenant_python()  # the tasks run it as a sandboxed uid
 
 CONFIG = ONE_G5_FLEET + f"""
 ray:

@@ -124,6 +124,8 @@ Status Agent::Init() {
   w.max_backoff = options_.restart_max_backoff;
   w.probe_interval = options_.probe_interval;
   w.log_max_bytes = options_.log_max_bytes;
+  CARVE_ASSIGN_OR_RETURN(w.sandbox, WorkloadSandbox::Create(options_.sandbox, options_.data_dir,
+                                                            w.command.search_path));
   workloads_ = std::make_unique<WorkloadManager>(std::move(w), *launcher, clock_, *gpus_);
   spdlog::info("node {}: {} x GPU, instance type {}, driver {}", options_.node_id,
                registration_.gpus.size(), instance_type, driver_);

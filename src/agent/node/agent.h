@@ -75,6 +75,8 @@ struct AgentOptions {
   uint64_t log_max_bytes = uint64_t{16} << 20;  // per stream and copy (launch::CapLog)
   // Start the fence watchdog (fence.h; needs carve_binary) and beat its heartbeat this often.
   bool fence = false;
+  // Who tenant processes run as and what they see (workload_sandbox.h, docs/security.md).
+  SandboxOptions sandbox;
   std::chrono::milliseconds fence_beat{100};
   const Clock* clock = nullptr;          // nullptr: SystemClock
   launch::Launcher* launcher = nullptr;  // nullptr: ProcessLauncher

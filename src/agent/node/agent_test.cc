@@ -109,7 +109,11 @@ TEST_F(AgentTest, BetweenChangesItSendsSmallHeartbeatsAndTheFullStatusOnlyOnChan
 }
 
 TEST_F(AgentTest, CarvesThenStartsACopyBoundToItsMigDevice) {
-  StartAgent(Options());
+  // The copy writes its environment into the test's directory, which a sandboxed process may
+  // not (workload_sandbox_test.cc covers the sandbox).
+  AgentOptions options = Options();
+  options.sandbox.mode = launch::SandboxMode::kOff;
+  StartAgent(options);
   auto w = testing::ShellCopy("acct/ic/1", "env > {out}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {3};

@@ -398,6 +398,9 @@ void WorkloadManager::Start(Workload& w) {
     w.status_url = url->front();
   }
   Result<launch::LaunchRequest> request = BuildLaunchRequest(run, port, *binding, options_.command);
+  if (request && options_.sandbox) {
+    request = options_.sandbox->Wrap(run, w.dir, *binding, std::move(request).value());
+  }
   if (!request) return fail(request.error());
   w.log_dir = fs::path(request->stdout_path).parent_path().string();
   if (Status s = launch::WriteLogOwner(options_.command.data_dir,

@@ -34,6 +34,7 @@
 #include "agent/node/busy_rate.h"
 #include "agent/node/gpu_applier.h"
 #include "agent/node/workload_command.h"
+#include "agent/node/workload_sandbox.h"
 #include "common/clock.h"
 #include "interposer/ledger.h"
 #include "protocol/agent_protocol.h"
@@ -56,6 +57,8 @@ struct WorkloadOptions {
   int unhealthy_after = 3;
   // Each stdout/stderr log is capped at this (launch::CapLog), checked on every Poll(); 0: no cap.
   uint64_t log_max_bytes = uint64_t{16} << 20;
+  // Wraps each tenant process launch (workload_sandbox.h); null: processes run as the agent.
+  std::shared_ptr<WorkloadSandbox> sandbox;
 };
 
 class WorkloadManager {

@@ -1,0 +1,145 @@
+#include "agent/node/workload_sandbox.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "protocol/launch_inputs.h"
+
+namespace carve::agent::node {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool Exists(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::exists(path, ec);
+}
+
+// The paths the workload's own files take besides its logs: what it must read and write.
+void AddBindingPaths(const launch::DeviceBinding& binding, launch::SandboxSpec& spec) {
+  if (const auto* share = std::get_if<launch::MgpuBinding>(&binding)) {
+    spec.writable.push_back(share->ledger_path);  // the interposer charges it (O_RDWR, mmap)
+    spec.read_only.push_back(share->interposer_path);
+    spec.private_pids = false;
+  }
+  if (const auto* mps = std::get_if<launch::MpsBinding>(&binding)) {
+    spec.writable.push_back(mps->dirs.pipe_dir);
+    spec.writable.push_back(mps->dirs.log_dir);
+    spec.private_ipc = false;
+    spec.private_pids = false;
+  }
+}
+
+Status GiveTo(const std::string& path, uint32_t uid) {
+  // lchown: never follow a link someone put in place of the path.
+  if (::lchown(path.c_str(), uid, uid) != 0) {
+    return Internal(
+        fmt::format("cannot give {} to sandbox uid {}: {}", path, uid, std::strerror(errno)));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string AccountOf(const std::string& workload_id) {
+  return workload_id.substr(0, workload_id.find('/'));
+}
+
+Result<std::unique_ptr<WorkloadSandbox>> WorkloadSandbox::Create(const SandboxOptions& options,
+                                                                 const std::string& data_dir,
+                                                                 const std::string& search_path) {
+  CARVE_ASSIGN_OR_RETURN(
+      launch::SandboxUids uids,
+      launch::SandboxUids::Open(data_dir + "/sandbox-uids", options.uid_base, options.uid_count));
+  std::unique_ptr<WorkloadSandbox> s(new WorkloadSandbox(options, data_dir, std::move(uids)));
+  if (options.mode == launch::SandboxMode::kOff) {
+    spdlog::warn(
+        "--sandbox off: tenant processes run as the agent's own user and see its data dir {} "
+        "(credentials, store, every account's logs); use only for development",
+        data_dir);
+    return s;
+  }
+  Result<launch::SandboxTools> tools = launch::ProbeSandbox(search_path, options.uid_base);
+  if (tools) {
+    s->tools_ = *tools;
+    spdlog::info("sandbox: tenant processes run as uids {}..{} under {} and {}", options.uid_base,
+                 options.uid_base + options.uid_count - 1, tools->setpriv, tools->bwrap);
+    return s;
+  }
+  s->cannot_ = tools.error().message;
+  if (options.mode == launch::SandboxMode::kRequired) {
+    spdlog::error(
+        "--sandbox required, and this node cannot sandbox: {}; every process launch of "
+        "a tenant will fail",
+        s->cannot_);
+  } else {
+    spdlog::warn(
+        "--sandbox auto: this node cannot sandbox ({}), so it runs processes of one "
+        "account only",
+        s->cannot_);
+  }
+  return s;
+}
+
+Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesired& w,
+                                                    const std::string& workload_dir,
+                                                    const launch::DeviceBinding& binding,
+                                                    launch::LaunchRequest request) {
+  // An image runs under podman/docker with its own user namespace and mounts (workload_command.h).
+  if (options_.mode == launch::SandboxMode::kOff || !w.image.empty()) return request;
+  const std::string account = AccountOf(w.id);
+  if (!tools_) {
+    if (options_.mode == launch::SandboxMode::kRequired) {
+      return FailedPrecondition(fmt::format(
+          "{} of account {} is not started: --sandbox required, and this node cannot sandbox: {}",
+          w.id, account, cannot_));
+    }
+    if (first_account_.empty()) first_account_ = account;
+    if (account != first_account_) {
+      return FailedPrecondition(fmt::format(
+          "{} of account {} is not started: this node cannot sandbox tenant code ({}), so with "
+          "--sandbox auto it runs only the processes of the first account that ran here, {}; "
+          "fix the host or run the agent with --sandbox off to accept the risk",
+          w.id, account, cannot_, first_account_));
+    }
+    return request;
+  }
+  CARVE_ASSIGN_OR_RETURN(const uint32_t uid, uids_.UidFor(account));
+  launch::SandboxSpec spec;
+  spec.uid = uid;
+  spec.gid = uid;
+  for (const auto& dir : options_.hidden) {
+    if (Exists(dir)) spec.hidden.push_back(dir);
+  }
+  spec.hidden.push_back(data_dir_);  // holds the workload root, logs, pid files, ledgers
+  // The log directory is the workload's own, writable: its stdout/stderr land there.
+  const std::string log_dir = fs::path(request.stdout_path).parent_path().string();
+  std::error_code ec;
+  fs::create_directories(log_dir, ec);
+  CARVE_RETURN_IF_ERROR(GiveTo(log_dir, uid));
+  spec.writable.push_back(log_dir);
+  AddBindingPaths(binding, spec);
+  if (const auto* share = std::get_if<launch::MgpuBinding>(&binding)) {
+    CARVE_RETURN_IF_ERROR(GiveTo(share->ledger_path, uid));
+  }
+  if (Exists(workload_dir)) spec.read_only.push_back(workload_dir);  // {file_NAME} files
+  // Model data, resolved inside the model roots again (BuildLaunchRequest already refused it
+  // otherwise): read-only, even when a root is inside a hidden directory.
+  if (auto it = w.values.find("model_data");
+      it != w.values.end() && protocol::IsLocalModelData(it->second)) {
+    CARVE_ASSIGN_OR_RETURN(std::string data,
+                           protocol::ResolveModelData(it->second, w.model_roots, true));
+    spec.read_only.push_back(data);
+  }
+  // bwrap cannot bind what does not exist (an MPS log dir the daemon has not made yet).
+  std::erase_if(spec.writable, [](const std::string& p) { return !Exists(p); });
+  request.argv = launch::SandboxArgv(spec, *tools_, request.argv);
+  return request;
+}
+
+}  // namespace carve::agent::node

@@ -1,0 +1,68 @@
+// WorkloadSandbox: decides, for each process the agent launches for a tenant (a process-runtime
+// copy, a queue job task, a Ray process), whether and how it is sandboxed, and wraps its
+// LaunchRequest (launch/sandbox.h). Containers are left to podman/docker. docs/security.md,
+// "Sandbox".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/launch/device_binding.h"
+#include "agent/launch/launcher.h"
+#include "agent/launch/sandbox.h"
+#include "agent/launch/sandbox_uids.h"
+#include "protocol/agent_protocol.h"
+
+namespace carve::agent::node {
+
+struct SandboxOptions {
+  launch::SandboxMode mode = launch::SandboxMode::kAuto;
+  uint32_t uid_base = launch::kDefaultSandboxUidBase;
+  uint32_t uid_count = launch::kDefaultSandboxUidCount;
+  // More directories no workload may see besides the agent's data dir: an embedded agent's
+  // server data dir (credentials, store, every node's logs).
+  std::vector<std::string> hidden;
+};
+
+class WorkloadSandbox {
+ public:
+  // Probes the host (launch::ProbeSandbox) unless the mode is off, and opens the uid allocation
+  // in <data_dir>/sandbox-uids. Logs once what it will do: a warning for off, and for auto or
+  // required on a host that cannot sandbox, naming why. Errors: SandboxUids::Open's.
+  static Result<std::unique_ptr<WorkloadSandbox>> Create(const SandboxOptions& options,
+                                                         const std::string& data_dir,
+                                                         const std::string& search_path);
+
+  // `request` for workload `w` (its directory `workload_dir`, bound with `binding`), wrapped in
+  // the sandbox when `w` runs a command (not an image). Makes the log directory and an mGPU
+  // ledger the account's. FailedPrecondition when the launch must not run: mode required on a
+  // host that cannot sandbox, or mode auto there for an account other than the first one that
+  // ran here; the message names the account and the reason. Errors of SandboxUids::UidFor, and
+  // Internal when the log directory cannot be given to the uid.
+  Result<launch::LaunchRequest> Wrap(const protocol::WorkloadDesired& w,
+                                     const std::string& workload_dir,
+                                     const launch::DeviceBinding& binding,
+                                     launch::LaunchRequest request);
+
+  // Whether launches are sandboxed (the mode is not off and the host can).
+  bool active() const { return tools_.has_value(); }
+
+ private:
+  WorkloadSandbox(SandboxOptions options, std::string data_dir, launch::SandboxUids uids)
+      : options_(std::move(options)), data_dir_(std::move(data_dir)), uids_(std::move(uids)) {}
+
+  SandboxOptions options_;
+  std::string data_dir_;
+  launch::SandboxUids uids_;
+  std::optional<launch::SandboxTools> tools_;  // set when the host can sandbox
+  std::string cannot_;                         // why it cannot, when not
+  std::string first_account_;                  // auto without a sandbox: the one account allowed
+};
+
+// The account of a workload id "<account>/<component>/<uid>".
+std::string AccountOf(const std::string& workload_id);
+
+}  // namespace carve::agent::node
