@@ -32,6 +32,13 @@ cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for p in $(copies); do kill -KILL -- "-$p" "$p" 2>/dev/null || true; done
+  # A sandboxed copy runs in a session of its own under bwrap (docs/security.md, "Sandbox"), so
+  # its pid file's group does not reach it: every process that names this demo's directory goes.
+  for d in /proc/[0-9]*; do
+    if grep -qaF "$work" "$d/cmdline" "$d/environ" 2>/dev/null; then
+      kill -KILL "${d#/proc/}" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -97,15 +97,16 @@ class Tenants:
         hostile = "; ".join([
             f"cat {data}/credentials && echo HOSTILE-READ-CREDENTIALS",
             # The data dir exists in the sandbox as an empty tmpfs holding only the mount points
-            # of B's own directories: listing it must not show carve's files or A's task logs (logs/qa-<job>).
+            # of B's own directories: listing it must not show carve's files or A's task logs
+            # (logs/<account>+qa+<job>+..., the workload id's directory: workload_logs.h).
             f"ls {data} | grep -qx credentials && echo HOSTILE-LISTED-DATA-DIR",
-            f"ls -R {data}/nodes | grep -q ^qa- && echo HOSTILE-LISTED-WORKLOADS",
+            f"ls -R {data}/nodes | grep -q +qa+ && echo HOSTILE-LISTED-WORKLOADS",
             f"echo pwned > {data}/pwned && echo HOSTILE-WROTE-DATA-DIR",
             f"echo pwned > {outside} && echo HOSTILE-WROTE-OUTSIDE",
             f"cat {a_logs}/stdout.log && echo HOSTILE-READ-A-LOGS",
             f"echo pwned > {a_logs}/pwned && echo HOSTILE-WROTE-A-LOGS",
             "echo ok > /tmp/scratch && echo OWN-TMP-WRITABLE",
-            f'd=$(echo {data}/nodes/*/logs/qb-$CARVE_JOB_ID/copy-$CARVE_TASK_INDEX) && '
+            f'd=$(echo {data}/nodes/*/logs/*+qb+$CARVE_JOB_ID+*) && '
             'echo ok > "$d/mine" && echo OWN-LOG-DIR-WRITABLE',
             "echo uid=$(id -u)",
             "true"])
