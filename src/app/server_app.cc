@@ -387,6 +387,7 @@ Result<int> ServerApp::Start() {
       ao.carve_binary = c.carve_binary;
       ao.interposer_path = c.interposer_path;
       ao.sandbox.mode = c.sandbox;
+      ao.sandbox.visible = c.sandbox_read_only;
       ao.sandbox.uid_base = c.sandbox_uid_base;
       ao.sandbox.uid_count = c.sandbox_uid_count;
       ao.sandbox.hidden = {fs::absolute(c.data_dir).string()};

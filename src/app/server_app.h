@@ -76,6 +76,8 @@ struct ServerConfig {
   launch::SandboxMode sandbox = launch::SandboxMode::kAuto;
   uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
   uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
+  // Paths sandboxed processes may read although they lie under /tmp (--sandbox-read-only).
+  std::vector<std::string> sandbox_read_only;
   // Directories a file:///path or /path ModelDataUrl must resolve inside (docs/security.md,
   // Launch inputs); empty: <data_dir>/models, created at start.
   std::vector<std::string> model_roots;

@@ -38,6 +38,7 @@ struct AgentFlags {
   std::string sandbox = "auto";
   uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
   uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
+  std::vector<std::string> sandbox_read_only;
 };
 
 std::string Hostname() {
@@ -78,6 +79,7 @@ int RunAgent(const AgentFlags& f) {
   o.sandbox.mode = *sandbox;
   o.sandbox.uid_base = f.sandbox_uid_base;
   o.sandbox.uid_count = f.sandbox_uid_count;
+  o.sandbox.visible = f.sandbox_read_only;
   if (o.interposer_path.empty()) {
     spdlog::warn(
         "libcarve-mgpu.so not found beside carve (--interposer PATH): mGPU shares of "
@@ -182,6 +184,9 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
                   "How many uids the range holds: the most accounts this node runs")
       ->check(CLI::Range(1u, 0x7FFFFFFFu))
       ->capture_default_str();
+  cmd->add_option("--sandbox-read-only", flags->sandbox_read_only,
+                  "A path sandboxed processes may read although it lies under /tmp (repeatable; "
+                  "the directory of carve itself always is)");
   cmd->add_flag("--no-fence", flags->no_fence,
                 "Do not start the fence watchdog: the workloads of a frozen or dead agent then "
                 "run on beside their replacements until an agent returns");

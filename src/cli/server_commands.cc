@@ -177,6 +177,9 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "(development). docs/security.md")
       ->check(CLI::IsMember({"auto", "required", "off"}))
       ->capture_default_str();
+  cmd->add_option("--sandbox-read-only", flags->config.sandbox_read_only,
+                  "A path the embedded agents' sandboxed processes may read although it lies "
+                  "under /tmp (repeatable; the directory of carve itself always is)");
   cmd->add_option("--sandbox-uid-base", flags->config.sandbox_uid_base,
                   "First uid of the range sandboxed tenant processes run as (one per account)")
       ->check(CLI::Range(1u, 0x7FFFFFFFu))

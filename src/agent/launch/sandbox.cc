@@ -81,6 +81,10 @@ std::vector<std::string> SandboxArgv(const SandboxSpec& spec, const SandboxTools
   if (spec.private_pids) out.insert(out.end(), {"--proc", "/proc"});
   out.insert(out.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
   if (spec.private_ipc) out.insert(out.end(), {"--perms", "1777", "--tmpfs", "/dev/shm"});
+  for (const auto& path : spec.visible) {
+    parents(path);
+    out.insert(out.end(), {"--ro-bind", path, path});
+  }
   for (const auto& dir : spec.hidden) {
     parents(dir);
     out.insert(out.end(), {"--perms", "0755", "--tmpfs", dir});
@@ -121,7 +125,9 @@ Result<SandboxTools> ProbeSandbox(const std::string& search_path, uint32_t trial
   if (tools.setpriv.empty()) {
     return FailedPrecondition("setpriv (Debian package util-linux) is not on this node's PATH");
   }
-  SandboxSpec trial{trial_uid, trial_uid, {}, {}, {}, true, true};
+  SandboxSpec trial;
+  trial.uid = trial_uid;
+  trial.gid = trial_uid;
   if (int rc = RunQuietly(SandboxArgv(trial, tools, {"/bin/true"})); rc != 0) {
     return FailedPrecondition(
         fmt::format("a trial sandbox ({} ... {} ... /bin/true as uid {}) exited with status {} (is "

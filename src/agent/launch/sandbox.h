@@ -23,6 +23,10 @@ std::string SandboxModeName(SandboxMode mode);
 struct SandboxSpec {
   uint32_t uid = 0;
   uint32_t gid = 0;
+  // Paths bound back read-only right after the private /tmp, before anything is hidden: the
+  // installation's programs and libraries, which may lie under /tmp (a build tree, a CI clone).
+  // A hidden directory inside one of them stays hidden.
+  std::vector<std::string> visible;
   // Directories replaced by an empty tmpfs (carve's data dir, the workload root), in order.
   std::vector<std::string> hidden;
   // Paths bound back read-write (the workload's log directory, its ledger) and read-only (its

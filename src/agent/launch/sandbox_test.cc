@@ -41,6 +41,23 @@ TEST(SandboxArgv, RunsBwrapThenDropsToTheUidWithNoGroupsOrCapabilities) {
   EXPECT_EQ(std::vector<std::string>(at, at + static_cast<long>(drop.size())), drop);
 }
 
+// An installation under /tmp (a build tree, a CI clone) stays readable behind the private /tmp,
+// and a data dir inside it stays hidden: visible paths are bound before anything is hidden.
+TEST(SandboxArgv, VisiblePathsComeBackAfterThePrivateTmpAndBeforeTheHiddenDirs) {
+  SandboxSpec s = Spec();
+  s.visible = {"/tmp/ci/main"};
+  s.hidden = {"/tmp/ci/main/carve-data"};
+  auto argv = SandboxArgv(s, kTools, {"sh"});
+  const long tmp = PairAt(argv, "--tmpfs", "/tmp");
+  const long visible = PairAt(argv, "--ro-bind", "/tmp/ci/main");
+  const long hidden = PairAt(argv, "--tmpfs", "/tmp/ci/main/carve-data");
+  ASSERT_GE(tmp, 0);
+  ASSERT_GE(visible, 0);
+  ASSERT_GE(hidden, 0);
+  EXPECT_LT(tmp, visible);
+  EXPECT_LT(visible, hidden);
+}
+
 TEST(SandboxArgv, MakesEveryParentOfABindTraversable) {
   auto argv = SandboxArgv(Spec(), kTools, {"sh"});
   const long hide = PairAt(argv, "--tmpfs", "/srv/carve");

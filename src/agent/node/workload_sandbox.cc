@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -14,6 +16,35 @@ namespace carve::agent::node {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The paths a sandboxed process may read wherever they lie (SandboxOptions::visible): the
+// directory of this executable, the configured ones and CARVE_SANDBOX_READ_ONLY's, those that
+// exist, each once.
+std::vector<std::string> VisiblePaths(const std::vector<std::string>& configured) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& path) {
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(path, ec);
+    if (ec || path.empty()) return;
+    if (std::find(out.begin(), out.end(), canonical.string()) == out.end()) {
+      out.push_back(canonical.string());
+    }
+  };
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) add(self.parent_path().string());
+  for (const auto& path : configured) add(path);
+  if (const char* env = std::getenv("CARVE_SANDBOX_READ_ONLY"); env != nullptr) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const size_t colon = rest.find(':');
+      add(std::string(rest.substr(0, colon)));
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  return out;
+}
 
 bool Exists(const std::string& path) {
   std::error_code ec;
@@ -113,6 +144,7 @@ Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesi
   launch::SandboxSpec spec;
   spec.uid = uid;
   spec.gid = uid;
+  for (const auto& path : VisiblePaths(options_.visible)) spec.visible.push_back(path);
   for (const auto& dir : options_.hidden) {
     if (Exists(dir)) spec.hidden.push_back(dir);
   }

@@ -25,6 +25,12 @@ struct SandboxOptions {
   // More directories no workload may see besides the agent's data dir: an embedded agent's
   // server data dir (credentials, store, every node's logs).
   std::vector<std::string> hidden;
+  // Paths every sandboxed process may read although they lie under /tmp: the directory of the
+  // agent's own executable always (its `carve testmodel`, and beside it in a build tree the
+  // interposer and the probes), and these (`--sandbox-read-only`, or CARVE_SANDBOX_READ_ONLY,
+  // ':'-separated, which the test suites set to the checkout). The hidden directories stay
+  // hidden even inside them.
+  std::vector<std::string> visible;
 };
 
 class WorkloadSandbox {

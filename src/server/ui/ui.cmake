@@ -67,4 +67,4 @@ set_tests_properties(ui_unit_test PROPERTIES LABELS "unit;ui" TIMEOUT 120)
 add_test(NAME ui_browser_test
          COMMAND ${CARVE_NODE} --test ${ui_web}/test/browser/dashboard.test.mjs)
 set_tests_properties(ui_browser_test PROPERTIES LABELS "integration;browser" TIMEOUT 480
-  ENVIRONMENT "CARVE_BIN=$<TARGET_FILE:carve>;CARVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};CARVE_UI_ARTIFACTS=${ui_out}/artifacts")
+  ENVIRONMENT "CARVE_BIN=$<TARGET_FILE:carve>;CARVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};CARVE_SANDBOX_READ_ONLY=${PROJECT_SOURCE_DIR}:${CMAKE_BINARY_DIR};CARVE_UI_ARTIFACTS=${ui_out}/artifacts")
