@@ -282,6 +282,19 @@ class CarveServer:
                 log.write(line)
                 log.flush()
 
+    def start_with_second_account(self, profile, account_id):
+        """Starts the server once so it writes the credentials file (its key is the operator's),
+        adds a tenant account `profile` and starts it again. Returns self; cleans up on failure."""
+        self.start()
+        try:
+            self.stop()
+            add_account(self.credentials_file, profile, account_id)
+            self.start()
+        except Exception:
+            self.cleanup()
+            raise
+        return self
+
     def stop(self, sig=signal.SIGTERM, timeout_s=30.0):
         if self.proc is None:
             return None

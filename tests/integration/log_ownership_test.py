@@ -13,7 +13,7 @@ import os
 import unittest
 import uuid
 
-from carve_harness import (SEED_LAYOUT, CarveServer, add_account, component_spec, poll,
+from carve_harness import (SEED_LAYOUT, CarveServer, component_spec, poll,
                            seed_variant)
 
 QUEUE = {"name": "q", "allocation": {"instance_type": "ml.p5.48xlarge", "count": 1}}
@@ -22,15 +22,8 @@ QUEUE = {"name": "q", "allocation": {"instance_type": "ml.p5.48xlarge", "count":
 class LogOwnershipTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = CarveServer(carve_ms=10)
-        cls.server.start()
-        try:
-            cls.server.stop()  # The first start wrote the credentials file (A, the operator).
-            add_account(cls.server.credentials_file, "b", "222222222222")
-            cls.server.start()
-        except Exception:
-            cls.server.cleanup()
-            raise
+        # A is the server's first key, the operator; B an ordinary tenant.
+        cls.server = CarveServer(carve_ms=10).start_with_second_account("b", "222222222222")
 
     @classmethod
     def tearDownClass(cls):

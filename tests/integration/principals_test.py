@@ -17,7 +17,7 @@ import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
 
-from carve_harness import (REGION, SEED_LAYOUT, CarveServer, add_account, component_spec, poll,
+from carve_harness import (REGION, SEED_LAYOUT, CarveServer, component_spec, poll,
                            seed_variant)
 
 # The principals a caller can be, and how the test makes one of each.
@@ -27,12 +27,9 @@ CALLERS = ("anonymous", "tenant", "operator", "scraper")
 class PrincipalsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = CarveServer(carve_ms=10)
-        cls.server.start()
+        # A is the server's first key, the operator; B an ordinary tenant.
+        cls.server = CarveServer(carve_ms=10).start_with_second_account("b", "222222222222")
         try:
-            cls.server.stop()  # The first start wrote the credentials file (A, the operator).
-            add_account(cls.server.credentials_file, "b", "222222222222")
-            cls.server.start()
             cls._deploy()
         except Exception:
             cls.server.cleanup()
