@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +16,14 @@ namespace carve::launch {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
+// A process named by pid plus its start time (/proc/<pid>/stat field 22, clock ticks since
+// boot), so a reused pid is never mistaken for the process.
+struct ProcessId {
+  int pid = 0;
+  uint64_t start_time = 0;
+  friend bool operator==(const ProcessId&, const ProcessId&) = default;
+};
+
 // Everything needed to exec one copy. argv[0] is looked up in PATH when it has no '/'.
 struct LaunchRequest {
   std::vector<std::string> argv;
@@ -22,14 +31,11 @@ struct LaunchRequest {
   std::string work_dir;     // empty: the launcher's own
   std::string stdout_path;  // appended to; created with its parent directories
   std::string stderr_path;
-};
-
-// A process named by pid plus its start time (/proc/<pid>/stat field 22, clock ticks since
-// boot), so a reused pid is never mistaken for the process.
-struct ProcessId {
-  int pid = 0;
-  uint64_t start_time = 0;
-  friend bool operator==(const ProcessId&, const ProcessId&) = default;
+  // Called once the process exists and before it may run the program: the caller makes the
+  // process durable (its pid file) here. An error stops the process before it ran anything and
+  // fails Start with that error. A launcher that dies before this returns leaves a process that
+  // exits without running the program, so a crash never leaves a copy nobody recorded.
+  std::function<Status(const ProcessId&)> record{};
 };
 
 class Launcher {

@@ -48,6 +48,8 @@ std::optional<ProcStat> ReadStat(int pid) {
 constexpr std::string_view kLaunchIdVar = "CARVE_LAUNCH_ID=";
 // Room for "<pid>-<start time>": two 20-digit numbers and the dash.
 constexpr size_t kLaunchIdChars = 42;
+// The status of a child whose launch was abandoned before exec (see ExecChild).
+constexpr int kAbandonedExit = 126;
 
 std::string LaunchIdOf(const ProcessId& p) {
   return std::to_string(p.pid) + "-" + std::to_string(p.start_time);
@@ -100,8 +102,10 @@ void CloseInheritedOnExec() {
 
 // Runs in the forked child: only async-signal-safe calls until exec. Reports errno on `err_fd`.
 // The parent sends the launch id ("<pid>-<start time>", which only it can read from /proc once
-// the child exists) on `id_fd`; it goes into `id_value`, the value part of the envp entry
-// reserved for CARVE_LAUNCH_ID, which has room for kLaunchIdChars and a NUL.
+// the child exists) and a newline on `id_fd`, after the request's `record` hook made the process
+// durable; the id goes into `id_value`, the value part of the envp entry reserved for
+// CARVE_LAUNCH_ID, which has room for kLaunchIdChars and a NUL. Without the newline (the parent
+// refused the launch, or died first) the child exits without running anything.
 [[noreturn]] void ExecChild(const LaunchRequest& r, char* const* argv, char* const* envp,
                             int err_fd, int id_fd, char* id_value) {
   auto fail = [err_fd] {
@@ -109,13 +113,15 @@ void CloseInheritedOnExec() {
     (void)!::write(err_fd, &e, sizeof e);
     ::_exit(127);
   };
+  char line[kLaunchIdChars + 1];
   size_t got = 0;
-  for (ssize_t n;
-       got < kLaunchIdChars && (n = ::read(id_fd, id_value + got, kLaunchIdChars - got)) != 0;) {
+  for (ssize_t n; got < sizeof line && (n = ::read(id_fd, line + got, sizeof line - got)) != 0;) {
     if (n < 0 && errno != EINTR) fail();
     if (n > 0) got += static_cast<size_t>(n);
   }
-  id_value[got] = '\0';
+  if (got == 0 || line[got - 1] != '\n') ::_exit(kAbandonedExit);
+  ::memcpy(id_value, line, got - 1);
+  id_value[got - 1] = '\0';
   ::close(id_fd);
   if (::setsid() < 0) fail();
   const int out = ::open(r.stdout_path.c_str(), O_WRONLY | O_APPEND);
@@ -237,7 +243,16 @@ Result<ProcessId> ProcessLauncher::Start(const LaunchRequest& r) {
   // The child waits for its launch id before it does anything else, so its start time is that
   // of the process that will exec.
   const ProcessId started{pid, ProcessStartTime(pid)};
-  const std::string id = LaunchIdOf(started);
+  if (r.record) {
+    if (Status s = r.record(started); !s) {
+      // No id: the child exits without running the program.
+      for (int fd : {id_pipe[1], err_pipe[0]}) ::close(fd);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      return s.error();
+    }
+  }
+  const std::string id = LaunchIdOf(started) + "\n";
   (void)!::write(id_pipe[1], id.data(), id.size());
   ::close(id_pipe[1]);
   int child_errno = 0;

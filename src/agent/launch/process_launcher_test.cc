@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "agent/launch/test_util.h"
 #include "agent/launch/workload_logs.h"
@@ -52,6 +53,50 @@ TEST(ProcessLauncher, AMissingProgramIsNotFound) {
   ASSERT_FALSE(p.has_value());
   EXPECT_EQ(p.error().code, ErrorCode::kNotFound);
   EXPECT_NE(p.error().message.find("carve-no-such-program"), std::string::npos);
+}
+
+// The record hook runs while the process exists but has not run the program, so the caller's
+// pid file is on disk before any of the copy's work begins.
+TEST(ProcessLauncher, RecordsTheProcessBeforeTheProgramRuns) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  LaunchRequest r = Shell(dir, "touch " + dir + "/ran");
+  std::optional<ProcessId> recorded;
+  bool ran_before_record = true;
+  r.record = [&](const ProcessId& p) {
+    std::this_thread::sleep_for(100ms);  // time enough for a child that did not wait to run
+    ran_before_record = std::filesystem::exists(dir + "/ran");
+    recorded = p;
+    return OkStatus();
+  };
+  auto p = launcher.Start(r);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(recorded, *p);
+  EXPECT_FALSE(ran_before_record);
+  std::optional<int> status;
+  ASSERT_TRUE(Eventually([&] { return (status = launcher.TryWait(*p)).has_value(); }));
+  EXPECT_EQ(*status, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ran"));
+}
+
+// A process that could not be recorded never runs the program: Start fails with the hook's error
+// and nothing is left alive.
+TEST(ProcessLauncher, AProcessThatCannotBeRecordedNeverRuns) {
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  LaunchRequest r = Shell(dir, "touch " + dir + "/ran");
+  std::optional<ProcessId> recorded;
+  r.record = [&](const ProcessId& p) {
+    recorded = p;
+    return Internal("disk full");
+  };
+  auto p = launcher.Start(r);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.error().message, "disk full");
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_FALSE(launcher.Alive(*recorded));
+  EXPECT_EQ(::kill(recorded->pid, 0), -1) << "the child was not reaped";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ran"));
 }
 
 // A name holding '=' ("LD_PRELOAD=/tmp/x.so:") would set another variable than the one named,

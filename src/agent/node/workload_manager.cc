@@ -402,6 +402,11 @@ void WorkloadManager::Start(Workload& w) {
     request = options_.sandbox->Wrap(run, w.dir, *binding, std::move(request).value());
   }
   if (!request) return fail(request.error());
+  // The pid file exists before the program runs, on every start and restart: an agent killed at
+  // any point leaves either a record of the process or no process (launcher.h).
+  request->record = [pid_path = w.dir + "/pid", port, ports = w.ports](const launch::ProcessId& p) {
+    return launch::WritePidFile(pid_path, {p, port, ports});
+  };
   w.log_dir = fs::path(request->stdout_path).parent_path().string();
   if (Status s = launch::WriteLogOwner(options_.command.data_dir,
                                        {w.desired.id, w.desired.name, w.desired.index, ""});
@@ -424,6 +429,7 @@ void WorkloadManager::Start(Workload& w) {
     w.adopting.reset();
   } else if (Status s = w.supervisor->Start(); !s) {
     w.supervisor.reset();
+    fs::remove(w.dir + "/pid", ec);  // the process the hook recorded never ran the program
     return fail(s.error());
   }
   w.port = port;
@@ -551,7 +557,8 @@ void WorkloadManager::RemoveContainer(const Workload& w) {
                            {{"PATH", options_.command.search_path}},
                            "",
                            logs->stdout_path,
-                           logs->stderr_path};
+                           logs->stderr_path,
+                           {}};
   auto pid = launcher_.Start(rm);
   if (!pid) {
     spdlog::warn("removing the container of {}: {}", w.desired.id, pid.error().message);
