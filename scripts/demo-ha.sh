@@ -72,7 +72,9 @@ replica b "$port_b"
 pid_b=${pids[-1]}
 export AWS_SHARED_CREDENTIALS_FILE="$work/a/credentials" AWS_DATA_PATH="$root/contrib/aws"
 export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
-"$carve" agent --server "$a,$b" --credentials "$work/a/credentials" --driver sim \
+# The agent joins with an operator's bootstrap token and keeps its own node credential.
+token=$("$carve" node token create --endpoint-url "$a" --ttl 10m --description "demo-ha agent")
+"$carve" agent --server "$a,$b" --join-token "$token" --driver sim \
   --instance-type ml.p4d.24xlarge --node-id p4d-0 --data-dir "$work/agent" \
   >"$work/agent.log" 2>&1 &
 pids+=($!)

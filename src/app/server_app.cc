@@ -31,6 +31,7 @@
 #include "server/nodes/agent_routes.h"
 #include "server/nodes/fleet_config.h"
 #include "server/nodes/node_claims.h"
+#include "server/nodes/node_identity.h"
 #include "server/nodes/node_registry.h"
 #include "server/queues/queue_routes.h"
 #include "server/queues/queue_service.h"
@@ -59,6 +60,7 @@ struct ServerApp::Parts {
   store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
   std::unique_ptr<store::EtcdLeadership> leadership;  // With etcd; released before the store.
   std::unique_ptr<server::nodes::NodeRegistry> registry;
+  std::unique_ptr<server::nodes::NodeIdentity> identity;
   server::nodes::NodeClaims claims;
   std::unique_ptr<server::nodes::AgentNodeDriver> driver;
   std::unique_ptr<server::sagemaker::SageMakerService> sagemaker;
@@ -72,7 +74,8 @@ struct ServerApp::Parts {
   std::unique_ptr<ReplicaForwarder> forwarder;  // With etcd: what a standby serves, and sends on.
   std::unique_ptr<server::HttpServer> http;
   std::unique_ptr<server::ui::Dashboard> dashboard;
-  std::unique_ptr<agent::node::HttpControlPlane> control;
+  // One per embedded agent: each speaks with its own node credential.
+  std::vector<std::unique_ptr<agent::node::HttpControlPlane>> controls;
   std::vector<std::unique_ptr<agent::node::Agent>> agents;
   int port = 0;
   bool started = false;
@@ -258,6 +261,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   registry_options.heartbeat_interval = c.heartbeat;
   p->registry = std::make_unique<server::nodes::NodeRegistry>(*p->store, registry_options);
   p->driver = std::make_unique<server::nodes::AgentNodeDriver>(*p->registry);
+  p->identity = std::make_unique<server::nodes::NodeIdentity>(*p->store, SystemClock::Get());
   server::sagemaker::ServiceOptions options;
   options.region = c.region;
   options.registry = p->registry.get();
@@ -307,6 +311,12 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
       return token->Matches(presented);
     };
   }
+  http_options.node_credential_ok = [identity = p->identity.get()](std::string_view credential) {
+    return identity->VerifyNode(credential);
+  };
+  http_options.bootstrap_token_ok = [identity = p->identity.get()](std::string_view token) {
+    return identity->VerifyBootstrapToken(token);
+  };
   p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
   if (p->etcd != nullptr) {
     p->forwarder = std::make_unique<ReplicaForwarder>(
@@ -322,7 +332,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->http->AddApiHandler(
       "AnyScaleFrontendService.", "application-autoscaling",
       [svc = p->autoscaling.get()](const server::ApiRequest& r) { return svc->Handle(r); });
-  server::nodes::RegisterAgentRoutes(*p->http, *p->registry);
+  server::nodes::RegisterAgentRoutes(*p->http, *p->registry, *p->identity);
   server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
   server::queues::RegisterQueueRoutes(*p->http, *p->queues);
   RegisterViewRoutes(*p->http, *p->sagemaker, *p->queues);
@@ -362,23 +372,15 @@ Result<int> ServerApp::Start() {
     p.started = true;
   }
   if (!c.no_local_agent) {
-    // The embedded agents speak the agent protocol with an operator's key (docs/security.md).
-    protocol::ClientCredentials key;
-    if (!c.insecure_no_auth) {
-      const auto& all = p.credentials.all();
-      auto op = std::find_if(all.begin(), all.end(),
-                             [](const aws::Credential& k) { return k.operator_role; });
-      if (op == all.end()) {
-        return FailedPrecondition(p.credentials_file +
-                                  " names no operator (carve_role = operator), and the embedded "
-                                  "agents need an operator's key; add the role to a section or "
-                                  "start with --no-local-agent");
-      }
-      key.access_key_id = op->access_key_id;
-      key.secret_access_key = op->secret_access_key;
-    }
-    p.control = std::make_unique<agent::node::HttpControlPlane>(protocol::SignedClient(url(), key));
     for (const auto& node : p.fleet.nodes) {
+      // Each embedded agent speaks the agent protocol with a node credential of its own, issued
+      // here in process on every start (docs/security.md, "Nodes").
+      protocol::ClientCredentials key;
+      if (!c.insecure_no_auth) {
+        CARVE_ASSIGN_OR_RETURN(key.bearer_token, p.identity->Issue(node.id.value()));
+      }
+      p.controls.push_back(
+          std::make_unique<agent::node::HttpControlPlane>(protocol::SignedClient(url(), key)));
       agent::node::AgentOptions ao;
       ao.node_id = node.id.value();
       ao.instance_type = node.instance_type;
@@ -392,7 +394,7 @@ Result<int> ServerApp::Start() {
       ao.sandbox.uid_count = c.sandbox_uid_count;
       ao.sandbox.hidden = {fs::absolute(c.data_dir).string()};
       ao.sim_carve_time = p.fleet.carve_time_per_gpu;
-      CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.control));
+      CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.controls.back()));
       a->Start();
       p.agents.push_back(std::move(a));
     }

@@ -1,4 +1,5 @@
 """`carve agent` and `carve logs` driven as a user would."""
+import json
 import os
 import queue
 import signal
@@ -12,8 +13,24 @@ import unittest
 CARVE = os.environ.get("CARVE_BIN", "carve")
 
 
-def run(*args):
-    return subprocess.run([CARVE, *args], capture_output=True, text=True, timeout=60)
+def run(*args, env_drop=()):
+    env = {k: v for k, v in os.environ.items() if k not in env_drop}
+    return subprocess.run([CARVE, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def Hostname():
+    return socket.gethostname()
+
+
+def write_credential(data_dir, node_id):
+    """<data_dir>/node-credential as a join leaves it (mode 0600), for `node_id`."""
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, "node-credential")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"node_id": node_id,
+                   "credential": "carve-node." + "0" * 16 + "." + "1" * 64}, f)
+    os.chmod(path, 0o600)
 
 
 def free_port():
@@ -30,7 +47,7 @@ class AgentHelpTest(unittest.TestCase):
         self.assertIn("SIGTERM", text)
         self.assertIn("leaves its workloads running", text)
         self.assertIn("adopts them", text)
-        for flag in ("--server", "--credentials", "--profile", "--driver", "--instance-type",
+        for flag in ("--server", "--join-token", "--driver", "--instance-type",
                      "--sim-config", "--node-id", "--data-dir"):
             self.assertIn(flag, r.stdout)
 
@@ -39,15 +56,43 @@ class AgentHelpTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("--server", r.stderr)
 
-    def test_a_missing_credentials_file_is_named(self):
+    def test_without_a_credential_or_a_token_it_says_how_to_join(self):
         with tempfile.TemporaryDirectory() as d:
-            missing = os.path.join(d, "nope.ini")
-            r = run("agent", "--server", "http://127.0.0.1:1", "--credentials", missing)
+            r = run("agent", "--server", "http://127.0.0.1:1", "--driver", "sim",
+                    "--instance-type", "ml.p4d.24xlarge", "--node-id", "n1", "--data-dir", d,
+                    env_drop=("CARVE_JOIN_TOKEN",))
             self.assertEqual(r.returncode, 2)
-            self.assertIn(missing, r.stderr)
+            self.assertIn(os.path.join(d, "node-credential"), r.stderr)
+            self.assertIn("--join-token", r.stderr)
+            self.assertIn("carve node token create", r.stderr)
+
+    def test_a_credential_of_another_node_or_readable_by_others_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_credential(d, "node-b")
+            r = run("agent", "--server", "http://127.0.0.1:1", "--driver", "sim",
+                    "--instance-type", "ml.p4d.24xlarge", "--node-id", "node-a", "--data-dir", d)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("holds the credential of node node-b, not node-a", r.stderr)
+            write_credential(d, "node-a")
+            os.chmod(os.path.join(d, "node-credential"), 0o644)
+            r = run("agent", "--server", "http://127.0.0.1:1", "--driver", "sim",
+                    "--instance-type", "ml.p4d.24xlarge", "--node-id", "node-a", "--data-dir", d)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("chmod 600", r.stderr)
+
+    def test_an_unreachable_server_fails_the_join_and_names_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            port = free_port()
+            r = run("agent", "--server", f"http://127.0.0.1:{port}", "--join-token",
+                    "abcdef.0123456789abcdef", "--driver", "sim", "--instance-type",
+                    "ml.p4d.24xlarge", "--node-id", "n1", "--data-dir", d)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("joining as node n1", r.stderr)
+            self.assertIn(str(port), r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "node-credential")))
 
     def test_an_unknown_driver_is_rejected(self):
-        r = run("agent", "--server", "http://x", "--credentials", "c", "--driver", "cuda")
+        r = run("agent", "--server", "http://x", "--driver", "cuda")
         self.assertEqual(r.returncode, 2)
         self.assertIn("cuda", r.stderr)
 
@@ -55,13 +100,10 @@ class AgentHelpTest(unittest.TestCase):
 class AgentRunTest(unittest.TestCase):
     def test_runs_with_simulated_gpus_while_the_server_is_down_and_stops_on_sigterm(self):
         with tempfile.TemporaryDirectory() as d:
-            creds = os.path.join(d, "credentials")
-            with open(creds, "w") as f:
-                f.write("[default]\naws_access_key_id = AKIDEXAMPLE\n"
-                        "aws_secret_access_key = wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n")
+            write_credential(os.path.join(d, "data"), "cli-node")  # As a node that joined once.
             proc = subprocess.Popen(
                 [CARVE, "agent", "--server", f"http://127.0.0.1:{free_port()}",
-                 "--credentials", creds, "--driver", "sim", "--instance-type",
+                 "--driver", "sim", "--instance-type",
                  "ml.p4d.24xlarge", "--node-id", "cli-node", "--data-dir",
                  os.path.join(d, "data")],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -97,10 +139,8 @@ class AgentRunTest(unittest.TestCase):
 
     def test_an_instance_type_that_does_not_match_the_gpus_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
-            creds = os.path.join(d, "credentials")
-            with open(creds, "w") as f:
-                f.write("[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n")
-            r = run("agent", "--server", "http://127.0.0.1:1", "--credentials", creds,
+            write_credential(os.path.join(d, "data"), Hostname())
+            r = run("agent", "--server", "http://127.0.0.1:1",
                     "--driver", "sim", "--sim-config", "gpus: 3 x a100-40gb", "--data-dir",
                     os.path.join(d, "data"))
             self.assertEqual(r.returncode, 2)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "agent/node/agent.h"
 #include "agent/node/control_plane.h"
 #include "agent/node/fence.h"
+#include "agent/node/node_credential.h"
 #include "cli/commands.h"
 #include "protocol/signed_client.h"
 
@@ -22,8 +24,7 @@ namespace fs = std::filesystem;
 
 struct AgentFlags {
   std::string server;
-  std::string credentials;
-  std::string profile = "default";
+  std::string join_token;
   std::string driver;
   std::string instance_type;
   std::string sim_config;
@@ -50,11 +51,6 @@ std::string Hostname() {
 int RunAgent(const AgentFlags& f) {
   if (auto level = spdlog::level::from_str(f.log_level); level != spdlog::level::off) {
     spdlog::set_level(level);
-  }
-  auto credentials = protocol::LoadClientCredentials(f.credentials, f.profile);
-  if (!credentials) {
-    std::cerr << "carve agent: " << credentials.error().message << "\n";
-    return 2;
   }
   std::error_code ec;
   const fs::path carve = fs::read_symlink("/proc/self/exe", ec);
@@ -87,16 +83,31 @@ int RunAgent(const AgentFlags& f) {
         "queues with enforcement none run shares here, unenforced");
   }
   // --server URL[,URL...]: the replicas of an HA control plane, tried in turn.
-  std::vector<protocol::SignedClient> servers;
+  std::vector<std::string> urls;
   for (size_t at = 0; at <= f.server.size();) {
     const size_t comma = std::min(f.server.find(',', at), f.server.size());
-    if (comma > at) servers.emplace_back(f.server.substr(at, comma - at), *credentials);
+    if (comma > at) urls.push_back(f.server.substr(at, comma - at));
     at = comma + 1;
   }
-  if (servers.empty()) {
+  if (urls.empty()) {
     std::cerr << "carve agent: --server names no URL\n";
     return 2;
   }
+  // The node's own credential (docs/security.md, "Nodes"): from the data dir, or by joining once
+  // with the operator's bootstrap token.
+  const char* env_token = std::getenv("CARVE_JOIN_TOKEN");
+  const std::string join_token =
+      !f.join_token.empty() ? f.join_token : (env_token != nullptr ? env_token : "");
+  auto credential = agent::node::LoadOrJoin((fs::path(f.data_dir) / "node-credential").string(),
+                                            urls, join_token, o.node_id);
+  if (!credential) {
+    std::cerr << "carve agent: " << credential.error().message << "\n";
+    return 2;
+  }
+  protocol::ClientCredentials key;
+  key.bearer_token = *credential;
+  std::vector<protocol::SignedClient> servers;
+  for (const auto& url : urls) servers.emplace_back(url, key);
   agent::node::HttpControlPlane control(std::move(servers));
   auto created = agent::node::Agent::Create(o, control);
   if (!created) {
@@ -139,11 +150,9 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
                   "replicas of an HA "
                   "control plane (tried in turn)")
       ->required();
-  cmd->add_option("--credentials", flags->credentials,
-                  "AWS shared-credentials file with the server's key (the server writes one)")
-      ->required();
-  cmd->add_option("--profile", flags->profile, "Profile in the credentials file")
-      ->capture_default_str();
+  cmd->add_option("--join-token", flags->join_token,
+                  "The bootstrap token of `carve node token create` (or set CARVE_JOIN_TOKEN): "
+                  "needed once, when --data-dir holds no node-credential yet");
   cmd->add_option("--driver", flags->driver,
                   "nvml (real GPUs) or sim (simulated); default: nvml when libnvidia-ml.so.1 "
                   "loads and sees a GPU, else sim")

@@ -30,6 +30,7 @@ void RegisterLogsCommands(CLI::App& app, Context& ctx);   // logs NAME [--copy N
 void RegisterQueueCommands(CLI::App& app, Context& ctx);  // queue ..., job ... (mGPU queues)
 void RegisterTokenCommands(CLI::App& app, Context& ctx);  // token (OpenAI route bearer tokens)
 void RegisterClusterCommands(CLI::App& app, Context& ctx);  // cluster status (HA replicas)
+void RegisterNodeCommands(CLI::App& app, Context& ctx);  // node token ..., node revoke
 void RegisterStoreCommands(CLI::App& app, Context& ctx);    // store migrate (SQLite -> etcd)
 
 }  // namespace carve::cli

@@ -9,26 +9,38 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "agent/fleetsim/fleet_sim.h"
+#include "agent/node/node_credential.h"
 #include "cli/commands.h"
+#include "common/bounded_json.h"
 
 namespace carve::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 using agent::fleetsim::FleetSim;
 using agent::fleetsim::FleetSimStats;
 
 struct FleetSimFlags {
   std::string server;
-  std::string credentials;
-  std::string profile = "default";
+  std::string join_token;
+  std::string node_credentials;
   int nodes = 1;
   std::string instance_type = "ml.p4d.24xlarge";
   std::string prefix = "sim";
@@ -77,21 +89,78 @@ void RaiseDescriptorLimit(int nodes) {
   }
 }
 
+// Every simulated node's own credential, as each real agent holds one: those in
+// --node-credentials (a JSON object node id -> credential, mode 0600), and for the rest a join
+// with --join-token, in parallel, written back to the file when one is named. A server run with
+// --insecure-no-auth needs neither.
+Result<std::map<std::string, std::string>> NodeCredentials(
+    const FleetSimFlags& f, const agent::fleetsim::FleetSimOptions& o) {
+  std::map<std::string, std::string> known;
+  if (!f.node_credentials.empty() && fs::exists(f.node_credentials)) {
+    std::ifstream in(f.node_credentials);
+    std::ostringstream text;
+    text << in.rdbuf();
+    Result<nlohmann::json> j = ParseJson(text.str());
+    if (!j.has_value() || !j->is_object()) {
+      return InvalidArgument("--node-credentials " + f.node_credentials +
+                             ": not a JSON object of node id to credential");
+    }
+    for (const auto& [node, credential] : j->items()) {
+      if (credential.is_string()) known[node] = credential.get<std::string>();
+    }
+  }
+  std::vector<std::string> missing;
+  for (const auto& id : agent::fleetsim::FleetSimNodeIds(o)) {
+    if (!known.contains(id)) missing.push_back(id);
+  }
+  if (missing.empty() || f.join_token.empty()) return known;
+  std::mutex mu;
+  std::optional<Error> failed;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> joiners;
+  for (int t = 0; t < 8; ++t) {
+    joiners.emplace_back([&] {
+      for (size_t i; (i = next++) < missing.size();) {
+        auto credential = agent::node::JoinNode({f.server}, f.join_token, missing[i]);
+        std::lock_guard lock(mu);
+        if (!credential) {
+          if (!failed) failed = credential.error();
+          return;
+        }
+        known[missing[i]] = *credential;
+      }
+    });
+  }
+  for (auto& t : joiners) t.join();
+  if (!f.node_credentials.empty()) {
+    const int fd = ::open(f.node_credentials.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                          0600);
+    const std::string text = nlohmann::json(known).dump() + "\n";
+    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      if (fd >= 0) ::close(fd);
+      return Internal("cannot write --node-credentials " + f.node_credentials);
+    }
+    ::close(fd);
+  }
+  if (failed) return *failed;
+  return known;
+}
+
 int RunFleetSim(const FleetSimFlags& f, bool json) {
   if (auto level = spdlog::level::from_str(f.log_level); level != spdlog::level::off) {
     spdlog::set_level(level);
   }
-  auto credentials = protocol::LoadClientCredentials(f.credentials, f.profile);
-  if (!credentials) {
-    std::cerr << "carve fleet-sim: " << credentials.error().message << "\n";
-    return 2;
-  }
   agent::fleetsim::FleetSimOptions o;
   o.server = f.server;
-  o.credentials = *credentials;
   o.nodes = f.nodes;
   o.instance_type = f.instance_type;
   o.prefix = f.prefix;
+  if (auto joined = NodeCredentials(f, o); !joined) {
+    std::cerr << "carve fleet-sim: " << joined.error().message << "\n";
+    return 2;
+  } else {
+    o.node_credentials = std::move(joined).value();
+  }
   o.start_delay = std::chrono::milliseconds(f.start_delay_ms);
   o.carve_delay = std::chrono::milliseconds(f.carve_delay_ms);
   o.heartbeat = std::chrono::milliseconds(f.heartbeat_ms);
@@ -176,11 +245,13 @@ void RegisterFleetSimCommands(CLI::App& app, Context& ctx) {
       "SIGINT.");
   cmd->add_option("--server", flags->server, "Server URL, e.g. http://127.0.0.1:8080")
       ->required();
-  cmd->add_option("--credentials", flags->credentials,
-                  "AWS shared-credentials file with the server's key (the server writes one)")
-      ->required();
-  cmd->add_option("--profile", flags->profile, "Profile in the credentials file")
-      ->capture_default_str();
+  cmd->add_option("--join-token", flags->join_token,
+                  "A bootstrap token (`carve node token create`): each simulated node joins with "
+                  "it, as a real agent does, unless --node-credentials already holds its "
+                  "credential");
+  cmd->add_option("--node-credentials", flags->node_credentials,
+                  "A JSON file of node id -> node credential, read first and written after the "
+                  "joins (mode 0600), so that a run against the same server needs no new joins");
   cmd->add_option("--nodes", flags->nodes, "How many agents")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   carve::cli::RegisterQueueCommands(app, ctx);
   carve::cli::RegisterTokenCommands(app, ctx);
   carve::cli::RegisterClusterCommands(app, ctx);
+  carve::cli::RegisterNodeCommands(app, ctx);
   carve::cli::RegisterStoreCommands(app, ctx);
 
   try {

@@ -37,7 +37,9 @@ std::vector<std::pair<std::string, std::string>> SignedClient::SignedHeaders(
   req.body = std::string(body);
   req.headers = {{"Host", host_header_}};
   if (!body.empty()) req.headers.emplace_back("Content-Type", std::string(content_type));
-  if (!credentials_.access_key_id.empty()) {
+  if (!credentials_.bearer_token.empty()) {
+    req.headers.emplace_back("Authorization", "Bearer " + credentials_.bearer_token);
+  } else if (!credentials_.access_key_id.empty()) {
     aws::sigv4::SignRequest(req, credentials_.access_key_id, credentials_.secret_access_key,
                             credentials_.region, "sagemaker",
                             aws::sigv4::FormatAmzDate(std::time(nullptr)));

@@ -1,6 +1,6 @@
 // SignedClient: carve's own HTTP client for its native JSON routes and the agent protocol. Every
 // request is SigV4-signed (service "sagemaker") with a key from an AWS shared-credentials file,
-// exactly as the aws CLI would sign it, so the server needs one verification path.
+// exactly as the aws CLI would sign it, or carries a node agent's bearer credential.
 //
 // Thread-safe: each call opens its own connection (agent and CLI traffic is a few calls a
 // second; the load generator has its own pooled clients).
@@ -22,6 +22,9 @@ struct ClientCredentials {
   std::string access_key_id;
   std::string secret_access_key;
   std::string region = "us-east-1";
+  // When set, requests carry `Authorization: Bearer <bearer_token>` instead of a signature: a
+  // node agent's node credential, or a bootstrap token on POST /v1/agent/join.
+  std::string bearer_token{};
 };
 
 // Reads `profile` from an AWS shared-credentials file (the file `carve server` writes).

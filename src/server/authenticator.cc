@@ -43,7 +43,10 @@ Authenticator::Authenticator(const HttpServerOptions& options, const aws::Creden
 std::variant<Authenticator::Caller, NativeResponse> Authenticator::Authenticate(
     RawRequest& request, std::string_view service) const {
   if (options_.insecure_no_auth) {
-    return Caller{options_.insecure_account_id, Principal::kTenant | Principal::kOperator};
+    // Everyone at once, node and joiner included: the agents of such a server send no
+    // credential, and their node id is taken on trust (nodes/agent_routes.cc).
+    return Caller{options_.insecure_account_id, Principal::kTenant | Principal::kOperator |
+                                                    Principal::kNode | Principal::kJoiner};
   }
   aws::SigV4Request sr;
   sr.method = request.method;
@@ -93,6 +96,29 @@ std::optional<NativeResponse> Authenticator::Identify(const Access& access, cons
   if (bearer && access.serves.Has(Principal::kScraper) && options_.scrape_token_ok &&
       options_.scrape_token_ok(std::string_view(authorization).substr(7))) {
     out.caller = Principal::kScraper;
+  } else if (bearer && access.serves.Has(Principal::kNode)) {
+    const auto node = options_.node_credential_ok
+                          ? options_.node_credential_ok(std::string_view(authorization).substr(7))
+                          : std::nullopt;
+    if (node) {
+      out.caller = Principal::kNode;
+      out.node_id = *node;
+    } else {
+      denied = Refusal(401, "UnrecognizedClientException",
+                       what + ": the node credential is unknown or was revoked; the node joins "
+                              "again with a bootstrap token (carve node token create)");
+    }
+  } else if (bearer && access.serves.Has(Principal::kJoiner)) {
+    const auto token = options_.bootstrap_token_ok
+                           ? options_.bootstrap_token_ok(std::string_view(authorization).substr(7))
+                           : std::nullopt;
+    if (token) {
+      out.caller = Principal::kJoiner;
+      out.node_id = *token;
+    } else {
+      denied = Refusal(401, "UnrecognizedClientException",
+                       what + ": the bootstrap token is unknown, expired or deleted");
+    }
   } else if (bearer && access.endpoint_tokens) {
     denied = AuthenticateBearer(std::string_view(authorization).substr(7), out);
     if (!denied) out.caller = Principal::kTenant;

@@ -7,6 +7,9 @@
 //   - on routes with endpoint_tokens (the OpenAI route), an endpoint's bearer token
 //     (aws/bearer_token.h): a tenant, limited to that endpoint;
 //   - on routes that serve scrapers, the scrape token as a bearer token;
+//   - on the agent routes, a node credential as a bearer token (nodes/node_identity.h): a node,
+//     with the node id it is bound to in NativeRequest::node_id; on POST /v1/agent/join, an
+//     operator's bootstrap token: a joiner;
 //   - nothing, on routes that serve anonymous callers.
 // Refusals are 401 (an unknown bearer token) or 403 (a bad signature, or a principal the route
 // does not serve, naming the route and whom it serves), in OpenAI's error shape on routes with

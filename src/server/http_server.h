@@ -80,6 +80,11 @@ struct HttpServerOptions {
   // GET /metrics). Unset: no scrape token is accepted. Asked on every scrape, so a rotated token
   // takes effect at once.
   std::function<bool(std::string_view token)> scrape_token_ok{};
+  // Node identity (nodes/node_identity.h): the node id a bearer node credential is bound to, and
+  // the id of a valid bootstrap token; nullopt refuses it. Unset: no node credential or bootstrap
+  // token is accepted. Asked on every request, so a revocation takes effect at once.
+  std::function<std::optional<std::string>(std::string_view credential)> node_credential_ok{};
+  std::function<std::optional<std::string>(std::string_view token)> bootstrap_token_ok{};
   // GET /metrics for anyone, without a credential (`carve server --public-metrics`). Otherwise
   // it serves scrapers and operators.
   bool public_metrics = false;
@@ -116,6 +121,8 @@ struct NativeRequest {
   Principals caller;       // What the caller proved to be (principals.h).
   // kSigV4OrBearer routes called with a bearer token limited to one endpoint: that endpoint.
   std::string bearer_endpoint;
+  // A node's credential: the node id it is bound to. A joiner: the bootstrap token's id.
+  std::string node_id;
   std::string request_id;
   // Request headers with lowercased names (a repeated name keeps its last value).
   std::map<std::string, std::string> headers{};

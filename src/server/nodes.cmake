@@ -5,7 +5,7 @@
 set(nd ${CMAKE_CURRENT_SOURCE_DIR}/nodes)
 carve_library(carve_nodes
   SRCS ${nd}/node_registry.cc ${nd}/node_registry_carve.cc ${nd}/node_registry_views.cc ${nd}/agent_node_driver.cc ${nd}/agent_routes.cc
-       ${nd}/node_claims.cc ${nd}/node_pool.cc ${nd}/allocation_json.cc
+       ${nd}/node_claims.cc ${nd}/node_pool.cc ${nd}/allocation_json.cc ${nd}/node_identity.cc
        ${nd}/node_driver.cc ${nd}/simulated_node_driver.cc ${nd}/fleet_config.cc
   DEPS carve_protocol carve_server_infra carve_catalog carve_layout carve_placement carve_store
        nlohmann_json::nlohmann_json yaml-cpp spdlog::spdlog fmt::fmt OpenSSL::Crypto
@@ -13,5 +13,5 @@ carve_library(carve_nodes
 
 carve_test(nodes_test
   SRCS ${nd}/node_registry_test.cc ${nd}/node_claims_test.cc ${nd}/node_pool_test.cc
-       ${nd}/fleet_config_test.cc
+       ${nd}/fleet_config_test.cc ${nd}/node_identity_test.cc
   DEPS carve_nodes)

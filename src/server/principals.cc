@@ -6,12 +6,13 @@
 namespace carve::server {
 
 std::string Principals::Names() const {
-  static constexpr std::array<std::pair<Principal, const char*>, 5> kNames{{
+  static constexpr std::array<std::pair<Principal, const char*>, 6> kNames{{
       {Principal::kAnonymous, "anonymous"},
       {Principal::kTenant, "tenant"},
       {Principal::kNode, "node"},
       {Principal::kOperator, "operator"},
       {Principal::kScraper, "scraper"},
+      {Principal::kJoiner, "joiner"},
   }};
   std::string out;
   for (const auto& [p, name] : kNames) {

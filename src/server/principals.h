@@ -1,6 +1,6 @@
 // Principals: who calls carve, and which of them each route serves (docs/security.md).
 //
-// carve has five kinds of caller. Every route is registered with the set it serves (an Access);
+// carve has six kinds of caller. Every route is registered with the set it serves (an Access);
 // HttpServer refuses any other caller before the handler runs, and refuses to start with a
 // route registered for nobody, so a new route cannot ship open by accident.
 //
@@ -9,8 +9,10 @@
 //               bearer token minted for one of its endpoints. It sees only its own account.
 //   kOperator   a key whose credentials section says `carve_role = operator`. An operator's key
 //               is also a tenant of its own account.
-//   kNode       a node agent, on /v1/agent/*. Until nodes hold credentials of their own, an
-//               operator's key speaks for its nodes (docs/security.md, "Nodes").
+//   kNode       a node agent, on /v1/agent/*: the bearer node credential it got by joining
+//               (nodes/node_identity.h), bound to one node id. No account's key speaks for a node.
+//   kJoiner     the holder of an operator's bootstrap token, on POST /v1/agent/join only: it
+//               trades the token for a node credential.
 //   kScraper    the scrape token (<data-dir>/scrape-token) that Prometheus sends as
 //               `Authorization: Bearer`, on GET /metrics only.
 #pragma once
@@ -26,6 +28,7 @@ enum class Principal : uint8_t {
   kNode = 1 << 2,
   kOperator = 1 << 3,
   kScraper = 1 << 4,
+  kJoiner = 1 << 5,
 };
 
 // A set of principals: what a route serves, or what one caller is.
@@ -65,7 +68,9 @@ struct Access {
 inline constexpr Access kForTenants{Principal::kTenant};
 inline constexpr Access kForOperators{Principal::kOperator};
 inline constexpr Access kForAnyone{Principal::kAnonymous};
-// The agent protocol (/v1/agent/*): nodes, and the operator's key that speaks for them.
-inline constexpr Access kForNodes{Principal::kNode | Principal::kOperator};
+// The agent protocol (/v1/agent/*): node agents, each with its own credential.
+inline constexpr Access kForNodes{Principal::kNode};
+// POST /v1/agent/join: an agent with a bootstrap token, before it has a node credential.
+inline constexpr Access kForJoiners{Principal::kJoiner};
 
 }  // namespace carve::server

@@ -392,6 +392,14 @@ class CarveServer:
     def signed_get(self, path, profile="default"):
         return self.signed("GET", path, profile=profile)
 
+    def node_token(self, ttl_seconds=3600):
+        """A bootstrap token for `carve agent --join-token` (POST /v1/node-tokens, the operator's
+        call)."""
+        status, body = self.signed("POST", "/v1/node-tokens", {"ttl_seconds": ttl_seconds})
+        if status != 201:
+            raise AssertionError(f"POST /v1/node-tokens: {status} {body}")
+        return body["token"]
+
     def nodes(self):
         """GET /v1/nodes: {node id: node} with each node's reported workloads."""
         status, body = self.signed_get("/v1/nodes")
@@ -417,11 +425,15 @@ class CarveAgent:
         self.seen_workloads = set()  # As CarveServer.seen_workloads.
 
     def start(self):
+        """Starts the agent; the first start joins with a fresh bootstrap token, later ones use
+        the node credential the first left in the data dir."""
+        join = []
+        if not os.path.exists(os.path.join(self.data_dir, "node-credential")):
+            join = ["--join-token", self.server.node_token()]
         self.proc = subprocess.Popen(
-            [carve_bin(), "agent", "--server", self.server_urls, "--credentials",
-             self.server.credentials_file, "--driver", "sim", "--instance-type",
-             self.instance_type, "--node-id", self.node_id, "--data-dir", self.data_dir,
-             *self.extra_args],
+            [carve_bin(), "agent", "--server", self.server_urls, *join, "--driver", "sim",
+             "--instance-type", self.instance_type, "--node-id", self.node_id, "--data-dir",
+             self.data_dir, *self.extra_args],
             stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         return self
 
@@ -519,8 +531,8 @@ class FleetSim:
 
     def __init__(self, server, nodes, *extra, stats_ms=200):
         self.proc = subprocess.Popen(
-            [carve_bin(), "fleet-sim", "--server", server.url, "--credentials",
-             server.credentials_file, "--nodes", str(nodes), "--stats-interval-ms", str(stats_ms),
+            [carve_bin(), "fleet-sim", "--server", server.url, "--join-token",
+             server.node_token(), "--nodes", str(nodes), "--stats-interval-ms", str(stats_ms),
              "--json", *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.last = {}

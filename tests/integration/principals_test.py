@@ -21,7 +21,7 @@ from carve_harness import (REGION, SEED_LAYOUT, CarveServer, component_spec, pol
                            seed_variant)
 
 # The principals a caller can be, and how the test makes one of each.
-CALLERS = ("anonymous", "tenant", "operator", "scraper")
+CALLERS = ("anonymous", "tenant", "operator", "scraper", "node", "joiner")
 
 
 class PrincipalsTest(unittest.TestCase):
@@ -31,6 +31,11 @@ class PrincipalsTest(unittest.TestCase):
         cls.server = CarveServer(carve_ms=10).start_with_second_account("b", "222222222222")
         try:
             cls._deploy()
+            # A node of its own ("thief", joined with an operator's token), and a fresh token.
+            cls.join_token = cls.server.node_token()
+            status, body = cls.join(cls.server.node_token(), "thief")
+            assert status == 201, body
+            cls.node_credential = json.loads(body)["credential"]
         except Exception:
             cls.server.cleanup()
             raise
@@ -57,6 +62,19 @@ class PrincipalsTest(unittest.TestCase):
         poll(lambda: sm.describe_inference_component(InferenceComponentName="ic")[
             "InferenceComponentStatus"] == "InService", timeout_s=60, what="ic InService")
 
+    @classmethod
+    def join(cls, token, node_id):
+        """POST /v1/agent/join with a bootstrap token: (status, body text)."""
+        r = urllib.request.Request(cls.server.url + "/v1/agent/join",
+                                   data=json.dumps({"node_id": node_id}).encode(), method="POST",
+                                   headers={"Authorization": "Bearer " + token,
+                                            "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(r, timeout=30) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
     # ---- one request as each principal ----
 
     def call(self, caller, method, path, body=b"", headers=None):
@@ -73,6 +91,10 @@ class PrincipalsTest(unittest.TestCase):
             headers = dict(req.prepare().headers)
         elif caller == "scraper":
             headers["Authorization"] = "Bearer " + self.server.scrape_token()
+        elif caller == "node":
+            headers["Authorization"] = "Bearer " + self.node_credential
+        elif caller == "joiner":
+            headers["Authorization"] = "Bearer " + self.join_token
         r = urllib.request.Request(self.server.url + path, data=body or None, headers=headers,
                                    method=method)
         try:
@@ -93,14 +115,18 @@ class PrincipalsTest(unittest.TestCase):
         self.assertGreater(len(routes), 25)
         serves_of = {(r["method"], r["pattern"]): set(r["serves"].split(", ")) for r in routes}
         # The rows this issue fixed, as the server holds them.
-        self.assertEqual(serves_of[("POST", "/v1/agent/register")], {"node", "operator"})
+        self.assertEqual(serves_of[("POST", "/v1/agent/register")], {"node"})
+        self.assertEqual(serves_of[("POST", "/v1/agent/join")], {"joiner"})
+        self.assertEqual(serves_of[("POST", "/v1/node-tokens")], {"operator"})
+        self.assertEqual(serves_of[("DELETE", "/v1/nodes/{node}/credential")], {"operator"})
         self.assertEqual(serves_of[("GET", "/v1/nodes")], {"operator"})
         self.assertEqual(serves_of[("GET", "/v1/cluster")], {"operator"})
         self.assertEqual(serves_of[("GET", "/metrics")], {"operator", "scraper"})
         self.assertEqual(serves_of[("GET", "/v1/routes")], {"operator"})
         # What each caller proves to be: an operator's key is also a tenant of its account.
         proves = {"anonymous": {"anonymous"}, "tenant": {"tenant"},
-                  "operator": {"tenant", "operator"}, "scraper": {"scraper"}}
+                  "operator": {"tenant", "operator"}, "scraper": {"scraper"},
+                  "node": {"node"}, "joiner": {"joiner"}}
         refused = 0
         for r in routes:
             serves = serves_of[(r["method"], r["pattern"])]
@@ -172,25 +198,28 @@ class PrincipalsTest(unittest.TestCase):
         self.assertNotIn("carve_", text)
 
     def test_a_node_cannot_take_over_another_nodes_copy(self):
-        """The hijack: a node reports A's copy as running at its own address. Even with the
-        operator's key (which speaks for nodes), the copy stays where it was placed, and A's
-        invocations keep reaching it."""
+        """The hijack: a node reports A's copy as running at its own address. Even a node that
+        joined properly ("thief", with an operator's token) cannot: the copy stays where it was
+        placed, and A's invocations keep reaching it."""
         nodes = self.server.nodes()
         placed = [(n, w) for n, node in nodes.items() for w in node["Workloads"]
                   if w["id"].split("/")[1:2] == ["ic"] and w["state"] == "running"]
         self.assertEqual(len(placed), 1, nodes)
         home, copy = placed[0]
         reg = {"node_id": "thief", "instance_type": "ml.p4d.24xlarge", "driver": "sim"}
-        status, text = self.call("operator", "POST", "/v1/agent/register",
-                                 json.dumps(reg).encode())
+        status, text = self.call("node", "POST", "/v1/agent/register", json.dumps(reg).encode())
         self.assertEqual(status, 200, text)
         epoch = json.loads(text)["epoch"]
         forged = {"node_id": "thief", "epoch": epoch, "status_version": 1,
                   "workloads": [{"id": copy["id"], "state": "running",
                                  "address": "127.0.0.1:9", "port": 9}]}
-        status, text = self.call("operator", "POST", "/v1/agent/status",
-                                 json.dumps(forged).encode())
+        status, text = self.call("node", "POST", "/v1/agent/status", json.dumps(forged).encode())
         self.assertEqual(status, 200, text)
+        # Nor can it speak as the copy's own node.
+        forged["node_id"] = home
+        status, text = self.call("node", "POST", "/v1/agent/status", json.dumps(forged).encode())
+        self.assertEqual(status, 403, text)
+        self.assertIn("a node speaks only for itself", text)
         after = self.server.nodes()
         self.assertEqual([w["id"] for w in after["thief"]["Workloads"]], [])
         self.assertIn(copy["id"], [w["id"] for w in after[home]["Workloads"]])
@@ -205,12 +234,16 @@ class PrincipalsTest(unittest.TestCase):
         before = self.node_ids()
         for bad in ("../../etc", "a" * 64, "-rf"):
             with self.subTest(node=bad):
-                reg = {"node_id": bad, "instance_type": "ml.p4d.24xlarge", "driver": "sim"}
-                status, text = self.call("operator", "POST", "/v1/agent/register",
-                                         json.dumps(reg).encode())
+                status, text = self.join(self.join_token, bad)
                 self.assertEqual(status, 400, text)
                 self.assertIn("node_id", text)
         self.assertEqual(self.node_ids(), before)
+        self.assertNotIn("../../etc", self.credentialed())
+
+    def credentialed(self):
+        status, body = self.server.signed_get("/v1/node-credentials")
+        self.assertEqual(status, 200, body)
+        return {c["node_id"] for c in body["Credentials"]}
 
 
 if __name__ == "__main__":

@@ -45,7 +45,13 @@ printf 'fleet:\n  nodes: []\n' > "$WORK/carve.yaml"
   --log-level warn > "$WORK/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [[ -f "$WORK/server/credentials" ]] && break; sleep 0.1; done
-AGENT=(--server "$URL" --credentials "$WORK/server/credentials" --node-id ray-node
+TOKEN=
+for _ in $(seq 100); do  # until the server listens
+  TOKEN=$("$CARVE" node token create --endpoint-url "$URL" --credentials \
+          "$WORK/server/credentials" 2>/dev/null) && break
+  sleep 0.1
+done
+AGENT=(--server "$URL" --join-token "$TOKEN" --node-id ray-node
        --data-dir "$WORK/agent" --interposer "$LIB" --log-level warn)
 GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then GPU=1; fi

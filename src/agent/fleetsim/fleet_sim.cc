@@ -68,7 +68,24 @@ Result<T> Decode(std::string_view target, Result<protocol::HttpReply> reply,
   return from_json(body);
 }
 
+protocol::ClientCredentials CredentialOf(const FleetSimOptions& options, const std::string& id) {
+  protocol::ClientCredentials c;
+  if (auto it = options.node_credentials.find(id); it != options.node_credentials.end()) {
+    c.bearer_token = it->second;
+  }
+  return c;
+}
+
 }  // namespace
+
+std::vector<std::string> FleetSimNodeIds(const FleetSimOptions& options) {
+  const int width = std::max<int>(5, static_cast<int>(std::to_string(options.nodes - 1).size()));
+  std::vector<std::string> ids;
+  for (int i = 0; i < options.nodes; ++i) {
+    ids.push_back(fmt::format("{}-{:0{}}", options.prefix, i, width));
+  }
+  return ids;
+}
 
 struct FleetSim::Counters {
   uint64_t registers = 0;
@@ -94,8 +111,9 @@ class FleetSim::Node {
         registration_(std::move(registration)),
         nvml_(std::move(nvml)),
         gpus_(std::move(gpus)),
-        watch_(sim.io_, server, *sim.signer_),
-        report_(sim.io_, server, *sim.signer_),
+        signer_(sim.options_.server, CredentialOf(sim.options_, id_)),
+        watch_(sim.io_, server, signer_),
+        report_(sim.io_, server, signer_),
         beat_timer_(sim.io_),
         watch_timer_(sim.io_),
         carve_timer_(sim.io_),
@@ -377,6 +395,7 @@ class FleetSim::Node {
   const protocol::Registration registration_;
   std::unique_ptr<FakeNvml> nvml_;
   std::unique_ptr<node::GpuApplier> gpus_;
+  const protocol::SignedClient signer_;  // with this node's own credential
   KeepAliveClient watch_;
   KeepAliveClient report_;
   asio::steady_timer beat_timer_;
@@ -423,12 +442,11 @@ Result<std::unique_ptr<FleetSim>> FleetSim::Create(FleetSimOptions options) {
 
 Status FleetSim::Init() {
   CARVE_ASSIGN_OR_RETURN(asio::ip::tcp::endpoint server, ParseServer(options_.server));
-  signer_ = std::make_unique<protocol::SignedClient>(options_.server, options_.credentials);
   CARVE_ASSIGN_OR_RETURN(const std::string config, node::SimConfigFor(options_.instance_type));
-  const int width = std::max<int>(5, static_cast<int>(std::to_string(options_.nodes - 1).size()));
-  nodes_.reserve(static_cast<size_t>(options_.nodes));
+  const std::vector<std::string> ids = FleetSimNodeIds(options_);
+  nodes_.reserve(ids.size());
   for (int i = 0; i < options_.nodes; ++i) {
-    const std::string id = fmt::format("{}-{:0{}}", options_.prefix, i, width);
+    const std::string& id = ids[static_cast<size_t>(i)];
     // The seed gives each node its own GPU uuids, as the agent's sim driver does.
     CARVE_ASSIGN_OR_RETURN(std::unique_ptr<FakeNvml> nvml,
                            FakeNvml::FromText(fmt::format("{}, seed: {}", config, i + 1)));

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "common/result.h"
@@ -30,7 +31,9 @@ namespace carve::agent::fleetsim {
 
 struct FleetSimOptions {
   std::string server;  // "http://127.0.0.1:8080"
-  protocol::ClientCredentials credentials;
+  // Each node's credential by node id (FleetSimNodeIds), as a real agent holds its own
+  // (docs/security.md, "Nodes"); a node without one sends unsigned requests (--insecure-no-auth).
+  std::map<std::string, std::string> node_credentials;
   int nodes = 1;
   std::string instance_type = "ml.p4d.24xlarge";
   std::string prefix = "sim";  // node ids: prefix-00000 ...
@@ -42,6 +45,9 @@ struct FleetSimOptions {
   // Registrations are spread evenly over this window, as a fleet's machines would boot.
   std::chrono::milliseconds ramp{0};
 };
+
+// The node ids of `options`: prefix-00000, prefix-00001, ... (at least 5 digits).
+std::vector<std::string> FleetSimNodeIds(const FleetSimOptions& options);
 
 struct FleetSimStats {
   int nodes = 0;
@@ -87,7 +93,6 @@ class FleetSim {
 
   FleetSimOptions options_;
   boost::asio::io_context io_;
-  std::unique_ptr<protocol::SignedClient> signer_;
   struct Counters;
   std::unique_ptr<Counters> counters_;
   std::vector<std::unique_ptr<Node>> nodes_;

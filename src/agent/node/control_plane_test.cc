@@ -89,6 +89,22 @@ TEST(HttpControlPlane, RegisterPostsTheInventoryAndReadsTheEpoch) {
   EXPECT_EQ(sent->instance_type, "ml.p4d.24xlarge");
 }
 
+// A node speaks with its own credential: a bearer token, never a signature.
+TEST(HttpControlPlane, ANodeCredentialGoesAsABearerTokenOnEveryCall) {
+  StubServer server;
+  protocol::ClientCredentials key;
+  key.access_key_id = "AKIDEXAMPLE";
+  key.secret_access_key = "secret";
+  key.bearer_token = "carve-node.0123456789abcdef." + std::string(64, 'a');
+  HttpControlPlane plane(protocol::SignedClient(server.url(), key));
+  protocol::Registration r;
+  r.node_id = "n1";
+  ASSERT_TRUE(plane.Register(r).has_value());
+  EXPECT_EQ(server.last().get_header_value("Authorization"), "Bearer " + key.bearer_token);
+  ASSERT_TRUE(plane.WatchDesired("n1", "e-7", 0, 0ms).has_value());
+  EXPECT_EQ(server.last().get_header_value("Authorization"), "Bearer " + key.bearer_token);
+}
+
 TEST(HttpControlPlane, WatchDesiredSendsNodeEpochAfterAndWaitInTheQuery) {
   StubServer server;
   auto plane = Client(server.url());

@@ -1,5 +1,8 @@
 #include "server/nodes/agent_routes.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 
 #include "common/bounded_json.h"
@@ -33,14 +36,111 @@ Result<nlohmann::json> Body(const NativeRequest& r) {
   return j;
 }
 
+// A node speaks only for itself: the node id a request names must be the one its credential is
+// bound to. A server run with --insecure-no-auth takes the id on trust (its callers are every
+// principal at once, operator included, and hold no node credential).
+std::optional<NativeResponse> NotForThisNode(const NativeRequest& r, const std::string& node,
+                                             std::string_view what) {
+  if (r.node_id == node) return std::nullopt;
+  if (r.node_id.empty() && r.caller.Has(Principal::kOperator)) return std::nullopt;
+  return JsonReply(403, {{"error", fmt::format("{} names node '{}', but the caller's credential "
+                                               "is bound to node '{}'; a node speaks only for "
+                                               "itself",
+                                               what, node.substr(0, 64), r.node_id)},
+                         {"code", "AccessDenied"}});
+}
+
+Result<int64_t> TtlSeconds(const nlohmann::json& body) {
+  if (!body.contains("ttl_seconds")) return NodeIdentity::kDefaultTtl.count();
+  const auto& v = body["ttl_seconds"];
+  if (!v.is_number_integer()) {
+    return InvalidArgument("ttl_seconds: must be a whole number of seconds, got " +
+                           v.dump().substr(0, 32));
+  }
+  return v.get<int64_t>();
+}
+
+nlohmann::json TokenJson(const BootstrapToken& t) {
+  nlohmann::json j{{"id", t.id}, {"expires_ms", t.expires_ms}, {"description", t.description}};
+  if (!t.token.empty()) j["token"] = t.token;
+  return j;
+}
+
+void RegisterIdentityRoutes(HttpServer& http, NodeIdentity& identity) {
+  http.AddRoute("POST", "/v1/agent/join", kForJoiners, [&identity](const NativeRequest& r) {
+    auto body = Body(r);
+    if (!body.has_value()) return ErrorReply(body.error());
+    if (!body->is_object() || !(*body)["node_id"].is_string()) {
+      return ErrorReply(InvalidArgument("node_id: required, a string"));
+    }
+    const std::string node = (*body)["node_id"].get<std::string>();
+    auto credential = identity.Join(r.node_id, node);
+    if (!credential.has_value()) return ErrorReply(credential.error());
+    spdlog::info("node {} joined with bootstrap token {}", node, r.node_id);
+    return JsonReply(201, {{"node_id", node}, {"credential", *credential}}, -1);
+  });
+  http.AddRoute("POST", "/v1/node-tokens", kForOperators, [&identity](const NativeRequest& r) {
+    auto body = r.body.empty() ? Result<nlohmann::json>(nlohmann::json::object()) : Body(r);
+    if (!body.has_value()) return ErrorReply(body.error());
+    if (!body->is_object()) return ErrorReply(InvalidArgument("the request body: a JSON object"));
+    auto ttl = TtlSeconds(*body);
+    if (!ttl.has_value()) return ErrorReply(ttl.error());
+    const auto& d = (*body)["description"];
+    if (!d.is_null() && !d.is_string()) {
+      return ErrorReply(InvalidArgument("description: a string"));
+    }
+    auto token = identity.CreateBootstrapToken(std::chrono::seconds(*ttl),
+                                               d.is_string() ? d.get<std::string>() : "");
+    if (!token.has_value()) return ErrorReply(token.error());
+    spdlog::info("bootstrap token {} created, valid until {} ms", token->id, token->expires_ms);
+    return JsonReply(201, TokenJson(*token));
+  });
+  http.AddRoute("GET", "/v1/node-tokens", kForOperators, [&identity](const NativeRequest&) {
+    auto tokens = identity.ListBootstrapTokens();
+    if (!tokens.has_value()) return ErrorReply(tokens.error());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : *tokens) out.push_back(TokenJson(t));
+    return JsonReply(200, {{"Tokens", out}});
+  });
+  http.AddRoute("DELETE", "/v1/node-tokens/{id}", kForOperators,
+                [&identity](const NativeRequest& r) {
+                  const std::string& id = r.path_params.at("id");
+                  Status s = identity.DeleteBootstrapToken(id);
+                  if (!s.ok()) return ErrorReply(s.error());
+                  return JsonReply(200, {{"id", id}, {"deleted", true}});
+                });
+  http.AddRoute("GET", "/v1/node-credentials", kForOperators, [&identity](const NativeRequest&) {
+    auto all = identity.ListNodeCredentials();
+    if (!all.has_value()) return ErrorReply(all.error());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : *all) {
+      out.push_back({{"node_id", c.node_id},
+                     {"credential_id", c.credential_id},
+                     {"created_ms", c.created_ms},
+                     {"joined_with", c.joined_with}});
+    }
+    return JsonReply(200, {{"Credentials", out}});
+  });
+  http.AddRoute("DELETE", "/v1/nodes/{node}/credential", kForOperators,
+                [&identity](const NativeRequest& r) {
+                  const std::string& node = r.path_params.at("node");
+                  Status s = identity.Revoke(node);
+                  if (!s.ok()) return ErrorReply(s.error());
+                  spdlog::warn("node {}: credential revoked", node);
+                  return JsonReply(200, {{"node_id", node}, {"revoked", true}});
+                });
+}
+
 }  // namespace
 
-void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry) {
+void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity) {
+  RegisterIdentityRoutes(http, identity);
   http.AddRoute("POST", "/v1/agent/register", kForNodes, [&registry](const NativeRequest& r) {
     auto body = Body(r);
     if (!body.has_value()) return ErrorReply(body.error());
     auto reg = protocol::RegistrationFromJson(*body);
     if (!reg.has_value()) return ErrorReply(reg.error());
+    if (auto refused = NotForThisNode(r, reg->node_id, "the registration")) return *refused;
     auto reply = registry.Register(*reg);
     if (!reply.has_value()) return ErrorReply(reply.error());
     return JsonReply(200, protocol::ToJson(*reply), -1);
@@ -58,6 +158,9 @@ void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry) {
         if (Status ok = protocol::CheckNodeId(node, "long-poll"); !ok.ok()) {
           return respond(ErrorReply(ok.error()));
         }
+        if (auto refused = NotForThisNode(r, node, "the long-poll")) {
+          return respond(std::move(*refused));
+        }
         auto wait = QueryNumber(r, "wait_ms", 0);
         if (!wait.has_value()) return respond(ErrorReply(wait.error()));
         registry.WatchDesired(node, Query(r, "epoch"), *after, std::chrono::milliseconds(*wait),
@@ -72,6 +175,7 @@ void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry) {
     if (!body.has_value()) return ErrorReply(body.error());
     auto hb = protocol::HeartbeatFromJson(*body);
     if (!hb.has_value()) return ErrorReply(hb.error());
+    if (auto refused = NotForThisNode(r, hb->node_id, "the heartbeat")) return *refused;
     return JsonReply(200, protocol::ToJson(registry.Heartbeat(*hb)), -1);
   });
   http.AddRoute("POST", "/v1/agent/status", kForNodes, [&registry](const NativeRequest& r) {
@@ -79,6 +183,7 @@ void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry) {
     if (!body.has_value()) return ErrorReply(body.error());
     auto report = protocol::StatusReportFromJson(*body);
     if (!report.has_value()) return ErrorReply(report.error());
+    if (auto refused = NotForThisNode(r, report->node_id, "the status report")) return *refused;
     return JsonReply(200, protocol::ToJson(registry.ReportStatus(*report)), -1);
   });
   http.AddRoute("GET", "/v1/nodes", kForOperators,

@@ -1,12 +1,19 @@
-// The agent protocol's HTTP routes (protocol/agent_protocol.h) and GET /v1/nodes, all SigV4:
-// agents sign with the same credentials file the aws CLI uses.
+// The agent protocol's HTTP routes (protocol/agent_protocol.h), node identity's routes
+// (node_identity.h) and GET /v1/nodes.
+//
+//   /v1/agent/register|desired|heartbeat|status  nodes: a node credential, and only for the node
+//                                                id it is bound to (403 otherwise)
+//   POST /v1/agent/join                          joiners: a bootstrap token for a node credential
+//   POST|GET /v1/node-tokens, DELETE /v1/node-tokens/{id}, GET /v1/nodes,
+//   GET /v1/node-credentials, DELETE /v1/nodes/{node}/credential   operators
 #pragma once
 
 #include "server/http_server.h"
+#include "server/nodes/node_identity.h"
 #include "server/nodes/node_registry.h"
 
 namespace carve::server::nodes {
 
-void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry);
+void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity);
 
 }  // namespace carve::server::nodes
