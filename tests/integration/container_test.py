@@ -22,6 +22,7 @@ the suite is skipped with podman's own error, since no carve code is then under 
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -214,6 +215,17 @@ class ContainerTest(unittest.TestCase):
         # invocation of the wrapper cannot join a running container's network namespace, which
         # lives in the agent's podman's private /run.)
         self.assertEqual(len(serving_processes()), 1, serving_processes())
+        # On a node that sandboxes (docs/security.md, "Containers"), the container's program
+        # runs as the account's uid, not the host's root, and holds no capability.
+        with open(os.path.join(self.agent.data_dir, "agent.log")) as f:
+            sandboxed = "sandbox: tenant processes run as uids" in f.read()
+        if sandboxed:
+            with open(f"/proc/{serving_processes()[0]}/status") as f:
+                status = f.read()
+            uid = int(re.search(r"^Uid:\s+(\d+)", status, re.M).group(1))
+            self.assertGreaterEqual(uid, 200000, status)
+            self.assertEqual(re.search(r"^CapEff:\s+(\w+)", status, re.M).group(1), "0" * 16)
+            self.assertEqual(re.search(r"^CapPrm:\s+(\w+)", status, re.M).group(1), "0" * 16)
         # The model's variables reach the container through the env file only: the podman
         # client (root on a real node) runs with none of them in its own environment.
         clients = live_processes("cmdline", lambda c: b"--env-file\0" in c and b"run\0" in c)

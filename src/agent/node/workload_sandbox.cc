@@ -121,9 +121,21 @@ Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesi
                                                     const std::string& workload_dir,
                                                     const launch::DeviceBinding& binding,
                                                     launch::LaunchRequest request) {
-  // An image runs under podman/docker with its own user namespace and mounts (workload_command.h).
-  if (options_.mode == launch::SandboxMode::kOff || !w.image.empty()) return request;
+  if (options_.mode == launch::SandboxMode::kOff) return request;
   const std::string account = AccountOf(w.id);
+  // An image runs under podman/docker, which gives it its own mounts and namespaces
+  // (workload_command.h); on a node that sandboxes, its program runs as the account's uid with no
+  // capabilities, as a sandboxed process does, not as the host's root.
+  if (!w.image.empty()) {
+    if (!tools_) return request;
+    CARVE_ASSIGN_OR_RETURN(const uint32_t uid, uids_.UidFor(account));
+    auto options_end = std::find(request.argv.begin(), request.argv.end(), "--");
+    if (options_end == request.argv.end()) {
+      return Internal(fmt::format("{}: the container command has no '--' before its image", w.id));
+    }
+    request.argv.insert(options_end, {fmt::format("--user={}:{}", uid, uid), "--cap-drop=ALL"});
+    return request;
+  }
   if (!tools_) {
     if (options_.mode == launch::SandboxMode::kRequired) {
       return FailedPrecondition(fmt::format(

@@ -43,7 +43,8 @@ class WorkloadSandbox {
                                                          const std::string& search_path);
 
   // `request` for workload `w` (its directory `workload_dir`, bound with `binding`), wrapped in
-  // the sandbox when `w` runs a command (not an image). Makes the log directory and an mGPU
+  // the sandbox when `w` runs a command; when it runs an image, the container runtime's argv
+  // gets `--user=U:U --cap-drop=ALL` for the account's uid U (on a node that sandboxes). Makes the log directory and an mGPU
   // ledger the account's. FailedPrecondition when the launch must not run: mode required on a
   // host that cannot sandbox, or mode auto there for an account other than the first one that
   // ran here; the message names the account and the reason. Errors of SandboxUids::UidFor, and

@@ -85,13 +85,46 @@ TEST(WorkloadSandbox, OffLeavesTheRequestAsItIs) {
   }
 }
 
-TEST(WorkloadSandbox, LeavesAnImageToTheContainerRuntime) {
+TEST(WorkloadSandbox, LeavesAnImageToTheContainerRuntimeWhereItCannotSandbox) {
   TempDir d;
   auto s = Make(launch::SandboxMode::kRequired, d.path, "/nonexistent");
   protocol::WorkloadDesired w = Task("111111111111");
   w.command.clear();
   w.image = "registry.example/model:1";
-  EXPECT_TRUE(s->Wrap(w, d.path + "/w", {}, Request(d.path)).has_value());
+  launch::LaunchRequest r = Request(d.path);
+  r.argv = {"podman", "run", "--rm", "--", w.image, "serve"};
+  auto wrapped = s->Wrap(w, d.path + "/w", {}, r);
+  ASSERT_TRUE(wrapped.has_value());
+  EXPECT_EQ(wrapped->argv, r.argv);
+}
+
+// On a host that sandboxes, a container's program runs as the account's uid, with no
+// capabilities: the options go before the "--" that ends them, so the image stays an operand.
+TEST(WorkloadSandbox, RunsAContainerAsTheAccountsUidWithoutCapabilities) {
+  TempDir d;
+  const char* path = std::getenv("PATH");
+  SandboxOptions o;
+  o.mode = launch::SandboxMode::kRequired;
+  o.uid_base = 220000;
+  auto created = WorkloadSandbox::Create(o, d.path, path != nullptr ? path : "/usr/bin:/bin");
+  ASSERT_TRUE(created.has_value());
+  auto& s = *created;
+  if (!s->active()) GTEST_SKIP() << "this host cannot sandbox (not root, or no bwrap)";
+  protocol::WorkloadDesired w = Task("111111111111");
+  w.command.clear();
+  w.image = "registry.example/model:1";
+  launch::LaunchRequest r = Request(d.path);
+  r.argv = {"podman", "run", "--rm", "--", w.image, "serve"};
+  auto a = s->Wrap(w, d.path + "/w", {}, r);
+  ASSERT_TRUE(a.has_value()) << a.error().message;
+  EXPECT_EQ(a->argv, (std::vector<std::string>{"podman", "run", "--rm", "--user=220000:220000",
+                                               "--cap-drop=ALL", "--", w.image, "serve"}));
+  w.id = "222222222222/ic/1";
+  auto b = s->Wrap(w, d.path + "/w", {}, r);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->argv[3], "--user=220001:220001");
+  r.argv = {"podman", "run", w.image};
+  EXPECT_EQ(s->Wrap(w, d.path + "/w", {}, r).error().code, ErrorCode::kInternal);
 }
 
 // On a host that can sandbox (root, bwrap): each account its own uid, the data dir hidden.
