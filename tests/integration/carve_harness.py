@@ -330,6 +330,12 @@ class CarveServer:
         cp.read(self.credentials_file)
         return cp[profile]["aws_access_key_id"], cp[profile]["aws_secret_access_key"]
 
+    def account_id(self, profile="default"):
+        """The account of `profile`'s key (carve_account_id in the credentials file)."""
+        cp = configparser.ConfigParser()
+        cp.read(self.credentials_file)
+        return cp[profile]["carve_account_id"]
+
     def client(self, profile="default", access_key=None, secret_key=None):
         if access_key is None:
             access_key, secret_key = self.profile_keys(profile)
