@@ -300,6 +300,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   http_options.header_timeout = c.header_timeout;
   http_options.max_body_bytes = c.max_body_bytes;
   http_options.public_metrics = c.public_metrics;
+  http_options.region = c.region;
   if (!c.insecure_no_auth && !c.public_metrics) {
     CARVE_ASSIGN_OR_RETURN(p->scrape_token,
                            ScrapeToken::OpenOrCreate(fs::path(c.data_dir) / "scrape-token"));
@@ -376,6 +377,7 @@ Result<int> ServerApp::Start() {
       }
       key.access_key_id = op->access_key_id;
       key.secret_access_key = op->secret_access_key;
+      key.region = c.region;  // A signature must name the server's region.
     }
     p.control = std::make_unique<agent::node::HttpControlPlane>(protocol::SignedClient(url(), key));
     for (const auto& node : p.fleet.nodes) {

@@ -12,6 +12,7 @@
 #include "aws/bearer_token.h"
 #include "aws/credentials.h"
 #include "cli/commands.h"
+#include "protocol/signed_client.h"
 
 namespace carve::cli {
 namespace {
@@ -20,7 +21,7 @@ struct TokenFlags {
   std::string credentials;
   std::string profile = "default";
   std::string endpoint_url;
-  std::string region = "us-east-1";
+  std::string region;  // "": protocol::DefaultRegion().
   int expires_in = aws::kMaxBearerTokenSeconds;
   std::string endpoint;
 };
@@ -58,7 +59,7 @@ int RunToken(const TokenFlags& f, const Context& ctx) {
   aws::BearerTokenSpec spec;
   spec.access_key_id = key->access_key_id;
   spec.secret_access_key = key->secret_access_key;
-  spec.region = f.region;
+  spec.region = f.region.empty() ? protocol::DefaultRegion() : f.region;
   spec.host = host;
   spec.now_unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
@@ -96,8 +97,9 @@ void RegisterTokenCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--endpoint-url", flags->endpoint_url,
                   "carve server URL, whose host the token is signed for (default: "
                   "$CARVE_ENDPOINT_URL, else http://127.0.0.1:8080)");
-  cmd->add_option("--region", flags->region, "Region of the token's credential scope")
-      ->capture_default_str();
+  cmd->add_option("--region", flags->region,
+                  "Region of the token's credential scope: the server's (default: $AWS_REGION, "
+                  "else $AWS_DEFAULT_REGION, else us-east-1)");
   cmd->add_option("--expires-in", flags->expires_in, "Seconds the token is valid")
       ->capture_default_str()
       ->check(CLI::Range(1, aws::kMaxBearerTokenSeconds));

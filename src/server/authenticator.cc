@@ -38,7 +38,8 @@ Authenticator::Authenticator(const HttpServerOptions& options, const aws::Creden
     : options_(options),
       credentials_(credentials),
       clock_(clock),
-      verifier_(credentials, clock, options.signing_service, options.max_clock_skew) {}
+      verifier_(credentials, clock, options.signing_service, options.region,
+                options.max_clock_skew) {}
 
 std::variant<Authenticator::Caller, NativeResponse> Authenticator::Authenticate(
     RawRequest& request, std::string_view service) const {
