@@ -71,7 +71,8 @@ std::optional<NativeResponse> Authenticator::AuthenticateBearer(std::string_view
     out.account_id = options_.insecure_account_id;
     return std::nullopt;
   }
-  auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service);
+  auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service,
+                                        options_.region);
   if (auto* ok = std::get_if<aws::VerifiedBearer>(&outcome)) {
     out.account_id = ok->caller.account_id;
     out.bearer_endpoint = ok->endpoint;

@@ -1,9 +1,9 @@
 """The server's region in every credential scope (docs/security.md, "Signatures and regions"):
 a client configured for another region is refused as AWS refuses it (403
 InvalidSignatureException, "Credential should be scoped to a valid region, not '...'", naming the
-server's region) and nothing is created. A server started with --region eu-west-1 serves clients
-of that region, its embedded agents included (an endpoint goes InService), and carve's own
-commands follow $AWS_REGION."""
+server's region) and nothing is created; the same for an endpoint bearer token minted for another
+region. A server started with --region eu-west-1 serves clients of that region, its embedded
+agents included (an endpoint goes InService), and carve's own commands follow $AWS_REGION."""
 
 import json
 import os
@@ -81,6 +81,17 @@ class WrongRegionTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("InvalidSignatureException", p.stderr)
         self.assertWrongRegion(p.stderr)
+
+    def test_a_bearer_token_minted_for_another_region_is_refused(self):
+        token = carve(self.server, "token", "--region", OTHER).stdout.strip()
+        status, body = chat(self.server, "nope", token)
+        self.assertEqual(status, 403, body)
+        self.assertEqual(body["error"]["code"], "InvalidSignatureException")
+        self.assertWrongRegion(body["error"]["message"])
+        # A token of the server's region gets past authentication (to find no such endpoint).
+        token = carve(self.server, "token").stdout.strip()
+        status, body = chat(self.server, "nope", token)
+        self.assertNotIn(status, (401, 403), body)
 
     def test_carve_commands_sign_for_the_region_they_are_given(self):
         ok = carve(self.server, "queue", "list")
