@@ -74,6 +74,11 @@ std::optional<NativeResponse> Authenticator::AuthenticateBearer(std::string_view
   auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service,
                                         options_.region);
   if (auto* ok = std::get_if<aws::VerifiedBearer>(&outcome)) {
+    if (options_.bearer_token_revoked && options_.bearer_token_revoked(ok->id)) {
+      return Refusal(401, "UnrecognizedClientException",
+                     "The bearer token was revoked (carve token revoke); mint another with carve "
+                     "token");
+    }
     out.account_id = ok->caller.account_id;
     out.bearer_endpoint = ok->endpoint;
     return std::nullopt;
