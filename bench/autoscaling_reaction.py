@@ -82,7 +82,7 @@ def trial(args):
         def attempts():
             text = server.metrics_text(timeout=10)
             return {c: float(v) for c, v in re.findall(
-                r'^carve_runtime_copy_attempts_total\{component="ic",copy="([^"]+)",'
+                r'^carve_runtime_copy_attempts_total\{account="\d{12}",component="ic",copy="([^"]+)",'
                 r'outcome="answered"\} (\S+)$', text, re.M)}
 
         def client():

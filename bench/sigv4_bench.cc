@@ -32,7 +32,7 @@ SigV4Request Signed(const std::string& body) {
 
 void BM_VerifyInvocation(benchmark::State& state) {
   Credentials creds({kCred});
-  SigV4Verifier verifier(creds, carve::SystemClock::Get(), "sagemaker");
+  SigV4Verifier verifier(creds, carve::SystemClock::Get(), "sagemaker", "us-east-1");
   const SigV4Request request = Signed(std::string(static_cast<size_t>(state.range(0)), 'x'));
   for (auto _ : state) {
     auto outcome = verifier.Verify(request);

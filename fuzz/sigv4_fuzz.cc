@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   carve::FakeClock clock(kNowSeconds * 1000);
-  const carve::aws::SigV4Verifier verifier(Creds(), clock, "sagemaker");
+  const carve::aws::SigV4Verifier verifier(Creds(), clock, "sagemaker", "us-east-1");
   CheckOutcome(verifier.Verify(r));
 
   auto parsed = sigv4::ParseAmzDate(sigv4::FormatAmzDate(kNowSeconds + static_cast<int64_t>(size)));

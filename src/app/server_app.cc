@@ -35,8 +35,10 @@
 #include "server/nodes/node_registry.h"
 #include "server/queues/queue_routes.h"
 #include "server/queues/queue_service.h"
+#include "server/runtime/bearer_revocations.h"
 #include "server/runtime/invocation_stats.h"
 #include "server/runtime/router.h"
+#include "server/runtime/token_routes.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
 #include "server/ui/ui_routes.h"
@@ -69,6 +71,7 @@ struct ServerApp::Parts {
   std::unique_ptr<ServiceCopyDirectory> directory;
   server::runtime::InvocationStats invocation_stats;
   std::unique_ptr<server::runtime::Router> router;
+  std::unique_ptr<server::runtime::BearerRevocations> revocations;
   std::unique_ptr<SageMakerScalableResources> scalable;
   std::unique_ptr<server::autoscaling::AutoScalingService> autoscaling;
   std::unique_ptr<ReplicaForwarder> forwarder;  // With etcd: what a standby serves, and sends on.
@@ -304,6 +307,12 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   http_options.header_timeout = c.header_timeout;
   http_options.max_body_bytes = c.max_body_bytes;
   http_options.public_metrics = c.public_metrics;
+  http_options.region = c.region;
+  p->revocations =
+      std::make_unique<server::runtime::BearerRevocations>(*p->store, SystemClock::Get());
+  http_options.bearer_token_revoked = [revocations = p->revocations.get()](std::string_view id) {
+    return revocations->IsRevoked(id);
+  };
   if (!c.insecure_no_auth && !c.public_metrics) {
     CARVE_ASSIGN_OR_RETURN(p->scrape_token,
                            ScrapeToken::OpenOrCreate(fs::path(c.data_dir) / "scrape-token"));
@@ -334,6 +343,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
       [svc = p->autoscaling.get()](const server::ApiRequest& r) { return svc->Handle(r); });
   server::nodes::RegisterAgentRoutes(*p->http, *p->registry, *p->identity);
   server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
+  server::runtime::RegisterTokenRoutes(
+      *p->http, *p->revocations,
+      {.credentials = &p->credentials, .service = "sagemaker", .region = c.region});
   server::queues::RegisterQueueRoutes(*p->http, *p->queues);
   RegisterViewRoutes(*p->http, *p->sagemaker, *p->queues);
   RegisterClusterRoute(

@@ -1,5 +1,6 @@
 #include "aws/bearer_token.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -15,6 +16,7 @@ constexpr std::string_view kPrefix = "carve-api-key-";
 constexpr std::string_view kEmptyPayloadSha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+constexpr size_t kMaxPrefixChars = 64;
 
 // The query to sign: every parameter but the signature, in the order given (CanonicalQuery
 // sorts).
@@ -86,37 +88,101 @@ Result<std::string> MakeBearerToken(const BearerTokenSpec& s) {
   return std::string(kPrefix) + Base64Encode(url);
 }
 
+namespace {
+
+// A token that is not one this server issues or accepts, byte for byte: 401, as for a bearer
+// credential the server does not know.
+AuthFailure Malformed(const std::string& why) {
+  return AuthFailure{401, "UnrecognizedClientException",
+                     "The bearer token is not a token this server issues or accepts: " + why};
+}
+
+bool IsPrefixChar(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
+bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+struct ParsedToken {
+  std::string host;
+  std::vector<std::pair<std::string, std::string>> signed_params;  // In the token's order.
+  std::map<std::string, std::string> params;                       // Decoded values.
+  std::string signature;
+};
+
+// Splits a token into its signed request, accepting exactly the bytes a generator writes:
+// "<prefix>-" ([a-z0-9-], at most 64), then canonical padded base64 of
+// "<host>/?<k=v>&...&X-Amz-Signature=<64 hex>[&Version=1]" in printable ASCII, every parameter
+// once. Anything else, a byte appended or a second encoding of the same request included, is
+// Malformed: what the signature does not cover must not vary.
+std::variant<ParsedToken, AuthFailure> ParseToken(std::string_view token) {
+  const size_t dash = token.rfind('-');
+  if (dash == std::string_view::npos || dash + 1 > kMaxPrefixChars) {
+    return Malformed("it must start with a prefix such as carve-api-key-");
+  }
+  const std::string_view prefix = token.substr(0, dash + 1);
+  if (!std::all_of(prefix.begin(), prefix.end(), IsPrefixChar)) {
+    return Malformed("its prefix may hold only a-z, 0-9 and '-'");
+  }
+  const std::string_view encoded = token.substr(dash + 1);
+  auto url = Base64Decode(encoded);
+  if (!url || Base64Encode(*url) != encoded) {
+    return Malformed("the part after the prefix is not canonical padded base64");
+  }
+  if (!std::all_of(url->begin(), url->end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+    return Malformed("the signed request holds bytes outside printable ASCII");
+  }
+  const size_t q = url->find("/?");
+  if (q == std::string::npos || q == 0) return Malformed("it names no signed request");
+  ParsedToken out;
+  out.host = url->substr(0, q);
+  bool version = false;
+  std::string_view rest = std::string_view(*url).substr(q + 2);
+  for (bool more = true; more;) {
+    const size_t amp = rest.find('&');
+    const std::string_view item = rest.substr(0, amp);
+    more = amp != std::string_view::npos;
+    rest = more ? rest.substr(amp + 1) : std::string_view();
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return Malformed("its query has an empty or valueless parameter");
+    }
+    const std::string k(item.substr(0, eq));
+    const std::string v(item.substr(eq + 1));
+    if (version) return Malformed("nothing may follow Version=1");
+    if (k == "Version") {
+      // Appended after signing by the generators: the last parameter, if present.
+      if (v != "1" || out.signature.empty()) {
+        return Malformed("Version=1 may only follow X-Amz-Signature");
+      }
+      version = true;
+    } else if (!out.signature.empty()) {
+      return Malformed("only Version=1 may follow X-Amz-Signature");
+    } else if (k == "X-Amz-Signature") {
+      if (v.size() != 64 || !std::all_of(v.begin(), v.end(), IsLowerHex)) {
+        return Malformed("X-Amz-Signature must be 64 lower-case hex digits");
+      }
+      out.signature = v;
+    } else {
+      if (out.params.contains(k)) return Malformed("parameter " + k + " appears twice");
+      out.signed_params.emplace_back(k, v);
+      out.params[k] = sigv4::UriDecode(v, false);
+    }
+  }
+  if (out.signature.empty()) return Malformed("it has no X-Amz-Signature");
+  return out;
+}
+
+}  // namespace
+
 std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view token,
                                                             const Credentials& credentials,
                                                             const Clock& clock,
-                                                            std::string_view service) {
-  const size_t dash = token.rfind('-');
-  const std::string_view encoded = dash == std::string_view::npos ? token : token.substr(dash + 1);
-  auto url = Base64Decode(encoded);
-  if (!url) return Denied("The bearer token is not a token this server issues or accepts");
-  const size_t q = url->find("/?");
-  if (q == std::string::npos || q == 0) return Denied("The bearer token names no signed request");
-  const std::string host = url->substr(0, q);
-  std::vector<std::pair<std::string, std::string>> signed_params;
-  std::map<std::string, std::string> p;
-  std::string signature;
-  std::string_view rest = std::string_view(*url).substr(q + 2);
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    const std::string_view item = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    const size_t eq = item.find('=');
-    const std::string k(item.substr(0, eq));
-    const std::string v(eq == std::string_view::npos ? "" : item.substr(eq + 1));
-    if (k == "X-Amz-Signature") {
-      signature = v;
-    } else if (k != "Version") {  // Appended after signing, by the generators.
-      signed_params.emplace_back(k, v);
-      p[k] = sigv4::UriDecode(v, false);
-    }
-  }
+                                                            std::string_view service,
+                                                            std::string_view region) {
+  auto parsed = ParseToken(token);
+  if (auto* f = std::get_if<AuthFailure>(&parsed)) return *f;
+  ParsedToken& t = std::get<ParsedToken>(parsed);
+  auto& p = t.params;
   if (p["Action"] != kAction || p["X-Amz-Algorithm"] != "AWS4-HMAC-SHA256" ||
-      p["X-Amz-SignedHeaders"] != "host" || signature.empty()) {
+      p["X-Amz-SignedHeaders"] != "host") {
     return Denied("The bearer token is not a presigned CallWithBearerToken request");
   }
   // <key>/<date>/<region>/<service>/aws4_request
@@ -130,6 +196,7 @@ std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view tok
   if (cred.size() != 5 || cred[4] != "aws4_request") {
     return Denied("The bearer token's credential is malformed");
   }
+  if (cred[2] != region) return WrongRegion(cred[2], region);
   if (cred[3] != service) {
     return Denied("The bearer token's credential should be scoped to service '" +
                   std::string(service) + "', not '" + cred[3] + "'");
@@ -157,14 +224,14 @@ std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view tok
                        "The bearer token's access key is not known to this server"};
   }
   const std::string scope = cred[1] + "/" + cred[2] + "/" + cred[3] + "/aws4_request";
-  const std::string query = QueryOf(signed_params);
+  const std::string query = QueryOf(t.signed_params);
   const bool matches =
       sigv4::ConstantTimeEquals(Signature(key->secret_access_key, cred[1], cred[2], cred[3],
-                                          p["X-Amz-Date"], scope, host, query),
-                                signature) ||
+                                          p["X-Amz-Date"], scope, t.host, query),
+                                t.signature) ||
       sigv4::ConstantTimeEquals(Signature(key->secret_access_key, cred[1], cred[2], cred[3],
-                                          p["X-Amz-Date"], scope, host, query, kUnsignedPayload),
-                                signature);
+                                          p["X-Amz-Date"], scope, t.host, query, kUnsignedPayload),
+                                t.signature);
   if (!matches) {
     return Denied("The bearer token's signature does not match");
   }
@@ -172,6 +239,7 @@ std::variant<VerifiedBearer, AuthFailure> VerifyBearerToken(std::string_view tok
   out.caller = VerifiedCaller{key->access_key_id, key->account_id, cred[2]};
   out.endpoint = p.contains("X-Carve-Endpoint") ? p["X-Carve-Endpoint"] : "";
   out.expires_at_unix_seconds = *when + expires;
+  out.id = sigv4::Sha256Hex(t.signature);
   return out;
 }
 

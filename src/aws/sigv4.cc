@@ -434,8 +434,21 @@ const std::string& CachedSigningKey(const std::string& secret, const std::string
 }  // namespace
 
 SigV4Verifier::SigV4Verifier(const Credentials& credentials, const Clock& clock,
-                             std::string service, std::chrono::seconds max_skew)
-    : credentials_(credentials), clock_(clock), service_(std::move(service)), max_skew_(max_skew) {}
+                             std::string service, std::string region, std::chrono::seconds max_skew)
+    : credentials_(credentials),
+      clock_(clock),
+      service_(std::move(service)),
+      region_(std::move(region)),
+      max_skew_(max_skew) {}
+
+// AWS answers a scope with another region "Credential should be scoped to a valid region, not
+// '<region>'. " (IAM's "Troubleshoot signed requests": credential scope errors); the expected
+// region is added so a user knows what to configure.
+AuthFailure WrongRegion(std::string_view scoped, std::string_view expected) {
+  return Fail("InvalidSignatureException",
+              "Credential should be scoped to a valid region, not '" + std::string(scoped) +
+                  "'. This server's region is '" + std::string(expected) + "'.");
+}
 
 AuthOutcome SigV4Verifier::Verify(const SigV4Request& request, std::string_view service) const {
   const std::string* authorization = FindHeader(request, "authorization");
@@ -475,6 +488,7 @@ AuthOutcome SigV4Verifier::Verify(const SigV4Request& request, std::string_view 
                     sigv4::FormatAmzDate(now + skew) + " (" + sigv4::FormatAmzDate(now) + " + " +
                     skew_text + ")");
   }
+  if (auth.region != region_) return WrongRegion(auth.region, region_);
   if (auth.service != service) {
     return Fail("InvalidSignatureException",
                 "Credential should be scoped to correct service: '" + std::string(service) + "'. ");

@@ -3,14 +3,16 @@
 // The verifier rebuilds the canonical request exactly as botocore's SigV4Auth does (method, URI
 // path normalised for non-S3 services, sorted query, the client's SignedHeaders with trimmed
 // values, SHA-256 of the body computed here), derives the signing key from the secret found for
-// the access key, and compares signatures in constant time. Any region is accepted; the service
-// in the credential scope must match. Failures are values (AuthFailure) carrying the AWS error
-// type and message, all HTTP 403:
+// the access key, and compares signatures in constant time. The credential scope must name the
+// server's region and the service, as AWS requires of a regional endpoint. Failures are values
+// (AuthFailure) carrying the AWS error type and message, all HTTP 403:
 //   MissingAuthenticationToken  no Authorization header
 //   IncompleteSignature         malformed Authorization / missing X-Amz-Date
 //   UnrecognizedClientException unknown access key
-//   InvalidSignatureException   signature mismatch, wrong service, or X-Amz-Date more than
-//                               `max_skew` away from now ("Signature expired: ...")
+//   InvalidSignatureException   signature mismatch, another region ("Credential should be scoped
+//                               to a valid region, not 'eu-west-1'. ..."), another service, or
+//                               X-Amz-Date more than `max_skew` away from now ("Signature
+//                               expired: ...")
 // Thread-safe (const after construction).
 #pragma once
 
@@ -51,9 +53,10 @@ using AuthOutcome = std::variant<VerifiedCaller, AuthFailure>;
 
 class SigV4Verifier {
  public:
-  // `credentials` and `clock` must outlive the verifier.
+  // `credentials` and `clock` must outlive the verifier. `region` is the server's own
+  // (`carve server --region`): the only one a credential scope may name.
   SigV4Verifier(const Credentials& credentials, const Clock& clock, std::string service,
-                std::chrono::seconds max_skew = std::chrono::minutes(15));
+                std::string region, std::chrono::seconds max_skew = std::chrono::minutes(15));
 
   AuthOutcome Verify(const SigV4Request& request) const { return Verify(request, service_); }
   // For a request to another service on the same listener (Application Auto Scaling beside
@@ -64,8 +67,13 @@ class SigV4Verifier {
   const Credentials& credentials_;
   const Clock& clock_;
   std::string service_;
+  std::string region_;
   std::chrono::seconds max_skew_;
 };
+
+// The refusal of a credential scope that names `scoped` while the server's region is `expected`,
+// in AWS's words plus the region to use. Shared by SigV4 headers and bearer tokens.
+AuthFailure WrongRegion(std::string_view scoped, std::string_view expected);
 
 // The building blocks, exposed for tests and for signing in tools.
 namespace sigv4 {

@@ -65,7 +65,7 @@ TEST(SigV4, BuildsTheGetVanillaCanonicalRequest) {
 TEST(SigV4, AcceptsTheGetVanillaRequest) {
   Credentials creds = ExampleCredentials();
   FakeClock clock(k20150830T123600Z * 1000);
-  SigV4Verifier v(creds, clock, "service");
+  SigV4Verifier v(creds, clock, "service", "us-east-1");
   AuthOutcome out = v.Verify(GetVanilla());
   ASSERT_TRUE(std::holds_alternative<VerifiedCaller>(out))
       << std::get<AuthFailure>(out).type << ": " << std::get<AuthFailure>(out).message;
@@ -93,7 +93,7 @@ TEST(SigV4, MissingAuthorizationIsMissingAuthenticationToken) {
   FakeClock clock(k20150830T123600Z * 1000);
   SigV4Request r = GetVanilla();
   r.headers.pop_back();
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "service").Verify(r));
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "service", "us-east-1").Verify(r));
   EXPECT_EQ(f.http_status, 403);
   EXPECT_EQ(f.type, "MissingAuthenticationToken");
 }
@@ -101,7 +101,8 @@ TEST(SigV4, MissingAuthorizationIsMissingAuthenticationToken) {
 TEST(SigV4, WrongSignatureIsInvalidSignatureException) {
   Credentials creds({Credential{"default", "AKIDEXAMPLE", "another-secret", "123456789012"}});
   FakeClock clock(k20150830T123600Z * 1000);
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "service").Verify(GetVanilla()));
+  AuthFailure f =
+      FailureOf(SigV4Verifier(creds, clock, "service", "us-east-1").Verify(GetVanilla()));
   EXPECT_EQ(f.http_status, 403);
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_NE(f.message.find("does not match"), std::string::npos);
@@ -114,24 +115,27 @@ TEST(SigV4, CachedSigningKeyFollowsTheSecret) {
   Credentials good = ExampleCredentials();
   Credentials rotated({Credential{"default", "AKIDEXAMPLE", "rotated-secret", "123456789012"}});
   EXPECT_TRUE(std::holds_alternative<VerifiedCaller>(
-      SigV4Verifier(good, clock, "service").Verify(GetVanilla())));
-  EXPECT_EQ(FailureOf(SigV4Verifier(rotated, clock, "service").Verify(GetVanilla())).type,
-            "InvalidSignatureException");
+      SigV4Verifier(good, clock, "service", "us-east-1").Verify(GetVanilla())));
+  EXPECT_EQ(
+      FailureOf(SigV4Verifier(rotated, clock, "service", "us-east-1").Verify(GetVanilla())).type,
+      "InvalidSignatureException");
   EXPECT_TRUE(std::holds_alternative<VerifiedCaller>(
-      SigV4Verifier(good, clock, "service").Verify(GetVanilla())));
+      SigV4Verifier(good, clock, "service", "us-east-1").Verify(GetVanilla())));
 }
 
 TEST(SigV4, UnknownAccessKeyIsUnrecognizedClientException) {
   Credentials creds({Credential{"default", "AKIAOTHER", kSecret, "123456789012"}});
   FakeClock clock(k20150830T123600Z * 1000);
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "service").Verify(GetVanilla()));
+  AuthFailure f =
+      FailureOf(SigV4Verifier(creds, clock, "service", "us-east-1").Verify(GetVanilla()));
   EXPECT_EQ(f.type, "UnrecognizedClientException");
 }
 
 TEST(SigV4, DateMoreThanFifteenMinutesOldIsSignatureExpired) {
   Credentials creds = ExampleCredentials();
   FakeClock clock((k20150830T123600Z + 20 * 60) * 1000);
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "service").Verify(GetVanilla()));
+  AuthFailure f =
+      FailureOf(SigV4Verifier(creds, clock, "service", "us-east-1").Verify(GetVanilla()));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_EQ(f.message,
             "Signature expired: 20150830T123600Z is now earlier than 20150830T124100Z "
@@ -141,7 +145,8 @@ TEST(SigV4, DateMoreThanFifteenMinutesOldIsSignatureExpired) {
 TEST(SigV4, DateMoreThanFifteenMinutesAheadIsRejected) {
   Credentials creds = ExampleCredentials();
   FakeClock clock((k20150830T123600Z - 16 * 60) * 1000);
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "service").Verify(GetVanilla()));
+  AuthFailure f =
+      FailureOf(SigV4Verifier(creds, clock, "service", "us-east-1").Verify(GetVanilla()));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_NE(f.message.find("Signature not yet current"), std::string::npos) << f.message;
 }
@@ -150,27 +155,55 @@ TEST(SigV4, DateWithinTheWindowIsAccepted) {
   Credentials creds = ExampleCredentials();
   FakeClock clock((k20150830T123600Z + 14 * 60) * 1000);
   EXPECT_TRUE(std::holds_alternative<VerifiedCaller>(
-      SigV4Verifier(creds, clock, "service").Verify(GetVanilla())));
+      SigV4Verifier(creds, clock, "service", "us-east-1").Verify(GetVanilla())));
 }
 
 TEST(SigV4, OtherServiceInScopeIsRejected) {
   Credentials creds = ExampleCredentials();
   FakeClock clock(k20150830T123600Z * 1000);
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(GetVanilla()));
+  AuthFailure f =
+      FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(GetVanilla()));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_NE(f.message.find("'sagemaker'"), std::string::npos);
 }
 
-TEST(SigV4, AnyRegionIsAccepted) {
+// A regional endpoint accepts signatures scoped to its own region only: AWS refuses another
+// region with InvalidSignatureException "Credential should be scoped to a valid region, not
+// '...'", before it looks at the key or the signature. carve names the region to use.
+TEST(SigV4, ASignatureScopedToAnotherRegionIsRefused) {
   Credentials creds = ExampleCredentials();
   FakeClock clock(k20150830T123600Z * 1000);
   TestSigner signer;
-  signer.region = "eu-north-7";
+  signer.region = "eu-west-1";
   SigV4Request r{"POST", "/", "", {{"Host", "localhost:8080"}}, "{}"};
   signer.Sign(r, "20150830T123600Z");
-  auto out = SigV4Verifier(creds, clock, "sagemaker").Verify(r);
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r));
+  EXPECT_EQ(f.http_status, 403);
+  EXPECT_EQ(f.type, "InvalidSignatureException");
+  EXPECT_EQ(f.message,
+            "Credential should be scoped to a valid region, not 'eu-west-1'. This server's region "
+            "is 'us-east-1'.");
+  // The same request verifies on a server whose region it names.
+  auto out = SigV4Verifier(creds, clock, "sagemaker", "eu-west-1").Verify(r);
   ASSERT_TRUE(std::holds_alternative<VerifiedCaller>(out)) << FailureOf(out).message;
-  EXPECT_EQ(std::get<VerifiedCaller>(out).region, "eu-north-7");
+  EXPECT_EQ(std::get<VerifiedCaller>(out).region, "eu-west-1");
+}
+
+// The region is compared exactly: no case folding, no prefix.
+TEST(SigV4, ARegionThatOnlyLooksLikeTheServersIsRefused) {
+  Credentials creds = ExampleCredentials();
+  FakeClock clock(k20150830T123600Z * 1000);
+  for (const char* region : {"US-EAST-1", "us-east-10", "us-east", ""}) {
+    TestSigner signer;
+    signer.region = region;
+    SigV4Request r{"POST", "/", "", {{"Host", "localhost:8080"}}, "{}"};
+    signer.Sign(r, "20150830T123600Z");
+    const AuthOutcome out = SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r);
+    ASSERT_TRUE(std::holds_alternative<AuthFailure>(out)) << region;
+    EXPECT_NE(std::get<AuthFailure>(out).message.find("scoped to a valid region"),
+              std::string::npos)
+        << region << ": " << std::get<AuthFailure>(out).message;
+  }
 }
 
 TEST(SigV4, TamperedBodyIsInvalidSignature) {
@@ -179,7 +212,7 @@ TEST(SigV4, TamperedBodyIsInvalidSignature) {
   SigV4Request r{"POST", "/", "", {{"Host", "localhost:8080"}}, R"({"EndpointName":"a"})"};
   TestSigner().Sign(r, "20150830T123600Z");
   r.body = R"({"EndpointName":"b"})";
-  EXPECT_EQ(FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r)).type,
+  EXPECT_EQ(FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r)).type,
             "InvalidSignatureException");
 }
 
@@ -189,7 +222,7 @@ TEST(SigV4, SignedHeaderMissingFromTheRequestIsInvalidSignature) {
   SigV4Request r{"POST", "/", "", {{"Host", "h"}, {"X-Amz-Target", "SageMaker.ListModels"}}, ""};
   TestSigner().Sign(r, "20150830T123600Z");
   r.headers.erase(r.headers.begin() + 1);
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_NE(f.message.find("x-amz-target"), std::string::npos) << f.message;
 }
@@ -200,7 +233,7 @@ TEST(SigV4, TheHostMustBeSigned) {
   SigV4Request r{"POST", "/", "", {{"X-Amz-Target", "SageMaker.ListModels"}}, ""};
   TestSigner().Sign(r, "20150830T123600Z");
   r.headers.emplace_back("Host", "h");  // Present, but not signed.
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_EQ(f.message, "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
 }
@@ -212,10 +245,10 @@ TEST(SigV4, AnXAmzTargetMustBeSigned) {
   FakeClock clock(k20150830T123600Z * 1000);
   SigV4Request r{"POST", "/", "", {{"Host", "h"}}, ""};
   TestSigner().Sign(r, "20150830T123600Z");
-  ASSERT_TRUE(
-      std::holds_alternative<VerifiedCaller>(SigV4Verifier(creds, clock, "sagemaker").Verify(r)));
+  ASSERT_TRUE(std::holds_alternative<VerifiedCaller>(
+      SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r)));
   r.headers.emplace_back("X-Amz-Target", "SageMaker.DescribeModel");
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_EQ(f.message, "'X-Amz-Target' must be a 'SignedHeader' in the AWS Authorization.");
 }
@@ -225,7 +258,7 @@ TEST(SigV4, AQueryPresignedRequestIsNotAHeaderSignature) {
   FakeClock clock(k20150830T123600Z * 1000);
   SigV4Request r{"POST", "/", "Action=CallWithBearerToken&X-Amz-Signature=00", {{"Host", "h"}}, ""};
   TestSigner().Sign(r, "20150830T123600Z");
-  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker").Verify(r));
+  AuthFailure f = FailureOf(SigV4Verifier(creds, clock, "sagemaker", "us-east-1").Verify(r));
   EXPECT_EQ(f.type, "InvalidSignatureException");
   EXPECT_NE(f.message.find("not both"), std::string::npos) << f.message;
 }
@@ -235,7 +268,7 @@ TEST(SigV4, MalformedAuthorizationIsIncompleteSignature) {
   FakeClock clock(k20150830T123600Z * 1000);
   SigV4Request r = GetVanilla();
   r.headers.back().second = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service";
-  EXPECT_EQ(FailureOf(SigV4Verifier(creds, clock, "service").Verify(r)).type,
+  EXPECT_EQ(FailureOf(SigV4Verifier(creds, clock, "service", "us-east-1").Verify(r)).type,
             "IncompleteSignature");
 }
 
@@ -307,12 +340,16 @@ print(json.dumps({"headers": dict(req.headers.items()), "body": body}))
   r.body = j["body"];
   for (auto& [k, v] : j["headers"].items()) r.headers.emplace_back(k, v.get<std::string>());
   Credentials creds = ExampleCredentials();
-  auto outcome = SigV4Verifier(creds, SystemClock::Get(), "sagemaker").Verify(r);
+  // A server of botocore's region (us-west-2 here): one of another region refuses it.
+  const SigV4Verifier verifier(creds, SystemClock::Get(), "sagemaker", "us-west-2");
+  auto outcome = verifier.Verify(r);
   ASSERT_TRUE(std::holds_alternative<VerifiedCaller>(outcome)) << FailureOf(outcome).message;
   EXPECT_EQ(std::get<VerifiedCaller>(outcome).region, "us-west-2");
+  EXPECT_NE(FailureOf(SigV4Verifier(creds, SystemClock::Get(), "sagemaker", "us-east-1").Verify(r))
+                .message.find("not 'us-west-2'"),
+            std::string::npos);
   r.body += " ";
-  EXPECT_EQ(FailureOf(SigV4Verifier(creds, SystemClock::Get(), "sagemaker").Verify(r)).type,
-            "InvalidSignatureException");
+  EXPECT_EQ(FailureOf(verifier.Verify(r)).type, "InvalidSignatureException");
 }
 
 }  // namespace

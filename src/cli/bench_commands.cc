@@ -20,8 +20,8 @@ namespace {
 struct BenchFlags {
   std::string openai_url, model, api = "completions";
   bool no_ignore_eos = false;
-  std::string endpoint_url, endpoint, component, credentials, profile = "default",
-              region = "us-east-1";
+  std::string endpoint_url, endpoint, component, credentials, profile = "default";
+  std::string region;  // "": protocol::DefaultRegion().
   std::vector<std::string> scenarios;
   std::string concurrency;
   std::optional<double> duration_s;
@@ -63,7 +63,7 @@ Result<std::unique_ptr<loadgen::Target>> MakeTarget(const BenchFlags& f) {
   if (!f.credentials.empty()) {
     CARVE_ASSIGN_OR_RETURN(creds, protocol::LoadClientCredentials(f.credentials, f.profile));
   }
-  creds.region = f.region;
+  if (!f.region.empty()) creds.region = f.region;
   return loadgen::MakeRuntimeTarget({f.endpoint_url, f.endpoint, f.component, creds});
 }
 
@@ -218,7 +218,9 @@ void RegisterBenchCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--credentials", f->credentials, "AWS shared-credentials file (SigV4 keys)");
   cmd->add_option("--profile", f->profile, "Profile in the credentials file")
       ->capture_default_str();
-  cmd->add_option("--region", f->region, "SigV4 region")->capture_default_str();
+  cmd->add_option("--region", f->region,
+                  "SigV4 region: the server's (default: $AWS_REGION, else $AWS_DEFAULT_REGION, "
+                  "else us-east-1)");
   cmd->add_option("--scenario", f->scenarios,
                   "D(in,out) or N(mean_in,sd_in)/(mean_out,sd_out); repeatable or ';'-separated "
                   "(default: genai-bench's D(100,100) D(100,1000) D(2000,200) D(7800,200) "

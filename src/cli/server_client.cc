@@ -15,6 +15,9 @@ void AddConnFlags(CLI::App* cmd, Conn& c) {
                   "carve server URL (default: $CARVE_ENDPOINT_URL)");
   cmd->add_option("--credentials", c.credentials,
                   "AWS shared-credentials file (default: $AWS_SHARED_CREDENTIALS_FILE)");
+  cmd->add_option("--region", c.region,
+                  "The server's region, which requests are signed for (default: $AWS_REGION, "
+                  "else $AWS_DEFAULT_REGION, else us-east-1)");
 }
 
 std::string Env(const char* name) {
@@ -35,6 +38,7 @@ Result<protocol::SignedClient> Client(const Conn& c) {
   if (!file.empty()) {
     CARVE_ASSIGN_OR_RETURN(creds, protocol::LoadClientCredentials(file));
   }
+  if (!c.region.empty()) creds.region = c.region;
   return protocol::SignedClient(url, creds);
 }
 

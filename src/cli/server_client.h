@@ -1,5 +1,6 @@
-// What every `carve` command that talks to a running server shares: the --endpoint-url and
-// --credentials flags (with $CARVE_ENDPOINT_URL and $AWS_SHARED_CREDENTIALS_FILE as defaults),
+// What every `carve` command that talks to a running server shares: the --endpoint-url,
+// --credentials and --region flags (with $CARVE_ENDPOINT_URL, $AWS_SHARED_CREDENTIALS_FILE and
+// $AWS_REGION / $AWS_DEFAULT_REGION as defaults; the region must be the server's),
 // one signed call with the exit-code convention of commands.h, and plain-text tables.
 #pragma once
 
@@ -18,6 +19,7 @@ namespace carve::cli {
 struct Conn {
   std::string endpoint_url;
   std::string credentials;
+  std::string region;  // "": protocol::DefaultRegion().
 };
 
 void AddConnFlags(CLI::App* cmd, Conn& c);

@@ -49,7 +49,7 @@ class FakeModelServer {
  public:
   FakeModelServer()
       : credentials_({{"default", kKey, kSecret, "123456789012"}}),
-        verifier_(credentials_, clock_, "sagemaker") {
+        verifier_(credentials_, clock_, "sagemaker", "us-west-2") {
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       last_body_ = req.body;
       json body = json::parse(req.body);
@@ -202,7 +202,7 @@ TEST(RuntimeTarget, SignsAndDecodesTheEventStream) {
 TEST(RuntimeTarget, WrongSecretIsRejectedByTheVerifier) {
   FakeModelServer server;
   auto target = MakeRuntimeTarget(
-      {server.url(), "ep-1", "", {kKey, "wrongwrongwrongwrongwrongwrongwrongwrong", "us-east-1"}});
+      {server.url(), "ep-1", "", {kKey, "wrongwrongwrongwrongwrongwrongwrongwrong", "us-west-2"}});
   RequestOutcome o = (*target)->NewSession()->Send(Request(5, 2), std::chrono::seconds(10));
   EXPECT_EQ(o.kind, OutcomeKind::kError);
   EXPECT_NE(o.error.find("HTTP 403"), std::string::npos) << o.error;

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <cstdlib>
 #include <ctime>
 
 #include "aws/credentials.h"
@@ -10,11 +11,21 @@
 
 namespace carve::protocol {
 
+std::string DefaultRegion() {
+  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  return "us-east-1";
+}
+
 Result<ClientCredentials> LoadClientCredentials(const std::string& path,
                                                 const std::string& profile) {
   CARVE_ASSIGN_OR_RETURN(auto all, aws::Credentials::Load(path));
   for (const auto& c : all.all()) {
-    if (c.profile == profile) return ClientCredentials{c.access_key_id, c.secret_access_key};
+    if (c.profile == profile) {
+      return ClientCredentials{c.access_key_id, c.secret_access_key, DefaultRegion()};
+    }
   }
   return NotFound("credentials file " + path + " has no profile [" + profile + "]");
 }

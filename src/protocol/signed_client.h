@@ -27,8 +27,15 @@ struct ClientCredentials {
   std::string bearer_token{};
 };
 
-// Reads `profile` from an AWS shared-credentials file (the file `carve server` writes).
-// NotFound when the file or the profile is missing; InvalidArgument naming the line otherwise.
+// The region carve's own clients sign for unless told another: $AWS_REGION, else
+// $AWS_DEFAULT_REGION (the order of the aws CLI v2 and the AWS SDKs), else "us-east-1", the
+// server's default. A server refuses a signature scoped to any region but its own
+// (`carve server --region`).
+std::string DefaultRegion();
+
+// Reads `profile` from an AWS shared-credentials file (the file `carve server` writes), with
+// DefaultRegion() as its region. NotFound when the file or the profile is missing;
+// InvalidArgument naming the line otherwise.
 Result<ClientCredentials> LoadClientCredentials(const std::string& path,
                                                 const std::string& profile = "default");
 

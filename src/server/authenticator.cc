@@ -38,7 +38,8 @@ Authenticator::Authenticator(const HttpServerOptions& options, const aws::Creden
     : options_(options),
       credentials_(credentials),
       clock_(clock),
-      verifier_(credentials, clock, options.signing_service, options.max_clock_skew) {}
+      verifier_(credentials, clock, options.signing_service, options.region,
+                options.max_clock_skew) {}
 
 std::variant<Authenticator::Caller, NativeResponse> Authenticator::Authenticate(
     RawRequest& request, std::string_view service) const {
@@ -73,8 +74,14 @@ std::optional<NativeResponse> Authenticator::AuthenticateBearer(std::string_view
     out.account_id = options_.insecure_account_id;
     return std::nullopt;
   }
-  auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service);
+  auto outcome = aws::VerifyBearerToken(token, credentials_, clock_, options_.signing_service,
+                                        options_.region);
   if (auto* ok = std::get_if<aws::VerifiedBearer>(&outcome)) {
+    if (options_.bearer_token_revoked && options_.bearer_token_revoked(ok->id)) {
+      return Refusal(401, "UnrecognizedClientException",
+                     "The bearer token was revoked (carve token revoke); mint another with carve "
+                     "token");
+    }
     out.account_id = ok->caller.account_id;
     out.bearer_endpoint = ok->endpoint;
     return std::nullopt;

@@ -11,9 +11,10 @@
 //     with the node id it is bound to in NativeRequest::node_id; on POST /v1/agent/join, an
 //     operator's bootstrap token: a joiner;
 //   - nothing, on routes that serve anonymous callers.
-// Refusals are 401 (an unknown bearer token) or 403 (a bad signature, or a principal the route
-// does not serve, naming the route and whom it serves), in OpenAI's error shape on routes with
-// endpoint_tokens and in the awsJson shape elsewhere.
+// Refusals are 401 (a bearer token that is not one the server issues, or was revoked) or 403 (a
+// bad or expired signature or token, or a principal the route does not serve, naming the route
+// and whom it serves), in OpenAI's error shape on routes with endpoint_tokens and in the awsJson
+// shape elsewhere.
 #pragma once
 
 #include <optional>

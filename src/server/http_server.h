@@ -76,6 +76,13 @@ struct HttpServerOptions {
   bool insecure_no_auth = false;
   std::string insecure_account_id = std::string(aws::kDefaultAccountId);
   std::string signing_service = "sagemaker";  // Service name required in the scope.
+  // The server's region (`carve server --region`): the only one a signature's or an endpoint
+  // bearer token's credential scope may name (aws/sigv4.h).
+  std::string region = "us-east-1";
+  // Whether the endpoint bearer token with this id (aws::VerifiedBearer::id) was revoked
+  // (runtime/bearer_revocations.h); asked after its signature verified, on every request, so a
+  // revocation takes effect at once. Unset: none is.
+  std::function<bool(std::string_view token_id)> bearer_token_revoked{};
   // Whether `Authorization: Bearer <token>` carries the scrape token (a Prometheus scraper, on
   // GET /metrics). Unset: no scrape token is accepted. Asked on every scrape, so a rotated token
   // takes effect at once.

@@ -76,7 +76,7 @@ class HttpServerTest : public ::testing::Test {
       aws::TestSigner s;
       s.access_key = who->access_key_id;
       s.secret = who->secret_access_key;
-      s.region = "us-west-2";
+      s.region = region_;
       s.Sign(r, NowAmzDate());
     }
     httplib::Headers headers;
@@ -93,6 +93,7 @@ class HttpServerTest : public ::testing::Test {
   MetricsRegistry metrics_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
+  std::string region_ = "us-east-1";  // What Send signs for: the server's default region.
 };
 
 nlohmann::json Json(const httplib::Result& r) { return nlohmann::json::parse(r->body); }
@@ -161,6 +162,28 @@ TEST_F(HttpServerTest, UnknownKeyIs403UnrecognizedClientException) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403);
   EXPECT_EQ(Json(r)["__type"], "UnrecognizedClientException");
+}
+
+// The server's region (HttpServerOptions::region, `carve server --region`) is the only one a
+// signature may be scoped to, on the API and on native routes alike.
+TEST_F(HttpServerTest, ASignatureForAnotherRegionIs403NamingTheServersRegion) {
+  HttpServerOptions options;
+  options.region = "eu-west-1";
+  StartServer(options);
+  auto refused = Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_EQ(Json(refused)["__type"], "InvalidSignatureException");
+  EXPECT_EQ(Json(refused)["message"],
+            "Credential should be scoped to a valid region, not 'us-east-1'. This server's region "
+            "is 'eu-west-1'.");
+  auto native = Send("GET", "/v1/endpoints/ep/carve", "", &kAlice);
+  ASSERT_TRUE(native);
+  EXPECT_EQ(native->status, 403);
+  region_ = "eu-west-1";
+  auto served = Send("POST", "/", "{}", &kAlice, "SageMaker.ListModels");
+  ASSERT_TRUE(served);
+  EXPECT_EQ(served->status, 200) << served->body;
 }
 
 TEST_F(HttpServerTest, MissingOrForeignTargetIs400UnknownOperation) {
@@ -489,7 +512,7 @@ TEST_F(HttpServerTest, Boto3CanCallAndSeesAuthErrorsAsClientErrors) {
 import sys, boto3, botocore
 url = sys.argv[1]
 def client(key, secret):
-    return boto3.client("sagemaker", endpoint_url=url, region_name="us-west-2",
+    return boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1",
                         aws_access_key_id=key, aws_secret_access_key=secret,
                         config=botocore.config.Config(retries={"max_attempts": 1}))
 good = client(sys.argv[2], sys.argv[3])

@@ -26,6 +26,11 @@ SOURCE_DIR = os.environ.get(
     "CARVE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 AWS_DATA_PATH = os.path.join(SOURCE_DIR, "contrib", "aws")
 REGION = "us-east-1"
+# The server refuses signatures scoped to any region but its own (--region, default us-east-1),
+# and carve's own clients sign for $AWS_REGION / $AWS_DEFAULT_REGION: the processes the suites
+# start sign for the test servers' region whatever the developer's shell says.
+os.environ["AWS_REGION"] = REGION
+os.environ["AWS_DEFAULT_REGION"] = REGION
 
 # A small fleet for tests, run by the server's embedded agent with simulated GPUs. Every image
 # the tests name is served by the simulator (`carve testmodel`), as in the default config.
@@ -330,13 +335,19 @@ class CarveServer:
         cp.read(self.credentials_file)
         return cp[profile]["aws_access_key_id"], cp[profile]["aws_secret_access_key"]
 
-    def client(self, profile="default", access_key=None, secret_key=None):
+    def account_id(self, profile="default"):
+        """The account of `profile`'s key (carve_account_id in the credentials file)."""
+        cp = configparser.ConfigParser()
+        cp.read(self.credentials_file)
+        return cp[profile]["carve_account_id"]
+
+    def client(self, profile="default", access_key=None, secret_key=None, region=REGION):
         if access_key is None:
             access_key, secret_key = self.profile_keys(profile)
         os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH  # Teach boto3 the partition members.
         session = boto3.session.Session()
         return session.client(
-            "sagemaker", endpoint_url=self.url, region_name=REGION,
+            "sagemaker", endpoint_url=self.url, region_name=region,
             aws_access_key_id=access_key, aws_secret_access_key=secret_key,
             config=botocore.config.Config(retries={"max_attempts": 1}))
 

@@ -71,12 +71,13 @@ class MetricsLintTest(unittest.TestCase):
         def value(series):
             m = re.search("^" + re.escape(series) + r" (\S+)$", text, re.M)
             return float(m.group(1)) if m else None
+        account = self.server.account_id()
         self.assertEqual(value('carve_runtime_no_capacity_invocation_failures_total'
-                               '{endpoint="ep",component="idle"}'), 1)
+                               f'{{account="{account}",endpoint="ep",component="idle"}}'), 1)
         self.assertEqual(value('carve_runtime_model_latency_seconds_count'
-                               '{endpoint="ep",component="ic"}'), 4)
+                               f'{{account="{account}",endpoint="ep",component="ic"}}'), 4)
         self.assertEqual(value('carve_runtime_overhead_latency_seconds_count'
-                               '{endpoint="ep",component="ic"}'), 4)
+                               f'{{account="{account}",endpoint="ep",component="ic"}}'), 4)
         self.assertEqual(value('carve_partitions_used{gpu_model="a100-40gb",profile="1g.5gb"}'), 1)
         # A deliberately bad exposition fails the same lint, so the check above can fail.
         bad = subprocess.run(["promtool", "check", "metrics"],

@@ -140,7 +140,8 @@ class OpenAiRouteTest(unittest.TestCase):
         self.assertEqual(err["type"], "authentication_error")
         status, _, body = self.post({"model": "ic", "messages": MESSAGES},
                                     self.bearer("carve-api-key-bm90LWEtdG9rZW4="))
-        self.assertOpenAiError(status, body, 403, "InvalidSignatureException")
+        # Bytes that are not a token at all ("not-a-token") are unknown, as a revoked token is.
+        self.assertOpenAiError(status, body, 401, "UnrecognizedClientException")
         status, _, body = self.post({"model": "ic", "messages": MESSAGES}, {})
         self.assertOpenAiError(status, body, 403, "MissingAuthenticationToken")
 

@@ -108,20 +108,20 @@ class RuntimeTest(unittest.TestCase):
         return self.server.metrics_text(timeout=10)
 
     def copy_in_flight(self, ic):
-        """carve_runtime_copy_in_flight{component=ic} by copy, from GET /metrics."""
-        pat = re.compile(r'^carve_runtime_copy_in_flight\{component="%s",copy="([^"]+)"\} (\S+)$'
-                         % re.escape(ic), re.M)
+        """carve_runtime_copy_in_flight{account,component=ic} by copy, from GET /metrics."""
+        pat = re.compile(r'^carve_runtime_copy_in_flight\{account="\d{12}",component="%s",'
+                         r'copy="([^"]+)"\} (\S+)$' % re.escape(ic), re.M)
         return {copy: float(v) for copy, v in pat.findall(self.metrics())}
 
     def attempts(self, ic):
-        """carve_runtime_copy_attempts_total{component=ic}: {(copy, outcome): count}."""
-        pat = re.compile(r'^carve_runtime_copy_attempts_total\{component="%s",copy="([^"]+)",'
-                         r'outcome="([^"]+)"\} (\S+)$' % re.escape(ic), re.M)
+        """carve_runtime_copy_attempts_total{account,component=ic}: {(copy, outcome): count}."""
+        pat = re.compile(r'^carve_runtime_copy_attempts_total\{account="\d{12}",component="%s",'
+                         r'copy="([^"]+)",outcome="([^"]+)"\} (\S+)$' % re.escape(ic), re.M)
         return {(copy, outcome): float(v) for copy, outcome, v in pat.findall(self.metrics())}
 
     def retries(self, ic):
-        pat = re.compile(r'^carve_runtime_retries_total\{endpoint="ep",component="%s"\} (\S+)$'
-                         % re.escape(ic), re.M)
+        pat = re.compile(r'^carve_runtime_retries_total\{account="\d{12}",endpoint="ep",'
+                         r'component="%s"\} (\S+)$' % re.escape(ic), re.M)
         found = pat.findall(self.metrics())
         return float(found[0]) if found else 0.0
 

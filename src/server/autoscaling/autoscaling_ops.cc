@@ -213,19 +213,17 @@ Result<json> RemoveNamed(store::Store& store, const std::string& account, std::s
 }
 
 void ValidateCustom(Validator& v, const json& cm, const std::string& p,
-                    const MetricsRegistry* metrics) {
+                    const MetricsRegistry* metrics, const std::string& account) {
   v.Unsupported(cm, kUnsupportedCustom, p);
   v.String(cm, "Namespace", p, EnumRule(kCustomNamespaces), true);
   auto name = v.String(cm, "MetricName", p, LengthRule(1, 255), true);
   v.String(cm, "Statistic", p, EnumRule(kStatistics), true);
   v.String(cm, "Unit", p, LengthRule(1, 64), false);
-  std::map<std::string, std::string> match;
   if (const json* dims = v.List(cm, "Dimensions", p, 0, 30, false)) {
     for (size_t i = 0; i < dims->size(); ++i) {
       const std::string dp = sagemaker::ElementPath(MemberPath(p, "Dimensions"), i);
-      auto n = v.String((*dims)[i], "Name", dp, LengthRule(1, 255), true);
-      auto val = v.String((*dims)[i], "Value", dp, LengthRule(0, 1024), true);
-      if (n && val) match[*n] = *val;
+      v.String((*dims)[i], "Name", dp, LengthRule(1, 255), true);
+      v.String((*dims)[i], "Value", dp, LengthRule(0, 1024), true);
     }
   }
   if (!name) return;
@@ -233,16 +231,22 @@ void ValidateCustom(Validator& v, const json& cm, const std::string& p,
     v.Fail(MemberPath(p, "MetricName"), *name, "this server reads no customized metrics");
     return;
   }
+  auto match = CustomMetricMatch(cm, account);
+  if (!match.has_value()) {
+    v.Fail(MemberPath(p, "Dimensions"), "[...]", match.error().message);
+    return;
+  }
   // Without the collectors: the autoscaling one takes this service's lock, held here.
-  if (auto read = metrics->Read(*name, match, /*collect=*/false); !read.has_value()) {
-    v.Fail(
-        MemberPath(p, "MetricName"), *name,
-        read.error().message + "; name a gauge or counter of GET /metrics, Dimensions its labels");
+  if (auto read = metrics->Read(*name, *match, /*collect=*/false); !read.has_value()) {
+    v.Fail(MemberPath(p, "MetricName"), *name,
+           read.error().message +
+               "; name a gauge or counter of GET /metrics with an account label (a policy reads "
+               "its own account's series), Dimensions its other labels");
   }
 }
 
 void ValidateTracking(Validator& v, const json& c, const ScalableKey& key,
-                      const MetricsRegistry* metrics) {
+                      const MetricsRegistry* metrics, const std::string& account) {
   const std::string p = "targetTrackingScalingPolicyConfiguration";
   v.Number(c, "TargetValue", p, {8.515920e-109, 1.174271e+108}, true);
   v.Integer(c, "ScaleOutCooldown", p, {0, 86400}, false);
@@ -254,7 +258,7 @@ void ValidateTracking(Validator& v, const json& c, const ScalableKey& key,
       v.Fail(MemberPath(p, "CustomizedMetricSpecification"), "{...}",
              "give PredefinedMetricSpecification or CustomizedMetricSpecification, not both");
     }
-    ValidateCustom(v, *cm, MemberPath(p, "CustomizedMetricSpecification"), metrics);
+    ValidateCustom(v, *cm, MemberPath(p, "CustomizedMetricSpecification"), metrics, account);
     return;
   }
   const json* pm = v.Object(c, "PredefinedMetricSpecification", p, true);
@@ -488,7 +492,7 @@ Result<json> AutoScalingService::PutScalingPolicy(const std::string& account, co
   if (policy_type == "StepScaling") {
     ValidateStep(v, *config, *key);
   } else {
-    ValidateTracking(v, *config, *key, options_.metrics);
+    ValidateTracking(v, *config, *key, options_.metrics, account);
   }
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   CARVE_RETURN_IF_ERROR(GetTarget(account, *key));

@@ -13,8 +13,9 @@
 //
 // Policies (docs/autoscaling.md):
 //   - TargetTrackingScaling on a customized metric naming one of carve's own series
-//     (Namespace "carve", MetricName a gauge or counter of GET /metrics, Dimensions its labels,
-//     Statistic over the matching series; a counter is read as its rate per minute), or on a
+//     (Namespace "carve", MetricName a gauge or counter of GET /metrics with an account label,
+//     Dimensions its labels, Statistic over the matching series of the policy's own account; a
+//     counter is read as its rate per minute), or on a
 //     predefined metric: SageMakerInferenceComponentInvocationsPerCopy
 //     (invocations per minute per copy), SageMakerInferenceComponentConcurrentRequestsPerCopy
 //     HighResolution (requests in flight per copy), SageMakerVariantInvocationsPerInstance. The

@@ -111,7 +111,9 @@ class AutoScalingServiceTest : public ::testing::Test {
   FakeResources resources_;
   runtime::InvocationStats stats_;
   MetricsRegistry metrics_;
-  Gauge& depth_ = metrics_.AddGauge("carve_test_queue_depth", "Requests queued", {"component"});
+  Gauge& depth_ =
+      metrics_.AddGauge("carve_test_queue_depth", "Requests queued", {"account", "component"});
+  Gauge& fleet_depth_ = metrics_.AddGauge("carve_test_fleet_depth", "Requests queued", {});
   std::unique_ptr<AutoScalingService> service_;
 };
 
@@ -402,8 +404,9 @@ TEST_F(AutoScalingServiceTest, ACustomizedMetricNamesOneOfCarvesOwnSeries) {
   b["TargetTrackingScalingPolicyConfiguration"] = {{"TargetValue", 10},
                                                    {"CustomizedMetricSpecification", custom}};
   Ok("PutScalingPolicy", b);
-  depth_.Set({"ic"}, 30);
-  depth_.Set({"other"}, 1000);  // Not matched by the dimension.
+  depth_.Set({kAccount, "ic"}, 30);
+  depth_.Set({kAccount, "other"}, 1000);     // Not matched by the dimension.
+  depth_.Set({"222222222222", "ic"}, 1000);  // Another account's "ic": never read.
   Traffic(0, 3);
   EXPECT_TRUE(resources_.sets.empty());
   Traffic(0, 1);
@@ -416,7 +419,11 @@ TEST_F(AutoScalingServiceTest, ACustomizedMetricNamesOneOfCarvesOwnSeries) {
          "at 'targetTrackingScalingPolicyConfiguration."
          "customizedMetricSpecification.namespace'"},
         {"Dimensions", json::array({{{"Name", "gpu"}, {"Value", "0"}}}),
-         "carve_test_queue_depth has no label gpu"}}) {
+         "carve_test_queue_depth has no label gpu"},
+        {"Dimensions", json::array({{{"Name", "account"}, {"Value", "222222222222"}}}),
+         "must be the policy's own account, 111111111111"},
+        // A family kept per fleet, not per account, is not a policy's to read.
+        {"MetricName", "carve_test_fleet_depth", "carve_test_fleet_depth has no label account"}}) {
     json bad = b;
     bad["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"][member] =
         value;

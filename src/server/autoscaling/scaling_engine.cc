@@ -98,14 +98,13 @@ std::vector<AutoScalingService::Signal> AutoScalingService::Signals() {
 
 namespace {
 
-// A customized metric's value now: the Statistic over the matching series; nullopt when none
-// matches (no data) or it cannot be read.
-std::optional<std::pair<double, bool>> ReadCustom(const MetricsRegistry& metrics, const json& cm) {
-  std::map<std::string, std::string> match;
-  for (const auto& d : cm.value("Dimensions", json::array())) {
-    match[d.value("Name", "")] = d.value("Value", "");
-  }
-  auto read = metrics.Read(cm.value("MetricName", ""), match);
+// A customized metric's value now: the Statistic over the matching series of the policy's
+// `account`; nullopt when none matches (no data) or it cannot be read.
+std::optional<std::pair<double, bool>> ReadCustom(const MetricsRegistry& metrics, const json& cm,
+                                                  const std::string& account) {
+  auto match = CustomMetricMatch(cm, account);
+  if (!match.has_value()) return std::nullopt;
+  auto read = metrics.Read(cm.value("MetricName", ""), *match);
   if (!read.has_value()) return std::nullopt;
   const std::vector<double>& v = read->values;
   const std::string stat = cm.value("Statistic", "Average");
@@ -132,7 +131,7 @@ void AutoScalingService::Tick() {
       if (!j.is_object() || !j.contains("TargetTrackingScalingPolicyConfiguration")) continue;
       const json& c = j["TargetTrackingScalingPolicyConfiguration"];
       if (!c.contains("CustomizedMetricSpecification")) continue;
-      auto v = ReadCustom(*options_.metrics, c["CustomizedMetricSpecification"]);
+      auto v = ReadCustom(*options_.metrics, c["CustomizedMetricSpecification"], rec.key.account);
       custom[{rec.key.account, rec.key.name}] =
           CustomSample{at, v ? std::optional<double>(v->first) : std::nullopt, v && v->second};
     }

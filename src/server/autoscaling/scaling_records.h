@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -44,6 +45,14 @@ struct ScalableKey {
 
 // Checks a dimension and resource id pair; the error is the service's ValidationException text.
 Status ValidateKey(const ScalableKey& key);
+
+// The series a CustomizedMetricSpecification of a policy in `account` reads: its Dimensions as
+// label matchers, and the label "account" set to the policy's own account, so a policy reads
+// only its account's series (two accounts may both have a component "ic") and never another's.
+// A family without an account label is therefore refused (MetricsRegistry::Read). The error
+// names a Dimension that asks for another account.
+Result<std::map<std::string, std::string>> CustomMetricMatch(const nlohmann::json& spec,
+                                                             const std::string& account);
 
 struct ScalableTarget {
   ScalableKey key;

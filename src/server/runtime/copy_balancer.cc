@@ -20,20 +20,20 @@ CopyBalancer::CopyBalancer(const Clock& clock, std::chrono::milliseconds quarant
       in_flight_(in_flight),
       rng_(seed != 0 ? seed : std::random_device{}()) {}
 
-CopyBalancer::Lease::Lease(CopyBalancer* owner, CopyTarget copy, std::string component)
-    : owner_(owner), copy_(std::move(copy)), component_(std::move(component)) {}
+CopyBalancer::Lease::Lease(CopyBalancer* owner, CopyTarget copy, LabelValues series)
+    : owner_(owner), copy_(std::move(copy)), series_(std::move(series)) {}
 
 CopyBalancer::Lease::Lease(Lease&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)),
       copy_(std::move(other.copy_)),
-      component_(std::move(other.component_)) {}
+      series_(std::move(other.series_)) {}
 
 CopyBalancer::Lease& CopyBalancer::Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
     Release();
     owner_ = std::exchange(other.owner_, nullptr);
     copy_ = std::move(other.copy_);
-    component_ = std::move(other.component_);
+    series_ = std::move(other.series_);
   }
   return *this;
 }
@@ -41,10 +41,11 @@ CopyBalancer::Lease& CopyBalancer::Lease::operator=(Lease&& other) noexcept {
 CopyBalancer::Lease::~Lease() { Release(); }
 
 void CopyBalancer::Lease::Release() {
-  if (owner_ != nullptr) std::exchange(owner_, nullptr)->Release(component_, copy_.id);
+  if (owner_ != nullptr) std::exchange(owner_, nullptr)->Release(series_, copy_.id);
 }
 
-std::optional<CopyBalancer::Lease> CopyBalancer::Acquire(const std::string& component,
+std::optional<CopyBalancer::Lease> CopyBalancer::Acquire(const std::string& account,
+                                                         const std::string& component,
                                                          Strategy strategy,
                                                          const std::vector<CopyTarget>& copies,
                                                          const std::set<std::string>& excluded) {
@@ -81,15 +82,16 @@ std::optional<CopyBalancer::Lease> CopyBalancer::Acquire(const std::string& comp
   std::uniform_int_distribution<size_t> pick(0, eligible.size() - 1);
   const CopyTarget& chosen = *eligible[eligible.size() == 1 ? 0 : pick(rng_)];
   ++outstanding_[chosen.id];
-  if (in_flight_ != nullptr) in_flight_->Add({component, chosen.id}, 1);
-  return Lease(this, chosen, component);
+  LabelValues series{account, component, chosen.id};
+  if (in_flight_ != nullptr) in_flight_->Add(series, 1);
+  return Lease(this, chosen, std::move(series));
 }
 
-void CopyBalancer::Release(const std::string& component, const std::string& copy_id) {
+void CopyBalancer::Release(const LabelValues& series, const std::string& copy_id) {
   std::lock_guard lock(mu_);
   auto it = outstanding_.find(copy_id);
   if (it != outstanding_.end() && --it->second <= 0) outstanding_.erase(it);
-  if (in_flight_ != nullptr) in_flight_->Add({component, copy_id}, -1);
+  if (in_flight_ != nullptr) in_flight_->Add(series, -1);
 }
 
 void CopyBalancer::Quarantine(const std::string& copy_id) {

@@ -34,8 +34,8 @@ Result<Strategy> ParseStrategy(const std::string& name);
 
 class CopyBalancer {
  public:
-  // `in_flight` (labels component, copy) mirrors the counters; may be null. `clock` must outlive
-  // the balancer. seed 0 seeds from std::random_device.
+  // `in_flight` (labels account, component, copy) mirrors the counters; may be null. `clock` must
+  // outlive the balancer. seed 0 seeds from std::random_device.
   CopyBalancer(const Clock& clock, std::chrono::milliseconds quarantine, Gauge* in_flight,
                uint64_t seed = 0);
 
@@ -52,16 +52,18 @@ class CopyBalancer {
 
    private:
     friend class CopyBalancer;
-    Lease(CopyBalancer* owner, CopyTarget copy, std::string component);
+    Lease(CopyBalancer* owner, CopyTarget copy, LabelValues series);
     void Release();
     CopyBalancer* owner_ = nullptr;
     CopyTarget copy_;
-    std::string component_;
+    LabelValues series_;  // The in-flight gauge's labels: {account, component, copy}.
   };
 
   // Picks an eligible copy of `copies` and counts a request on it, or nullopt when none is left.
-  std::optional<Lease> Acquire(const std::string& component, Strategy strategy,
-                               const std::vector<CopyTarget>& copies,
+  // `account` and `component` name the copies' owner in the in-flight gauge (copy ids are
+  // unique fleet-wide, so the counters are kept by copy id alone).
+  std::optional<Lease> Acquire(const std::string& account, const std::string& component,
+                               Strategy strategy, const std::vector<CopyTarget>& copies,
                                const std::set<std::string>& excluded);
 
   // Keeps `copy_id` out of rotation until now + quarantine.
@@ -70,7 +72,7 @@ class CopyBalancer {
   int64_t Outstanding(const std::string& copy_id) const;
 
  private:
-  void Release(const std::string& component, const std::string& copy_id);
+  void Release(const LabelValues& series, const std::string& copy_id);
 
   const Clock& clock_;
   const std::chrono::milliseconds quarantine_;

@@ -7,15 +7,16 @@
 namespace carve::server::runtime {
 namespace {
 
+constexpr char kAccount[] = "111111111111";
 const std::vector<CopyTarget> kCopies = {
     {"a", "127.0.0.1:1"}, {"b", "127.0.0.1:2"}, {"c", "127.0.0.1:3"}};
 
 TEST(CopyBalancer, LeastOutstandingPicksTheIdlestCopy) {
   FakeClock clock;
   CopyBalancer bal(clock, std::chrono::seconds(5), nullptr, 7);
-  auto a = bal.Acquire("ic", Strategy::kLeastOutstandingRequests, kCopies, {});
-  auto b = bal.Acquire("ic", Strategy::kLeastOutstandingRequests, kCopies, {});
-  auto c = bal.Acquire("ic", Strategy::kLeastOutstandingRequests, kCopies, {});
+  auto a = bal.Acquire(kAccount, "ic", Strategy::kLeastOutstandingRequests, kCopies, {});
+  auto b = bal.Acquire(kAccount, "ic", Strategy::kLeastOutstandingRequests, kCopies, {});
+  auto c = bal.Acquire(kAccount, "ic", Strategy::kLeastOutstandingRequests, kCopies, {});
   ASSERT_TRUE(a && b && c);
   std::set<std::string> ids{a->copy().id, b->copy().id, c->copy().id};
   EXPECT_EQ(ids.size(), 3u);  // One each before any copy gets a second.
@@ -25,7 +26,7 @@ TEST(CopyBalancer, LeasesReleaseTheirCountOnDestruction) {
   FakeClock clock;
   CopyBalancer bal(clock, std::chrono::seconds(5), nullptr, 7);
   {
-    auto lease = bal.Acquire("ic", Strategy::kLeastOutstandingRequests, {kCopies[0]}, {});
+    auto lease = bal.Acquire(kAccount, "ic", Strategy::kLeastOutstandingRequests, {kCopies[0]}, {});
     ASSERT_TRUE(lease);
     EXPECT_EQ(bal.Outstanding("a"), 1);
     auto moved = std::move(*lease);
@@ -39,7 +40,7 @@ TEST(CopyBalancer, TiesAreBrokenAtRandom) {
   CopyBalancer bal(clock, std::chrono::seconds(5), nullptr, 7);
   std::map<std::string, int> first;
   for (int i = 0; i < 300; ++i) {
-    auto lease = bal.Acquire("ic", Strategy::kLeastOutstandingRequests, kCopies, {});
+    auto lease = bal.Acquire(kAccount, "ic", Strategy::kLeastOutstandingRequests, kCopies, {});
     ++first[lease->copy().id];
   }
   EXPECT_EQ(first.size(), 3u);
@@ -51,7 +52,7 @@ TEST(CopyBalancer, RandomIgnoresOutstandingCounts) {
   CopyBalancer bal(clock, std::chrono::seconds(5), nullptr, 7);
   std::vector<CopyBalancer::Lease> held;
   for (int i = 0; i < 200; ++i) {
-    held.push_back(*bal.Acquire("ic", Strategy::kRandom, kCopies, {}));
+    held.push_back(*bal.Acquire(kAccount, "ic", Strategy::kRandom, kCopies, {}));
   }
   // Least-outstanding would keep them within one of each other; random drifts.
   int64_t spread = std::max({bal.Outstanding("a"), bal.Outstanding("b"), bal.Outstanding("c")}) -
@@ -65,7 +66,7 @@ TEST(CopyBalancer, QuarantinedCopiesAreSkippedWhileOthersRemain) {
   CopyBalancer bal(clock, std::chrono::seconds(5), nullptr, 7);
   bal.Quarantine("a");
   for (int i = 0; i < 20; ++i) {
-    auto lease = bal.Acquire("ic", Strategy::kRandom, kCopies, {"b"});
+    auto lease = bal.Acquire(kAccount, "ic", Strategy::kRandom, kCopies, {"b"});
     ASSERT_TRUE(lease);
     EXPECT_EQ(lease->copy().id, "c");
   }
@@ -77,22 +78,23 @@ TEST(CopyBalancer, AQuarantinedCopyIsStillTriedWhenNoOtherIsLeft) {
   FakeClock clock;
   CopyBalancer bal(clock, std::chrono::seconds(5), nullptr, 7);
   bal.Quarantine("a");
-  auto lease = bal.Acquire("ic", Strategy::kRandom, kCopies, {"b", "c"});
+  auto lease = bal.Acquire(kAccount, "ic", Strategy::kRandom, kCopies, {"b", "c"});
   ASSERT_TRUE(lease);
   EXPECT_EQ(lease->copy().id, "a");
-  EXPECT_FALSE(bal.Acquire("ic", Strategy::kRandom, kCopies, {"a", "b", "c"}).has_value());
+  EXPECT_FALSE(
+      bal.Acquire(kAccount, "ic", Strategy::kRandom, kCopies, {"a", "b", "c"}).has_value());
 }
 
 TEST(CopyBalancer, InFlightGaugeFollowsLeases) {
   FakeClock clock;
   MetricsRegistry metrics;
-  Gauge& g = metrics.AddGauge("g", "h", {"component", "copy"});
+  Gauge& g = metrics.AddGauge("g", "h", {"account", "component", "copy"});
   CopyBalancer bal(clock, std::chrono::seconds(5), &g, 7);
   {
-    auto lease = bal.Acquire("ic", Strategy::kRandom, {kCopies[1]}, {});
-    EXPECT_EQ(g.Value({"ic", "b"}), 1);
+    auto lease = bal.Acquire(kAccount, "ic", Strategy::kRandom, {kCopies[1]}, {});
+    EXPECT_EQ(g.Value({kAccount, "ic", "b"}), 1);
   }
-  EXPECT_EQ(g.Value({"ic", "b"}), 0);
+  EXPECT_EQ(g.Value({kAccount, "ic", "b"}), 0);
 }
 
 TEST(CopyBalancer, ParsesTheTwoStrategyNames) {

@@ -52,52 +52,59 @@ Router::Router(CopyDirectory& directory, MetricsRegistry& metrics, RouterOptions
     : directory_(directory),
       options_(options),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
-      requests_(metrics.AddCounter("carve_runtime_requests_total",
-                                   "Runtime invocations by endpoint, component and result code.",
-                                   {"endpoint", "component", "code"})),
-      errors_(
-          metrics.AddCounter("carve_runtime_errors_total",
-                             "Failed runtime invocations by endpoint, component and error type.",
-                             {"endpoint", "component", "type"})),
+      requests_(
+          metrics.AddCounter("carve_runtime_requests_total",
+                             "Runtime invocations by account, endpoint, component and result code.",
+                             {"account", "endpoint", "component", "code"})),
+      errors_(metrics.AddCounter("carve_runtime_errors_total",
+                                 "Failed runtime invocations by account, endpoint, component and "
+                                 "error type.",
+                                 {"account", "endpoint", "component", "type"})),
       in_flight_(metrics.AddGauge("carve_runtime_in_flight",
-                                  "Runtime invocations in progress by endpoint and component.",
-                                  {"endpoint", "component"})),
+                                  "Runtime invocations in progress by account, endpoint and "
+                                  "component.",
+                                  {"account", "endpoint", "component"})),
       latency_(metrics.AddHistogram("carve_runtime_request_duration_seconds",
                                     "Runtime invocation latency to the last byte.",
-                                    {"endpoint", "component"})),
+                                    {"account", "endpoint", "component"})),
       model_latency_(metrics.AddHistogram(
           "carve_runtime_model_latency_seconds",
           "The answering copy's share of an invocation: from sending it the request to its last "
           "byte (SageMaker's ModelLatency).",
-          {"endpoint", "component"})),
+          {"account", "endpoint", "component"})),
       overhead_latency_(metrics.AddHistogram(
           "carve_runtime_overhead_latency_seconds",
           "What the router adds to an answered invocation: resolving, balancing, failed tries, "
           "relaying (SageMaker's OverheadLatency).",
-          {"endpoint", "component"})),
+          {"account", "endpoint", "component"})),
       attempts_(metrics.AddCounter("carve_runtime_copy_attempts_total",
                                    "Tries of runtime invocations on each model copy, by outcome "
                                    "(answered, unanswered, 5xx, failed).",
-                                   {"component", "copy", "outcome"})),
+                                   {"account", "component", "copy", "outcome"})),
       retries_(metrics.AddCounter(
           "carve_runtime_retries_total",
           "Runtime invocation tries on another copy after a copy did not answer or answered 5xx.",
-          {"endpoint", "component"})),
+          {"account", "endpoint", "component"})),
       no_capacity_(
           metrics.AddCounter("carve_runtime_no_capacity_invocation_failures_total",
                              "Invocations that found no copy of their component in service "
                              "(SageMaker's NoCapacityInvocationFailures).",
-                             {"endpoint", "component"})),
+                             {"account", "endpoint", "component"})),
       balancer_(clock_, options_.quarantine,
                 &metrics.AddGauge("carve_runtime_copy_in_flight",
-                                  "Invocations in progress per model copy.", {"component", "copy"}),
+                                  "Invocations in progress per model copy.",
+                                  {"account", "component", "copy"}),
                 options_.seed),
       client_(options_.connect_timeout) {}
 
 Router::~Router() = default;
 
-Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
+void Router::Begin(const NativeRequest& request, Call& call) {
   call.started = clock_.Now();
+  call.labels[0] = request.account_id;
+}
+
+Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
   auto it = request.path_params.find("EndpointName");
   call.endpoint = it == request.path_params.end() ? "" : it->second;
   if (!IsResourceName(call.endpoint))
@@ -116,7 +123,7 @@ Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
   }
   CARVE_ASSIGN_OR_RETURN(RouteInfo route,
                          directory_.Resolve(request.account_id, call.endpoint, component));
-  call.labels = {call.endpoint, route.component};
+  call.labels = {request.account_id, call.endpoint, route.component};
   in_flight_.Add(call.labels, 1);
   call.counted_in_flight = true;
   call.key = {request.account_id, call.endpoint, route.component};
@@ -135,10 +142,10 @@ NativeResponse Router::Finish(Call& call, NativeResponse response) {
   for (const auto& [name, value] : response.headers) {
     if (name == "X-Amzn-ErrorType") {
       code = value;
-      errors_.Increment({call.labels[0], call.labels[1], value});
+      errors_.Increment({call.labels[0], call.labels[1], call.labels[2], value});
     }
   }
-  requests_.Increment({call.labels[0], call.labels[1], code});
+  requests_.Increment({call.labels[0], call.labels[1], call.labels[2], code});
   const double total = std::chrono::duration<double>(clock_.Now() - call.started).count();
   latency_.Observe(call.labels, total);
   if (call.model_seconds >= 0) {
@@ -150,7 +157,7 @@ NativeResponse Router::Finish(Call& call, NativeResponse response) {
 
 void Router::CountAttempt(const Call& call, const std::string& copy, int attempt,
                           const char* outcome) {
-  attempts_.Increment({call.labels[1], copy, outcome});
+  attempts_.Increment({call.labels[0], call.labels[2], copy, outcome});
   if (attempt > 0) retries_.Increment(call.labels);
 }
 
@@ -182,6 +189,7 @@ struct Router::Invocation {
 void Router::InvokeAsync(const NativeRequest& request, Responder respond) {
   auto inv = std::make_shared<Invocation>();
   inv->respond = std::move(respond);
+  Begin(request, inv->call);
   auto resolved = Prepare(request, inv->call);
   if (!resolved) return inv->respond(Fail(inv->call, FromError(resolved.error())));
   inv->route = std::move(resolved).value();
@@ -199,7 +207,8 @@ void Router::InvokeAsync(const NativeRequest& request, Responder respond) {
 void Router::Try(std::shared_ptr<Invocation> inv) {
   std::optional<CopyBalancer::Lease> lease;
   if (inv->attempt < options_.max_attempts) {
-    lease = balancer_.Acquire(inv->route.component, inv->strategy, inv->route.copies, inv->tried);
+    lease = balancer_.Acquire(inv->call.labels[0], inv->route.component, inv->strategy,
+                              inv->route.copies, inv->tried);
   }
   if (!lease) return inv->respond(Exhausted(*inv));
   inv->tried.insert(lease->copy().id);

@@ -16,20 +16,24 @@
 // reached the client: after a connect failure (the copy is also quarantined), and for
 // InvokeEndpoint after a 5xx answer. A stream whose copy fails after its 2xx headers ends with a
 // ModelStreamError frame; one whose copy answers non-2xx before any byte gets a ModelError.
-// Metrics: carve_runtime_requests_total{endpoint,component,code},
-// carve_runtime_errors_total{endpoint,component,type}, carve_runtime_in_flight{endpoint,component},
-// carve_runtime_request_duration_seconds{endpoint,component} (to the last byte), split for the
-// requests a copy answered into carve_runtime_model_latency_seconds (the copy's time, from
+// Metrics, each series labelled first by the caller's account, since two accounts may both
+// have an endpoint `ep` with a component `ic` (the operator's /metrics tells them apart, and the
+// dashboard shows each tenant only its own): carve_runtime_requests_total{account,endpoint,
+// component,code}, carve_runtime_errors_total{account,endpoint,component,type},
+// carve_runtime_in_flight{account,endpoint,component},
+// carve_runtime_request_duration_seconds{account,endpoint,component} (to the last byte), split for
+// the requests a copy answered into carve_runtime_model_latency_seconds (the copy's time, from
 // sending it the request to its last byte) and carve_runtime_overhead_latency_seconds (the
-// rest: resolving, balancing, tries that failed, relaying),
-// carve_runtime_copy_in_flight{component,copy},
-// carve_runtime_copy_attempts_total{component,copy,outcome}: each try of a request on a copy, by
-// outcome: "answered" (a status below 500), "unanswered" (refused, or broken before the status
-// line: the request moved on), "5xx" (InvokeEndpoint moves on to another copy), "failed" (timed
-// out, or broke after the status line);
-// carve_runtime_retries_total{endpoint,component}: tries beyond each request's first;
-// carve_runtime_no_capacity_invocation_failures_total{endpoint,component}: invocations that
-// found no copy in service (SageMaker's NoCapacityInvocationFailures).
+// rest: resolving, balancing, tries that failed, relaying), with the same labels;
+// carve_runtime_copy_in_flight{account,component,copy},
+// carve_runtime_copy_attempts_total{account,component,copy,outcome}: each try of a request on a
+// copy, by outcome: "answered" (a status below 500), "unanswered" (refused, or broken before the
+// status line: the request moved on), "5xx" (InvokeEndpoint moves on to another copy), "failed"
+// (timed out, or broke after the status line);
+// carve_runtime_retries_total{account,endpoint,component}: tries beyond each request's first;
+// carve_runtime_no_capacity_invocation_failures_total{account,endpoint,component}: invocations
+// that found no copy in service (SageMaker's NoCapacityInvocationFailures). A request refused
+// before its endpoint resolved counts under its account with endpoint and component "".
 // Thread-safe; the directory and metrics registry must outlive the router.
 #pragma once
 
@@ -84,9 +88,11 @@ class Router {
   // One invocation's bookkeeping, from Prepare to Finish.
   struct Call {
     std::chrono::steady_clock::time_point started;
-    std::string endpoint;        // As requested.
-    LabelValues labels{"", ""};  // {endpoint, component} once resolved; "" before.
-    InvocationStats::Key key;    // For options_.stats, once resolved.
+    std::string endpoint;  // As requested.
+    // {account, endpoint, component}: the caller's account from the start, the endpoint and
+    // component once resolved ("" before).
+    LabelValues labels{"", "", ""};
+    InvocationStats::Key key;  // For options_.stats, once resolved.
     // The copy's own share of the time: from sending the request to the copy that answered
     // until its last byte (SageMaker's ModelLatency); < 0 when no copy answered.
     double model_seconds = -1;
@@ -95,6 +101,8 @@ class Router {
   };
   class Upstream;
   struct Invocation;
+  // Starts `call` for `request`'s caller: its clock and its account label.
+  void Begin(const NativeRequest& request, Call& call);
   // The next try of `inv` on a copy not tried yet, or its final answer when none is left.
   void Try(std::shared_ptr<Invocation> inv);
   // What a try's reply means: the answer to send, or nullopt to try another copy.

@@ -59,6 +59,7 @@ NativeResponse Router::OpenAiFail(Call& call, const RuntimeError& error) {
 
 NativeResponse Router::ChatCompletions(const NativeRequest& request) {
   auto call = std::make_shared<Call>();
+  Begin(request, *call);
   // Parsed only to read "model"; the bytes are forwarded as they came. Bounded nesting, no
   // repeated keys (common/bounded_json.h).
   Result<json> parsed = ParseJson(request.body);

@@ -23,7 +23,7 @@ std::optional<Router::Opened> Router::OpenStream(Call& call, const RouteInfo& ro
                                                  std::optional<CopyReply>& unanswered,
                                                  std::optional<RuntimeError>& failed) {
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    auto lease = balancer_.Acquire(route.component, strategy, route.copies, tried);
+    auto lease = balancer_.Acquire(call.labels[0], route.component, strategy, route.copies, tried);
     if (!lease) break;
     tried.insert(lease->copy().id);
     const auto sent = clock_.Now();
@@ -49,6 +49,7 @@ std::optional<Router::Opened> Router::OpenStream(Call& call, const RouteInfo& ro
 
 NativeResponse Router::InvokeStream(const NativeRequest& request) {
   auto call = std::make_shared<Call>();
+  Begin(request, *call);
   auto resolved = Prepare(request, *call);
   if (!resolved) return Fail(*call, FromError(resolved.error()));
   const RouteInfo route = *resolved;

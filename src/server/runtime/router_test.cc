@@ -250,19 +250,19 @@ TEST_F(RouterTest, TriesAreCountedPerCopyAndOutcomeAndMovesAsRetries) {
   Router router(dir_, metrics_, Options());
   for (int i = 0; i < 10; ++i) ASSERT_EQ(router.Invoke(Request()).http_status, 200);
   Counter& attempts = metrics_.AddCounter("carve_runtime_copy_attempts_total", "",
-                                          {"component", "copy", "outcome"});
+                                          {"account", "component", "copy", "outcome"});
   Counter& retries =
-      metrics_.AddCounter("carve_runtime_retries_total", "", {"endpoint", "component"});
-  const double unanswered = attempts.Value({"ic-a", "gone", "unanswered"});
+      metrics_.AddCounter("carve_runtime_retries_total", "", {"account", "endpoint", "component"});
+  const double unanswered = attempts.Value({kAccount, "ic-a", "gone", "unanswered"});
   EXPECT_GE(unanswered, 1);  // Least-outstanding ties are random; quarantine keeps it out after.
   EXPECT_EQ(unanswered, hangs_up.connections());
-  EXPECT_EQ(attempts.Value({"ic-a", "good", "answered"}), 10);
-  EXPECT_EQ(retries.Value({"ep", "ic-a"}), unanswered);
+  EXPECT_EQ(attempts.Value({kAccount, "ic-a", "good", "answered"}), 10);
+  EXPECT_EQ(retries.Value({kAccount, "ep", "ic-a"}), unanswered);
 
   dir_.SetRoute(kAccount, "ep", Route({{"busy", failing.address()}}));
   EXPECT_EQ(router.Invoke(Request()).http_status, 424);
-  EXPECT_EQ(attempts.Value({"ic-a", "busy", "5xx"}), 1);
-  EXPECT_EQ(retries.Value({"ep", "ic-a"}), unanswered) << "one copy: nothing to retry on";
+  EXPECT_EQ(attempts.Value({kAccount, "ic-a", "busy", "5xx"}), 1);
+  EXPECT_EQ(retries.Value({kAccount, "ep", "ic-a"}), unanswered) << "one copy: nothing to retry on";
 }
 
 TEST_F(RouterTest, EveryCopyHangingUpIsServiceUnavailable) {
@@ -332,21 +332,45 @@ TEST_F(RouterTest, MetricsCountRequestsByCodeErrorsAndLatency) {
   ASSERT_EQ(router.Invoke(Request()).http_status, 200);
   ASSERT_EQ(router.Invoke(Request("ep", "ic-zzz")).http_status, 400);
   const std::string text = metrics_.Expose();
-  EXPECT_NE(
-      text.find(R"(carve_runtime_requests_total{endpoint="ep",component="ic-a",code="200"} 1)"),
-      std::string::npos)
+  EXPECT_NE(text.find(R"(carve_runtime_requests_total{account="111111111111",endpoint="ep",)"
+                      R"(component="ic-a",code="200"} 1)"),
+            std::string::npos)
       << text;
-  EXPECT_NE(
-      text.find(R"(carve_runtime_errors_total{endpoint="",component="",type="ValidationError"} 1)"),
-      std::string::npos);
-  EXPECT_NE(
-      text.find(
-          R"(carve_runtime_request_duration_seconds_count{endpoint="ep",component="ic-a"} 1)"),
-      std::string::npos);
-  EXPECT_NE(text.find(R"(carve_runtime_in_flight{endpoint="ep",component="ic-a"} 0)"),
+  EXPECT_NE(text.find(R"(carve_runtime_errors_total{account="111111111111",endpoint="",)"
+                      R"(component="",type="ValidationError"} 1)"),
             std::string::npos);
-  EXPECT_NE(text.find(R"(carve_runtime_copy_in_flight{component="ic-a",copy="c1"} 0)"),
+  EXPECT_NE(text.find(R"(carve_runtime_request_duration_seconds_count{account="111111111111",)"
+                      R"(endpoint="ep",component="ic-a"} 1)"),
             std::string::npos);
+  EXPECT_NE(text.find(R"(carve_runtime_in_flight{account="111111111111",endpoint="ep",)"
+                      R"(component="ic-a"} 0)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(carve_runtime_copy_in_flight{account="111111111111",component="ic-a",)"
+                      R"(copy="c1"} 0)"),
+            std::string::npos);
+}
+
+// Two accounts may both have endpoint "ep" with component "ic-a": each one's invocations are
+// counted in its own series, never in the other's.
+TEST_F(RouterTest, SameNamedEndpointsOfTwoAccountsHaveTheirOwnSeries) {
+  constexpr const char* kOther = "222222222222";
+  TestCopy mine(Echo("mine"));
+  TestCopy theirs(Echo("theirs"));
+  dir_.SetRoute(kAccount, "ep", Route({{"mine", mine.address()}}));
+  dir_.SetRoute(kOther, "ep", Route({{"theirs", theirs.address()}}));
+  Router router(dir_, metrics_, Options());
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(router.Invoke(Request()).http_status, 200);
+  NativeRequest other = Request();
+  other.account_id = kOther;
+  ASSERT_EQ(BodyOf(router.Invoke(other))["copy"], "theirs");
+  Counter& requests = metrics_.AddCounter("carve_runtime_requests_total", "",
+                                          {"account", "endpoint", "component", "code"});
+  Histogram& latency = metrics_.AddHistogram("carve_runtime_model_latency_seconds", "",
+                                             {"account", "endpoint", "component"});
+  EXPECT_EQ(requests.Value({kAccount, "ep", "ic-a", "200"}), 3);
+  EXPECT_EQ(requests.Value({kOther, "ep", "ic-a", "200"}), 1);
+  EXPECT_EQ(latency.Count({kAccount, "ep", "ic-a"}), 3u);
+  EXPECT_EQ(latency.Count({kOther, "ep", "ic-a"}), 1u);
 }
 
 }  // namespace

@@ -75,10 +75,12 @@ Status MetricsHistory::Record(int64_t t_ms, std::string_view exposition) {
   Snapshot snap;
   snap.t_ms = t_ms;
   for (const PromSample& s : samples) {
+    const std::string* account = s.Label("account");
     const std::string* endpoint = s.Label("endpoint");
     const std::string* component = s.Label("component");
     if (endpoint != nullptr && component != nullptr) {
-      ComponentSample& c = snap.components[{*endpoint, *component}];
+      if (account == nullptr) continue;  // Whose it is is unknown: shown to nobody.
+      ComponentSample& c = snap.components[SeriesKey{*account, *endpoint, *component}];
       if (s.name == kRequests) {
         c.requests += s.value;
       } else if (s.name == kErrors) {
@@ -97,7 +99,6 @@ Status MetricsHistory::Record(int64_t t_ms, std::string_view exposition) {
       }
       continue;
     }
-    const std::string* account = s.Label("account");
     const std::string* queue = s.Label("queue");
     if (account == nullptr || queue == nullptr) continue;
     QueueSample& q = snap.queues[{*account, *queue}];
@@ -170,16 +171,17 @@ json MetricsHistory::Query(const std::string& account, const std::set<ComponentK
            {"step_ms", options_.step_ms},
            {"summary_ms", options_.summary_ms}};
   static const ComponentSample kZero;
-  auto sample_of = [](const Snapshot* s, const ComponentKey& key) -> const ComponentSample* {
-    auto it = s->components.find(key);
-    return it == s->components.end() ? nullptr : &it->second;
-  };
   json list = json::array();
-  for (const ComponentKey& key : components) {
+  for (const auto& [endpoint, component] : components) {
+    const SeriesKey series{account, endpoint, component};
+    auto sample_of = [&series](const Snapshot* s) -> const ComponentSample* {
+      auto it = s->components.find(series);
+      return it == s->components.end() ? nullptr : &it->second;
+    };
     json points = json::array();
     for (size_t i = 1; i < window.size(); ++i) {
-      const ComponentSample* now = sample_of(window[i], key);
-      json p = ComponentPoint(sample_of(window[i - 1], key), now != nullptr ? *now : kZero,
+      const ComponentSample* now = sample_of(window[i]);
+      json p = ComponentPoint(sample_of(window[i - 1]), now != nullptr ? *now : kZero,
                               static_cast<double>(window[i]->t_ms - window[i - 1]->t_ms) / 1000);
       p["t_ms"] = window[i]->t_ms;
       points.push_back(std::move(p));
@@ -191,13 +193,13 @@ json MetricsHistory::Query(const std::string& account, const std::set<ComponentK
       for (const Snapshot* s : window) {
         if (s->t_ms <= last->t_ms - options_.summary_ms) base = s;
       }
-      const ComponentSample* now = sample_of(last, key);
-      summary = ComponentPoint(sample_of(base, key), now != nullptr ? *now : kZero,
+      const ComponentSample* now = sample_of(last);
+      summary = ComponentPoint(sample_of(base), now != nullptr ? *now : kZero,
                                static_cast<double>(last->t_ms - base->t_ms) / 1000);
       summary["window_s"] = static_cast<double>(last->t_ms - base->t_ms) / 1000;
     }
-    list.push_back(json{{"endpoint", key.first},
-                        {"component", key.second},
+    list.push_back(json{{"endpoint", endpoint},
+                        {"component", component},
                         {"points", std::move(points)},
                         {"last_minute", std::move(summary)}});
   }

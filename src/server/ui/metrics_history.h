@@ -4,9 +4,11 @@
 // dashboard must work without one, so the server keeps a short window itself.
 //
 // Each Record() takes one exposition of the registry (the text GET /metrics serves) and keeps,
-// per component (labels endpoint, component of carve_runtime_*): requests, errors, the latency
+// per component (labels account, endpoint, component of carve_runtime_*): requests, errors, the
+// latency
 // histogram's cumulative buckets, in-flight requests and, where a copy counts them, output
-// tokens (carve_runtime_output_tokens_total); per queue (labels account, queue of
+// tokens (carve_runtime_output_tokens_total); a runtime series without an account label is not
+// kept, since it cannot be shown to its owner alone. Per queue (labels account, queue of
 // carve_queue_*): core and memory allocated, capacity, and what was measured. Query() turns
 // consecutive records into rates and latency percentiles, as PromQL's rate() and
 // histogram_quantile() would:
@@ -46,7 +48,7 @@ struct HistoryOptions {
   int64_t summary_ms = int64_t{60} * 1000;  // The "last minute" summary's span.
 };
 
-// (endpoint, component): the labels of the router's series.
+// (endpoint, component): one inference component of the account a query is for.
 using ComponentKey = std::pair<std::string, std::string>;
 
 // The latency quantile `q` (0..1) of a histogram given as cumulative counts per upper bound
@@ -62,9 +64,10 @@ class MetricsHistory {
   // text does not parse; a `t_ms` not after the last record's is ignored.
   Status Record(int64_t t_ms, std::string_view exposition);
 
-  // The history visible to `account`: its queues (by the account label) and the components in
-  // `components` (which the caller has checked the account owns: the router's series carry no
-  // account). JSON shape in docs/dashboard.md ("GET /v1/ui/metrics").
+  // The history visible to `account`: its queues and the components in `components` (those the
+  // account owns, listed even before their first request), each read from the series labelled
+  // with `account` only: another account's endpoint of the same name is never counted. JSON
+  // shape in docs/dashboard.md ("GET /v1/ui/metrics").
   nlohmann::json Query(const std::string& account, const std::set<ComponentKey>& components,
                        int64_t now_ms) const;
 
@@ -90,9 +93,16 @@ class MetricsHistory {
     double memory_used_mib = 0;
     int memory_measured = 0;
   };
+  // (account, endpoint, component): the labels of the router's series.
+  struct SeriesKey {
+    std::string account;
+    std::string endpoint;
+    std::string component;
+    friend auto operator<=>(const SeriesKey&, const SeriesKey&) = default;
+  };
   struct Snapshot {
     int64_t t_ms = 0;
-    std::map<ComponentKey, ComponentSample> components;
+    std::map<SeriesKey, ComponentSample> components;
     std::map<std::pair<std::string, std::string>, QueueSample> queues;  // (account, queue)
   };
 

@@ -16,12 +16,12 @@ constexpr int64_t kT0 = 1'700'000'000'000;
 // The router's families, declared as src/server/runtime/router.cc declares them.
 struct RouterMetrics {
   MetricsRegistry registry;
-  Counter& requests =
-      registry.AddCounter("carve_runtime_requests_total", "h", {"endpoint", "component", "code"});
-  Counter& errors =
-      registry.AddCounter("carve_runtime_errors_total", "h", {"endpoint", "component", "type"});
+  Counter& requests = registry.AddCounter("carve_runtime_requests_total", "h",
+                                          {"account", "endpoint", "component", "code"});
+  Counter& errors = registry.AddCounter("carve_runtime_errors_total", "h",
+                                        {"account", "endpoint", "component", "type"});
   Histogram& latency = registry.AddHistogram("carve_runtime_request_duration_seconds", "h",
-                                             {"endpoint", "component"}, {0.01, 0.1});
+                                             {"account", "endpoint", "component"}, {0.01, 0.1});
   Gauge& card_core = registry.AddGauge("carve_queue_card_core_allocated_percent", "h",
                                        {"account", "queue", "node", "gpu"});
   Gauge& card_memory = registry.AddGauge("carve_queue_card_memory_allocated_bytes", "h",
@@ -32,6 +32,8 @@ struct RouterMetrics {
                                          {"account", "queue", "job", "task", "node", "gpu"});
 };
 
+constexpr char kA[] = "111111111111";
+constexpr char kB[] = "222222222222";
 const std::set<ComponentKey> kE1C1 = {{"e1", "c1"}};
 
 TEST(HistogramQuantile, InterpolatesInsideTheBucketThatHoldsTheRank) {
@@ -54,16 +56,16 @@ TEST(HistogramQuantile, HasNoValueForAnEmptyHistogram) {
 TEST(MetricsHistory, TurnsTwoRecordsIntoRatesAndPercentiles) {
   RouterMetrics m;
   MetricsHistory h;
-  m.requests.Increment({"e1", "c1", "200"}, 100);
+  m.requests.Increment({kA, "e1", "c1", "200"}, 100);
   ASSERT_TRUE(h.Record(kT0, m.registry.Expose()).ok());
-  m.requests.Increment({"e1", "c1", "200"}, 45);
-  m.requests.Increment({"e1", "c1", "ModelError"}, 5);
-  m.errors.Increment({"e1", "c1", "ModelError"}, 5);
-  for (int i = 0; i < 40; ++i) m.latency.Observe({"e1", "c1"}, 0.005);
-  for (int i = 0; i < 10; ++i) m.latency.Observe({"e1", "c1"}, 0.05);
+  m.requests.Increment({kA, "e1", "c1", "200"}, 45);
+  m.requests.Increment({kA, "e1", "c1", "ModelError"}, 5);
+  m.errors.Increment({kA, "e1", "c1", "ModelError"}, 5);
+  for (int i = 0; i < 40; ++i) m.latency.Observe({kA, "e1", "c1"}, 0.005);
+  for (int i = 0; i < 10; ++i) m.latency.Observe({kA, "e1", "c1"}, 0.05);
   ASSERT_TRUE(h.Record(kT0 + 5000, m.registry.Expose()).ok());
 
-  json q = h.Query("111122223333", kE1C1, kT0 + 5000);
+  json q = h.Query(kA, kE1C1, kT0 + 5000);
   ASSERT_EQ(q["components"].size(), 1u);
   const json& points = q["components"][0]["points"];
   ASSERT_EQ(points.size(), 1u);
@@ -80,13 +82,13 @@ TEST(MetricsHistory, TurnsTwoRecordsIntoRatesAndPercentiles) {
 
 TEST(MetricsHistory, ACounterThatWentDownCountsItsNewValue) {
   RouterMetrics before;
-  before.requests.Increment({"e1", "c1", "200"}, 1000);
+  before.requests.Increment({kA, "e1", "c1", "200"}, 1000);
   RouterMetrics after;  // A restarted server: counters start again.
-  after.requests.Increment({"e1", "c1", "200"}, 20);
+  after.requests.Increment({kA, "e1", "c1", "200"}, 20);
   MetricsHistory h;
   ASSERT_TRUE(h.Record(kT0, before.registry.Expose()).ok());
   ASSERT_TRUE(h.Record(kT0 + 10'000, after.registry.Expose()).ok());
-  json p = h.Query("a", kE1C1, kT0 + 10'000)["components"][0]["points"][0];
+  json p = h.Query(kA, kE1C1, kT0 + 10'000)["components"][0]["points"][0];
   EXPECT_DOUBLE_EQ(p["requests_per_s"].get<double>(), 2.0);
 }
 
@@ -97,26 +99,56 @@ TEST(MetricsHistory, AComponentWithoutTrafficHasZeroRatesAndNoLatency) {
   MetricsHistory h;
   ASSERT_TRUE(h.Record(kT0, m.registry.Expose()).ok());
   ASSERT_TRUE(h.Record(kT0 + 5000, m.registry.Expose()).ok());
-  json p = h.Query("a", kE1C1, kT0 + 5000)["components"][0]["points"][0];
+  json p = h.Query(kA, kE1C1, kT0 + 5000)["components"][0]["points"][0];
   EXPECT_DOUBLE_EQ(p["requests_per_s"].get<double>(), 0);
   EXPECT_TRUE(p["p99_ms"].is_null());
 }
 
 TEST(MetricsHistory, ReturnsOnlyTheComponentsAndQueuesOfTheCaller) {
   RouterMetrics m;
-  m.requests.Increment({"e1", "c1", "200"});
-  m.requests.Increment({"e2", "theirs", "200"});
-  m.card_core.Set({"111111111111", "mine", "n0", "0"}, 30);
-  m.card_core.Set({"222222222222", "theirs", "n1", "0"}, 60);
+  m.requests.Increment({kA, "e1", "c1", "200"});
+  m.requests.Increment({kB, "e2", "theirs", "200"});
+  m.card_core.Set({kA, "mine", "n0", "0"}, 30);
+  m.card_core.Set({kB, "theirs", "n1", "0"}, 60);
   MetricsHistory h;
   ASSERT_TRUE(h.Record(kT0, m.registry.Expose()).ok());
   ASSERT_TRUE(h.Record(kT0 + 5000, m.registry.Expose()).ok());
-  json q = h.Query("111111111111", kE1C1, kT0 + 5000);
+  json q = h.Query(kA, kE1C1, kT0 + 5000);
   ASSERT_EQ(q["components"].size(), 1u);
   EXPECT_EQ(q["components"][0]["component"], "c1");
   ASSERT_EQ(q["queues"].size(), 1u);
   EXPECT_EQ(q["queues"][0]["queue"], "mine");
   EXPECT_EQ(q.dump().find("theirs"), std::string::npos) << q.dump();
+}
+
+// Two accounts that both have endpoint e1 with component c1: each sees its own requests only.
+TEST(MetricsHistory, KeepsSameNamedComponentsOfTwoAccountsApart) {
+  RouterMetrics m;
+  MetricsHistory h;
+  ASSERT_TRUE(h.Record(kT0, m.registry.Expose()).ok());
+  m.requests.Increment({kA, "e1", "c1", "200"}, 10);
+  m.requests.Increment({kB, "e1", "c1", "200"}, 35);
+  for (int i = 0; i < 10; ++i) m.latency.Observe({kA, "e1", "c1"}, 0.005);
+  for (int i = 0; i < 35; ++i) m.latency.Observe({kB, "e1", "c1"}, 0.05);
+  ASSERT_TRUE(h.Record(kT0 + 5000, m.registry.Expose()).ok());
+  const json a = h.Query(kA, kE1C1, kT0 + 5000)["components"][0]["points"][0];
+  const json b = h.Query(kB, kE1C1, kT0 + 5000)["components"][0]["points"][0];
+  EXPECT_DOUBLE_EQ(a["requests"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(b["requests"].get<double>(), 35);
+  EXPECT_LT(a["p99_ms"].get<double>(), 10);  // A's all under 10 ms, B's all over.
+  EXPECT_GT(b["p99_ms"].get<double>(), 10);
+}
+
+// A runtime series that says nothing of its account belongs to nobody a query can name.
+TEST(MetricsHistory, IgnoresRuntimeSeriesWithoutAnAccount) {
+  MetricsHistory h;
+  ASSERT_TRUE(h.Record(kT0, "").ok());
+  ASSERT_TRUE(h.Record(kT0 + 5000,
+                       "carve_runtime_requests_total{endpoint=\"e1\","
+                       "component=\"c1\",code=\"200\"} 50\n")
+                  .ok());
+  const json p = h.Query(kA, kE1C1, kT0 + 5000)["components"][0]["points"][0];
+  EXPECT_DOUBLE_EQ(p["requests"].get<double>(), 0);
 }
 
 TEST(MetricsHistory, SumsAQueuesCardsAndSaysWhatWasNotMeasured) {
@@ -148,7 +180,7 @@ TEST(MetricsHistory, ForgetsRecordsOlderThanTheWindow) {
   MetricsHistory h(options);
   for (int i = 0; i <= 4; ++i) ASSERT_TRUE(h.Record(kT0 + i * 5000, m.registry.Expose()).ok());
   EXPECT_EQ(h.records(), 3u);  // t = 10, 15, 20 s.
-  EXPECT_EQ(h.Query("a", kE1C1, kT0 + 20'000)["components"][0]["points"].size(), 2u);
+  EXPECT_EQ(h.Query(kA, kE1C1, kT0 + 20'000)["components"][0]["points"].size(), 2u);
 }
 
 TEST(MetricsHistory, SummarisesTheLastMinuteFromTheRecordAMinuteBack) {
@@ -156,9 +188,9 @@ TEST(MetricsHistory, SummarisesTheLastMinuteFromTheRecordAMinuteBack) {
   MetricsHistory h;
   for (int i = 0; i <= 24; ++i) {  // Two minutes at 5 s, 1 request/s.
     ASSERT_TRUE(h.Record(kT0 + i * 5000, m.registry.Expose()).ok());
-    m.requests.Increment({"e1", "c1", "200"}, 5);
+    m.requests.Increment({kA, "e1", "c1", "200"}, 5);
   }
-  json s = h.Query("a", kE1C1, kT0 + 120'000)["components"][0]["last_minute"];
+  json s = h.Query(kA, kE1C1, kT0 + 120'000)["components"][0]["last_minute"];
   EXPECT_DOUBLE_EQ(s["window_s"].get<double>(), 60);
   EXPECT_DOUBLE_EQ(s["requests_per_s"].get<double>(), 1.0);
 }

@@ -42,7 +42,8 @@ class Dashboard {
  public:
   // `credentials` and `metrics` must outlive the dashboard. `sagemaker` answers SageMaker API
   // calls (the server's ApiHandler); the dashboard asks it which inference components an account
-  // owns, since the router's series are labelled by endpoint and component only.
+  // owns, so that a component without traffic yet is listed too, and reads each from the series
+  // labelled with the caller's account.
   Dashboard(UiOptions options, const aws::Credentials& credentials, MetricsRegistry& metrics,
             ApiHandler sagemaker);
   ~Dashboard();  // Stops the sampler.

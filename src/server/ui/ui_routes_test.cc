@@ -25,7 +25,7 @@ class UiRoutesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     runtime_ = &metrics_.AddCounter("carve_runtime_requests_total", "h",
-                                    {"endpoint", "component", "code"});
+                                    {"account", "endpoint", "component", "code"});
     card_ = &metrics_.AddGauge("carve_queue_card_core_allocated_percent", "h",
                                {"account", "queue", "node", "gpu"});
     UiOptions options;
@@ -39,13 +39,15 @@ class UiRoutesTest : public ::testing::Test {
     port_ = *port;
   }
 
-  // The SageMaker API as the dashboard sees it: Alice owns e/alice-c, Bob owns e/bob-c.
+  // The SageMaker API as the dashboard sees it: Alice owns e/alice-c, Bob owns e/bob-c, and
+  // both own shared/ic (an endpoint and a component of the same names in each account).
   ApiResponse SageMaker(const ApiRequest& r) {
     if (fail_sagemaker_) return ApiResponse{503, "{}", "ServiceUnavailable"};
     EXPECT_EQ(r.operation, "ListInferenceComponents");
     const std::string mine = r.account_id == kAlice.account_id ? "alice-c" : "bob-c";
     json body{{"InferenceComponents",
-               json::array({{{"EndpointName", "e"}, {"InferenceComponentName", mine}}})}};
+               json::array({{{"EndpointName", "e"}, {"InferenceComponentName", mine}},
+                            {{"EndpointName", "shared"}, {"InferenceComponentName", "ic"}}})}};
     return ApiResponse{200, body.dump(), ""};
   }
 
@@ -105,22 +107,28 @@ TEST_F(UiRoutesTest, WhoAmISaysWhoSigned) {
 }
 
 TEST_F(UiRoutesTest, MetricsShowOnlyTheCallersComponentsAndQueues) {
-  runtime_->Increment({"e", "alice-c", "200"}, 10);
-  runtime_->Increment({"e", "bob-c", "200"}, 99);
-  card_->Set({kAlice.account_id, "alice-q", "n0", "0"}, 30);
-  card_->Set({kBob.account_id, "bob-q", "n1", "0"}, 60);
+  const std::string& alice = kAlice.account_id;
+  const std::string& bob = kBob.account_id;
+  runtime_->Increment({alice, "e", "alice-c", "200"}, 10);
+  runtime_->Increment({bob, "e", "bob-c", "200"}, 99);
+  card_->Set({alice, "alice-q", "n0", "0"}, 30);
+  card_->Set({bob, "bob-q", "n1", "0"}, 60);
   ASSERT_TRUE(dashboard_->SampleNow().ok());
   clock_.Advance(std::chrono::seconds(5));
-  runtime_->Increment({"e", "alice-c", "200"}, 10);
+  runtime_->Increment({alice, "e", "alice-c", "200"}, 10);
+  runtime_->Increment({alice, "shared", "ic", "200"}, 5);
+  runtime_->Increment({bob, "shared", "ic", "200"}, 40);
   ASSERT_TRUE(dashboard_->SampleNow().ok());
 
   auto r = Get("/v1/ui/metrics", &kAlice);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   json j = json::parse(r->body);
-  ASSERT_EQ(j["components"].size(), 1u);
+  ASSERT_EQ(j["components"].size(), 2u);
   EXPECT_EQ(j["components"][0]["component"], "alice-c");
   EXPECT_DOUBLE_EQ(j["components"][0]["points"][0]["requests_per_s"].get<double>(), 2.0);
+  EXPECT_EQ(j["components"][1]["component"], "ic");  // Bob's 40 on his own shared/ic: not here.
+  EXPECT_DOUBLE_EQ(j["components"][1]["points"][0]["requests"].get<double>(), 5);
   ASSERT_EQ(j["queues"].size(), 1u);
   EXPECT_EQ(j["queues"][0]["queue"], "alice-q");
   EXPECT_EQ(r->body.find("bob"), std::string::npos) << r->body;
