@@ -71,7 +71,7 @@ cp -p "$work/a/credentials" "$work/b/credentials"  # One key for the whole contr
 replica b "$port_b"
 pid_b=${pids[-1]}
 export AWS_SHARED_CREDENTIALS_FILE="$work/a/credentials" AWS_DATA_PATH="$root/contrib/aws"
-export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
+export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
 # The agent joins with an operator's bootstrap token and keeps its own node credential.
 token=$("$carve" node token create --endpoint-url "$a" --ttl 10m --description "demo-ha agent")
 "$carve" agent --server "$a,$b" --join-token "$token" --driver sim \

@@ -68,7 +68,7 @@ grep 'credentials' "$log" || true
 url="http://127.0.0.1:$port"
 echo "dashboard: $url/ui/ (sign in with a key of $data/credentials while the demo runs)"
 export AWS_SHARED_CREDENTIALS_FILE="$data/credentials" AWS_DATA_PATH="$root/contrib/aws"
-export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
+export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null
 sm() {
   echo "\$ aws sagemaker $1 ..." >&2
   aws sagemaker "$@" --endpoint-url "$url" --output json

@@ -47,7 +47,7 @@ pids+=($!)
 for _ in $(seq 100); do [[ -f "$WORK/server/credentials" ]] && break; sleep 0.1; done
 TOKEN=
 for _ in $(seq 100); do  # until the server listens
-  TOKEN=$("$CARVE" node token create --endpoint-url "$URL" --credentials \
+  TOKEN=$(AWS_REGION=us-east-1 "$CARVE" node token create --endpoint-url "$URL" --credentials \
           "$WORK/server/credentials" 2>/dev/null) && break
   sleep 0.1
 done
