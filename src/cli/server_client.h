@@ -1,6 +1,8 @@
 // What every `carve` command that talks to a running server shares: the --endpoint-url and
 // --credentials flags (with $CARVE_ENDPOINT_URL and $AWS_SHARED_CREDENTIALS_FILE as defaults),
-// one signed call with the exit-code convention of commands.h, and plain-text tables.
+// how an https:// server is trusted (--ca-bundle or $AWS_CA_BUNDLE as the aws CLI takes them, or
+// --server-cert-sha256), one signed call with the exit-code convention of commands.h, and
+// plain-text tables.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,8 @@ namespace carve::cli {
 struct Conn {
   std::string endpoint_url;
   std::string credentials;
+  std::string ca_bundle;
+  std::string server_cert_sha256;
 };
 
 void AddConnFlags(CLI::App* cmd, Conn& c);
