@@ -175,6 +175,8 @@ std::optional<NativeResponse> ReplicaForwarder::Forward(const RawRequest& reques
 ReplicaForwarder::Sent ReplicaForwarder::Send(const std::string& url, const RawRequest& request) {
   auto owned = std::make_unique<httplib::Client>(url);
   httplib::Client& client = *owned;
+  const std::shared_ptr<protocol::TlsPeer> peer =
+      protocol::ApplyServerTrust(client, options_.trust);
   client.set_url_encode(false);  // The path goes on as the caller signed it.
   client.set_keep_alive(false);
   client.set_connection_timeout(std::chrono::seconds(2));
@@ -199,8 +201,12 @@ ReplicaForwarder::Sent ReplicaForwarder::Send(const std::string& url, const RawR
   }
   Sent sent;
   if (!got) {
-    sent.delivered = got.error() != httplib::Error::Connection;
-    sent.error = httplib::to_string(got.error());
+    // A handshake the leader's certificate failed delivered nothing either.
+    sent.delivered = got.error() != httplib::Error::Connection &&
+                     got.error() != httplib::Error::SSLConnection &&
+                     got.error() != httplib::Error::SSLServerVerification;
+    sent.error = protocol::DescribeRequestFailure(url, options_.trust, peer.get(), got.error(),
+                                                  client.get_openssl_verify_result());
     return sent;
   }
   NativeResponse answer;

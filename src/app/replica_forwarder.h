@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "protocol/server_trust.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 
@@ -55,6 +56,9 @@ struct ReplicaForwarderOptions {
   std::chrono::milliseconds leader_wait{std::chrono::seconds(10)};
   // How long the leader may take to answer: longer than an agent's long-poll.
   std::chrono::milliseconds answer_timeout{std::chrono::seconds(120)};
+  // How an https:// leader is trusted: by the pin of this replica's own certificate, which every
+  // replica shares (docs/ha.md, "TLS").
+  protocol::ServerTrust trust{};
 };
 
 class ReplicaForwarder {

@@ -1,10 +1,13 @@
 #include "app/server_app.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -20,9 +23,11 @@
 #include "app/replica_forwarder.h"
 #include "app/scalable_resources.h"
 #include "app/scrape_token.h"
+#include "app/server_certificate.h"
 #include "app/server_routes.h"
 #include "aws/credentials.h"
 #include "common/clock.h"
+#include "protocol/server_trust.h"
 #include "protocol/signed_client.h"
 #include "server/autoscaling/autoscaling_service.h"
 #include "server/http_server.h"
@@ -41,6 +46,7 @@
 #include "server/runtime/token_routes.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
+#include "server/tls_context.h"
 #include "server/ui/ui_routes.h"
 #include "store/etcd_leadership.h"
 #include "store/etcd_store.h"
@@ -57,6 +63,9 @@ struct ServerApp::Parts {
   std::string credentials_file;
   bool credentials_created = false;
   std::unique_ptr<ScrapeToken> scrape_token;
+  // HTTPS: the listener's certificate (null on plain HTTP) and what the server prints of it.
+  std::shared_ptr<const server::TlsContext> tls;
+  std::optional<ServerApp::TlsInfo> tls_info;
   server::nodes::FleetConfig fleet;
   std::unique_ptr<store::Store> store;
   store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
@@ -118,19 +127,115 @@ void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const server::nodes:
   }
 }
 
-// http://HOST:PORT as a client on this machine reaches the listener.
-std::string BoundUrl(const ServerConfig& c, int port) {
-  const std::string& host = c.listen_host;
-  return "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) + ":" +
-         std::to_string(port);
+// http[s]://HOST:PORT as a client on this machine reaches the listener.
+std::string BoundUrl(const ServerApp::Parts& p, int port) {
+  std::string host = p.config.listen_host;
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::" || host == "[::]") host = "::1";
+  if (host.find(':') != std::string::npos && !host.starts_with('[')) host = "[" + host + "]";
+  return (p.tls ? "https://" : "http://") + host + ":" + std::to_string(port);
 }
 
-std::string Identity(const ServerConfig& c) {
+std::string Identity(const ServerApp::Parts& p) {
+  const ServerConfig& c = p.config;
   if (!c.advertise_url.empty()) return c.advertise_url;
-  std::string id = BoundUrl(c, c.listen_port);
+  std::string id = BoundUrl(p, c.listen_port);
   // Port 0 is not known until Start binds: the pid tells such replicas apart.
   if (c.listen_port == 0) id += "#pid" + std::to_string(getpid());
   return id;
+}
+
+std::string Hostname() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
+}
+
+// The operator's key may be readable by a group (Debian's ssl-cert), never by everyone.
+Status CheckOperatorKey(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    return InvalidArgument("--tls-key " + file + ": cannot read it: " + std::strerror(errno));
+  }
+  if ((st.st_mode & S_IROTH) != 0) {
+    return InvalidArgument("--tls-key " + file +
+                           " can be read by every user of this machine; chmod o-r it");
+  }
+  return OkStatus();
+}
+
+// Decides whether the listener speaks HTTPS and loads its certificate (docs/security.md, "TLS"):
+// the operator's, or the one generated into <data-dir>/tls/.
+Status SetUpTls(ServerApp::Parts& p) {
+  const ServerConfig& c = p.config;
+  const bool loopback = protocol::IsLoopbackHost(c.listen_host);
+  const bool operators = !c.tls_cert_file.empty() || !c.tls_key_file.empty();
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together: a certificate chain and its key");
+  }
+  if (c.tls == TlsMode::kOn && c.insecure_plain_http) {
+    return InvalidArgument("--tls on and --insecure-plain-http contradict each other");
+  }
+  const bool on = c.tls == TlsMode::kOn ||
+                  (c.tls == TlsMode::kAuto && !c.insecure_plain_http && (!loopback || operators));
+  if (!on) {
+    if (operators || !c.tls_sans.empty()) {
+      return InvalidArgument(
+          "--tls-cert, --tls-key and --tls-san need TLS, which --tls off or "
+          "--insecure-plain-http turns off");
+    }
+    if (!loopback && !c.insecure_plain_http) {
+      return InvalidArgument(
+          "--tls off on " + c.listen_host +
+          ": bootstrap tokens, node credentials and the dashboard's keys would cross the network "
+          "in the clear. Leave TLS on (the default off loopback), or add --insecure-plain-http "
+          "for a network you trust or behind a TLS-terminating proxy");
+    }
+    if (!loopback) {
+      spdlog::warn(
+          "--insecure-plain-http: plain HTTP on {}; bootstrap tokens and node credentials cross "
+          "the network in the clear",
+          c.listen_host);
+    }
+    return OkStatus();
+  }
+  ServerApp::TlsInfo info;
+  if (operators) {
+    if (!c.tls_sans.empty()) {
+      return InvalidArgument(
+          "--tls-san names the generated certificate; the certificate of --tls-cert lists its "
+          "own names");
+    }
+    CARVE_RETURN_IF_ERROR(CheckOperatorKey(c.tls_key_file));
+    info.cert_file = fs::absolute(c.tls_cert_file).string();
+    info.key_file = fs::absolute(c.tls_key_file).string();
+    info.how = "operator's";
+  } else {
+    std::vector<std::string> extra = c.tls_sans;
+    if (!c.advertise_url.empty()) extra.push_back(protocol::UrlHost(c.advertise_url));
+    CARVE_ASSIGN_OR_RETURN(auto names, SubjectAltNames(Hostname(), c.listen_host, extra));
+    CARVE_ASSIGN_OR_RETURN(
+        ServerCertificate cert,
+        EnsureServerCertificate(fs::absolute(fs::path(c.data_dir) / "tls"), names));
+    info.cert_file = cert.cert_file;
+    info.key_file = cert.key_file;
+    switch (cert.origin) {
+      case ServerCertificate::Origin::kGenerated:
+        info.how = "generated";
+        break;
+      case ServerCertificate::Origin::kRenewed:
+        info.how = "renewed with the same key: " + cert.why_renewed;
+        break;
+      case ServerCertificate::Origin::kReused:
+        info.how = "reused";
+        break;
+    }
+  }
+  CARVE_ASSIGN_OR_RETURN(p.tls, server::TlsContext::Load(info.cert_file, info.key_file));
+  info.pin = p.tls->pin();
+  spdlog::info("TLS: certificate {} ({}), pin {}", info.cert_file, info.how, info.pin);
+  p.tls_info = std::move(info);
+  return OkStatus();
 }
 
 // Opens the etcd store, with the watch cache a standby reads from, and this replica's
@@ -147,7 +252,7 @@ Status OpenEtcd(ServerApp::Parts& p) {
   }
   p.etcd = opened->get();
   p.store = std::move(opened).value();
-  const std::string identity = Identity(c);
+  const std::string identity = Identity(p);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const nlohmann::json details = {{"url", identity},
@@ -173,12 +278,12 @@ Status RecoverAll(ServerApp::Parts& p) {
 // and reads etcd itself, since its own commits reach the cache only through the watch.
 Status ServeAsStandbyThenLead(ServerApp::Parts& p) {
   const ServerConfig& c = p.config;
-  const std::string identity = Identity(c);
+  const std::string identity = Identity(p);
   CARVE_ASSIGN_OR_RETURN(p.port, p.http->Start(c.listen_host, c.listen_port));
   p.started = true;
   spdlog::info("store: etcd {} (prefix {}); {} serves as a standby and campaigns to lead",
                c.store_url, p.etcd->prefix(), identity);
-  if (c.on_standby) c.on_standby(BoundUrl(c, p.port));
+  if (c.on_standby) c.on_standby(BoundUrl(p, p.port));
   std::function<void()> lost = c.on_leadership_lost;
   if (!lost) {
     lost = [identity] {
@@ -198,6 +303,13 @@ Status ServeAsStandbyThenLead(ServerApp::Parts& p) {
 }
 
 }  // namespace
+
+Result<TlsMode> ParseTlsMode(std::string_view text) {
+  if (text == "auto") return TlsMode::kAuto;
+  if (text == "on") return TlsMode::kOn;
+  if (text == "off") return TlsMode::kOff;
+  return InvalidArgument("--tls " + std::string(text.substr(0, 16)) + ": auto, on or off");
+}
 
 ServerApp::ServerApp(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 
@@ -231,6 +343,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
                            }
                          });
   }
+  CARVE_RETURN_IF_ERROR(SetUpTls(*p));  // Before the store: a replica's identity is its URL.
   if (c.store_url.empty()) {
     const std::string db_file = fs::absolute(fs::path(c.data_dir) / "carve.db").string();
     auto opened = store::SqliteStore::Open(db_file);
@@ -273,8 +386,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   if (options.model_roots.empty()) {
     const fs::path models = fs::path(c.data_dir) / "models";
     fs::create_directories(models, ec);
-    if (ec) return InvalidArgument("cannot create the model root " + models.string() + ": " +
-                                   ec.message());
+    if (ec)
+      return InvalidArgument("cannot create the model root " + models.string() + ": " +
+                             ec.message());
     options.model_roots.push_back(models.string());
   }
   for (auto& root : options.model_roots) root = fs::absolute(root).string();
@@ -313,6 +427,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   http_options.bearer_token_revoked = [revocations = p->revocations.get()](std::string_view id) {
     return revocations->IsRevoked(id);
   };
+  http_options.tls = p->tls;
   if (!c.insecure_no_auth && !c.public_metrics) {
     CARVE_ASSIGN_OR_RETURN(p->scrape_token,
                            ScrapeToken::OpenOrCreate(fs::path(c.data_dir) / "scrape-token"));
@@ -330,8 +445,10 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   if (p->etcd != nullptr) {
     p->forwarder = std::make_unique<ReplicaForwarder>(
         ReplicaForwarderOptions{
-            .self = Identity(c),
-            .leader = [leadership = p->leadership.get()] { return leadership->Leader(); }},
+            .self = Identity(*p),
+            .leader = [leadership = p->leadership.get()] { return leadership->Leader(); },
+            .trust = {.pins = p->tls ? std::vector<std::string>{p->tls->pin()}
+                                     : std::vector<std::string>{}}},
         p->metrics);
     p->http->SetForwarder(p->forwarder->Hook());
     RegisterStoreCacheMetrics(p->metrics, *p->etcd);
@@ -341,7 +458,8 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->http->AddApiHandler(
       "AnyScaleFrontendService.", "application-autoscaling",
       [svc = p->autoscaling.get()](const server::ApiRequest& r) { return svc->Handle(r); });
-  server::nodes::RegisterAgentRoutes(*p->http, *p->registry, *p->identity);
+  server::nodes::RegisterAgentRoutes(*p->http, *p->registry, *p->identity,
+                                     p->tls ? p->tls->pin() : "");
   server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
   server::runtime::RegisterTokenRoutes(
       *p->http, *p->revocations,
@@ -352,9 +470,8 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
       *p->http,
       {.self =
            [parts = p.get()] {
-             return parts->etcd != nullptr || parts->port == 0
-                        ? Identity(parts->config)
-                        : BoundUrl(parts->config, parts->port);
+             return parts->etcd != nullptr || parts->port == 0 ? Identity(*parts)
+                                                               : BoundUrl(*parts, parts->port);
            },
        .sqlite_file = c.store_url.empty() ? fs::absolute(fs::path(c.data_dir) / "carve.db").string()
                                           : std::string(),
@@ -391,8 +508,11 @@ Result<int> ServerApp::Start() {
       if (!c.insecure_no_auth) {
         CARVE_ASSIGN_OR_RETURN(key.bearer_token, p.identity->Issue(node.id.value()));
       }
-      p.controls.push_back(
-          std::make_unique<agent::node::HttpControlPlane>(protocol::SignedClient(url(), key)));
+      // Over https they trust exactly this server's certificate, by its pin.
+      protocol::ServerTrust trust;
+      if (p.tls) trust.pins = {p.tls->pin()};
+      p.controls.push_back(std::make_unique<agent::node::HttpControlPlane>(
+          protocol::SignedClient(url(), key, std::move(trust))));
       agent::node::AgentOptions ao;
       ao.node_id = node.id.value();
       ao.instance_type = node.instance_type;
@@ -442,7 +562,11 @@ void ServerApp::Stop() {
   }
 }
 
-std::string ServerApp::url() const { return BoundUrl(parts_->config, parts_->port); }
+std::string ServerApp::url() const { return BoundUrl(*parts_, parts_->port); }
+
+const ServerApp::TlsInfo* ServerApp::tls() const {
+  return parts_->tls_info ? &*parts_->tls_info : nullptr;
+}
 
 std::string ServerApp::credentials_file() const { return parts_->credentials_file; }
 bool ServerApp::credentials_created() const { return parts_->credentials_created; }

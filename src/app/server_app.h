@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/launch/sandbox.h"
@@ -29,9 +30,22 @@
 
 namespace carve::app {
 
+// Whether the listener speaks HTTPS (docs/security.md, "TLS"). kAuto: yes unless it listens on
+// a loopback address without an operator's certificate.
+enum class TlsMode { kAuto, kOn, kOff };
+Result<TlsMode> ParseTlsMode(std::string_view text);  // "auto", "on", "off"
+
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;  // 0: any free port.
+  TlsMode tls = TlsMode::kAuto;
+  // The operator's certificate chain and key (PEM), both or neither; neither: a self-signed
+  // certificate in <data_dir>/tls/ (app/server_certificate.h), named as tls_sans adds.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::vector<std::string> tls_sans;
+  // Plain HTTP on an address other machines reach; refused at start without it.
+  bool insecure_plain_http = false;
   std::string data_dir = "./carve-data";
   // "": the SQLite file in data_dir. "etcd://HOST:PORT,...[/PREFIX]": the replicated store; the
   // server then campaigns to lead before it recovers anything, and only the leader runs
@@ -41,7 +55,7 @@ struct ServerConfig {
   std::string etcd_ca_file;
   std::string etcd_cert_file;
   std::string etcd_key_file;
-  // This replica's URL as the others and `carve cluster status` show it ("": http://LISTEN).
+  // This replica's URL as the others and `carve cluster status` show it ("": http[s]://LISTEN).
   std::string advertise_url;
   std::chrono::seconds leader_ttl{3};  // How long a silent leader keeps leading.
   // While waiting to lead: false ends the wait (the server shuts down instead).
@@ -99,7 +113,16 @@ class ServerApp {
   // Idempotent.
   void Stop();
 
-  std::string url() const;               // "http://127.0.0.1:PORT" once started.
+  std::string url() const;  // "http://127.0.0.1:PORT" (https:// with TLS) once started.
+  // The listener's certificate with TLS on: its pin ("sha256:<hex>"), file and key, and whether
+  // this start generated or renewed it; nullptr on plain HTTP.
+  struct TlsInfo {
+    std::string pin;
+    std::string cert_file;
+    std::string key_file;
+    std::string how;  // "operator's", "generated", "reused", "renewed: <why>".
+  };
+  const TlsInfo* tls() const;
   std::string credentials_file() const;  // "" with insecure_no_auth.
   bool credentials_created() const;      // The file was written by this start.
   int local_agents() const;

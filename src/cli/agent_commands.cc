@@ -25,6 +25,9 @@ namespace fs = std::filesystem;
 struct AgentFlags {
   std::string server;
   std::string join_token;
+  std::string server_cert_sha256;
+  std::string ca_bundle;
+  bool insecure_plain_http = false;
   std::string driver;
   std::string instance_type;
   std::string sim_config;
@@ -93,21 +96,46 @@ int RunAgent(const AgentFlags& f) {
     std::cerr << "carve agent: --server names no URL\n";
     return 2;
   }
+  // Secrets go to another machine over TLS only (docs/security.md, "TLS").
+  for (const auto& url : urls) {
+    if (Status s = protocol::RefuseSecretInClear(url, "the join token and the node credential",
+                                                 "--insecure-plain-http", f.insecure_plain_http);
+        !s.ok()) {
+      std::cerr << "carve agent: --server " << s.error().message << "\n";
+      return 2;
+    }
+  }
+  protocol::ServerTrust trust;
+  trust.ca_file = f.ca_bundle;
+  if (auto pins = protocol::ParsePins(f.server_cert_sha256); pins) {
+    trust.pins = *pins;
+  } else {
+    std::cerr << "carve agent: --server-cert-sha256: " << pins.error().message << "\n";
+    return 2;
+  }
+  if (!trust.pins.empty() && !trust.ca_file.empty()) {
+    std::cerr << "carve agent: --server-cert-sha256 and --ca-bundle are two ways to trust the "
+                 "server; give one\n";
+    return 2;
+  }
   // The node's own credential (docs/security.md, "Nodes"): from the data dir, or by joining once
   // with the operator's bootstrap token.
   const char* env_token = std::getenv("CARVE_JOIN_TOKEN");
   const std::string join_token =
       !f.join_token.empty() ? f.join_token : (env_token != nullptr ? env_token : "");
   auto credential = agent::node::LoadOrJoin((fs::path(f.data_dir) / "node-credential").string(),
-                                            urls, join_token, o.node_id);
+                                            urls, join_token, o.node_id, trust);
   if (!credential) {
     std::cerr << "carve agent: " << credential.error().message << "\n";
     return 2;
   }
+  // From now on every connection checks the pins the node joined with (or was given since).
+  trust.pins = credential->server_pins;
   protocol::ClientCredentials key;
-  key.bearer_token = *credential;
+  key.bearer_token = credential->credential;
   std::vector<protocol::SignedClient> servers;
-  for (const auto& url : urls) servers.emplace_back(url, key);
+  servers.reserve(urls.size());
+  for (const auto& url : urls) servers.emplace_back(url, key, trust);
   agent::node::HttpControlPlane control(std::move(servers));
   auto created = agent::node::Agent::Create(o, control);
   if (!created) {
@@ -146,13 +174,24 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
       "freezes or dies instead has its workloads stopped by its fence watchdog before the "
       "server can place them elsewhere (--no-fence turns that off).");
   cmd->add_option("--server", flags->server,
-                  "Server URL, e.g. http://10.0.0.5:8080; several, comma-separated, for the "
-                  "replicas of an HA "
-                  "control plane (tried in turn)")
+                  "Server URL, e.g. https://10.0.0.5:8080; several, comma-separated, for the "
+                  "replicas of an HA control plane (tried in turn)")
       ->required();
   cmd->add_option("--join-token", flags->join_token,
                   "The bootstrap token of `carve node token create` (or set CARVE_JOIN_TOKEN): "
                   "needed once, when --data-dir holds no node-credential yet");
+  cmd->add_option("--server-cert-sha256", flags->server_cert_sha256,
+                  "sha256:HEX, the pin of the server certificate's key that `carve node token "
+                  "create` prints (comma-separated for replicas with certificates of their "
+                  "own): an https server must have it, before the token or any credential is "
+                  "sent. Kept in DATA_DIR/node-credential and checked on every connection")
+      ->envname("CARVE_SERVER_CERT_SHA256");
+  cmd->add_option("--ca-bundle", flags->ca_bundle,
+                  "Instead of a pin: PEM CA certificates an https server's certificate must chain "
+                  "to, naming the --server host (default: the system's)");
+  cmd->add_flag("--insecure-plain-http", flags->insecure_plain_http,
+                "Send the join token and the node credential over plain http:// to another "
+                "machine (a network you trust); refused by default");
   cmd->add_option("--driver", flags->driver,
                   "nvml (real GPUs) or sim (simulated); default: nvml when libnvidia-ml.so.1 "
                   "loads and sees a GPU, else sim")

@@ -78,10 +78,20 @@ int CreateToken(const NodeFlags& f, const Context& ctx) {
     std::cout << token.dump(2) << "\n";
     return 0;
   }
+  // The join line names the server as this command reached it, and pins its certificate by the
+  // key the server reported over this (verified) connection.
+  auto client = Client(f.conn);
+  const std::string url = client.has_value() ? client->base_url() : "URL";
+  const std::string pin = token.value("server_cert_sha256", "");
   std::cout << token.value("token", "") << "\n";
   std::cerr << "valid until " << When(token.value("expires_ms", int64_t{0}))
-            << "; join a node with\n  carve agent --server URL --join-token "
-            << token.value("token", "") << " ...\n";
+            << "; join a node with\n  carve agent --server " << url << " --join-token "
+            << token.value("token", "") << (pin.empty() ? "" : " --server-cert-sha256 " + pin)
+            << " ...\n";
+  if (pin.empty() && !protocol::IsLoopbackUrl(url)) {
+    std::cerr << "(the server speaks plain HTTP: the token would cross the network in the "
+                 "clear; the agent needs --insecure-plain-http)\n";
+  }
   return 0;
 }
 
@@ -106,8 +116,7 @@ int ListTokens(const NodeFlags& f, const Context& ctx) {
 
 int DeleteToken(const NodeFlags& f) {
   json out;
-  return Call(f.conn, "carve node token delete", "DELETE", "/v1/node-tokens/" + f.id, nullptr,
-              out);
+  return Call(f.conn, "carve node token delete", "DELETE", "/v1/node-tokens/" + f.id, nullptr, out);
 }
 
 int Credentials(const NodeFlags& f, const Context& ctx) {
@@ -131,8 +140,8 @@ int Credentials(const NodeFlags& f, const Context& ctx) {
 
 int Revoke(const NodeFlags& f) {
   json out;
-  const int rc =
-      Call(f.conn, "carve node revoke", "DELETE", "/v1/nodes/" + f.id + "/credential", nullptr, out);
+  const int rc = Call(f.conn, "carve node revoke", "DELETE", "/v1/nodes/" + f.id + "/credential",
+                      nullptr, out);
   if (rc == 0) std::cerr << "node " << f.id << ": credential revoked\n";
   return rc;
 }
@@ -155,7 +164,8 @@ void RegisterNodeCommands(CLI::App& app, Context& ctx) {
   CLI::App* list = token->add_subcommand("list", "Unexpired bootstrap tokens (never their secret)");
   AddConnFlags(list, f->conn);
   list->callback([f, &ctx] { ctx.exit_code = ListTokens(*f, ctx); });
-  CLI::App* del = token->add_subcommand("delete", "Delete a bootstrap token: no agent joins with it");
+  CLI::App* del =
+      token->add_subcommand("delete", "Delete a bootstrap token: no agent joins with it");
   AddConnFlags(del, f->conn);
   del->add_option("ID", f->id, "The token's id: the 6 characters before the dot")->required();
   del->callback([f, &ctx] { ctx.exit_code = DeleteToken(*f); });
@@ -163,8 +173,9 @@ void RegisterNodeCommands(CLI::App& app, Context& ctx) {
   AddConnFlags(creds, f->conn);
   creds->callback([f, &ctx] { ctx.exit_code = Credentials(*f, ctx); });
   CLI::App* revoke = node->add_subcommand(
-      "revoke", "Revoke a node's credential: its agent is refused from its next request on, "
-                "until it joins again with a new bootstrap token");
+      "revoke",
+      "Revoke a node's credential: its agent is refused from its next request on, "
+      "until it joins again with a new bootstrap token");
   AddConnFlags(revoke, f->conn);
   revoke->add_option("NODE", f->id, "The node id")->required();
   revoke->callback([f, &ctx] { ctx.exit_code = Revoke(*f); });

@@ -18,6 +18,12 @@ void AddConnFlags(CLI::App* cmd, Conn& c) {
   cmd->add_option("--region", c.region,
                   "The server's region, which requests are signed for (default: $AWS_REGION, "
                   "else $AWS_DEFAULT_REGION, else us-east-1)");
+  cmd->add_option("--ca-bundle", c.ca_bundle,
+                  "PEM CA certificates to verify an https server with, e.g. its "
+                  "DATA_DIR/tls/cert.pem (default: $AWS_CA_BUNDLE, else the system's)");
+  cmd->add_option("--server-cert-sha256", c.server_cert_sha256,
+                  "Instead of a CA bundle: the pin of the server certificate's key, sha256:HEX "
+                  "(default: $CARVE_SERVER_CERT_SHA256)");
 }
 
 std::string Env(const char* name) {
@@ -39,7 +45,13 @@ Result<protocol::SignedClient> Client(const Conn& c) {
     CARVE_ASSIGN_OR_RETURN(creds, protocol::LoadClientCredentials(file));
   }
   if (!c.region.empty()) creds.region = c.region;
-  return protocol::SignedClient(url, creds);
+  protocol::ServerTrust trust;
+  trust.ca_file = c.ca_bundle.empty() ? Env("AWS_CA_BUNDLE") : c.ca_bundle;
+  const std::string pins =
+      c.server_cert_sha256.empty() ? Env("CARVE_SERVER_CERT_SHA256") : c.server_cert_sha256;
+  CARVE_ASSIGN_OR_RETURN(trust.pins, protocol::ParsePins(pins));
+  if (!trust.pins.empty()) trust.ca_file.clear();  // The pin names the server exactly.
+  return protocol::SignedClient(url, creds, std::move(trust));
 }
 
 int Call(const Conn& c, const std::string& what, std::string_view method, const std::string& path,

@@ -1,7 +1,9 @@
 // What every `carve` command that talks to a running server shares: the --endpoint-url,
 // --credentials and --region flags (with $CARVE_ENDPOINT_URL, $AWS_SHARED_CREDENTIALS_FILE and
-// $AWS_REGION / $AWS_DEFAULT_REGION as defaults; the region must be the server's),
-// one signed call with the exit-code convention of commands.h, and plain-text tables.
+// $AWS_REGION / $AWS_DEFAULT_REGION as defaults; the region must be the server's), how an
+// https:// server is trusted (--ca-bundle or $AWS_CA_BUNDLE as the aws CLI takes them, or
+// --server-cert-sha256), one signed call with the exit-code convention of commands.h, and
+// plain-text tables.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +22,8 @@ struct Conn {
   std::string endpoint_url;
   std::string credentials;
   std::string region;  // "": protocol::DefaultRegion().
+  std::string ca_bundle;
+  std::string server_cert_sha256;
 };
 
 void AddConnFlags(CLI::App* cmd, Conn& c);

@@ -31,6 +31,7 @@ struct ServerFlags {
   int64_t high_resolution_scale_out_evaluation_s = 30;
   int64_t leader_ttl_s = 3;
   std::string sandbox = "auto";
+  std::string tls = "auto";
 };
 
 // SIGTERM and SIGINT write one byte here; the main thread blocks reading it (write() is
@@ -83,6 +84,12 @@ int RunServer(ServerFlags f) {
   if (f.config.interposer_path.empty()) {
     f.config.interposer_path = launch::FindInterposerLibrary(f.config.carve_binary);
   }
+  if (auto tls = app::ParseTlsMode(f.tls); tls) {
+    f.config.tls = *tls;
+  } else {
+    std::cerr << "carve server: " << tls.error().message << "\n";
+    return 2;
+  }
   if (auto mode = launch::ParseSandboxMode(f.sandbox); mode) {
     f.config.sandbox = *mode;
   } else {
@@ -116,6 +123,12 @@ int RunServer(ServerFlags f) {
     spdlog::error("{}", server.error().message);
     return 2;
   }
+  if (const auto* tls = (*server)->tls(); tls != nullptr) {
+    // The pin is what joining agents check (--server-cert-sha256); the file is what other
+    // clients may trust (--ca-bundle) when the certificate is the generated one.
+    std::cout << "carve: TLS certificate " << tls->cert_file << " (" << tls->how << "), pin "
+              << tls->pin << std::endl;
+  }
   if (!(*server)->credentials_file().empty()) {
     std::cout << "carve: credentials " << ((*server)->credentials_created() ? "created in " : "in ")
               << (*server)->credentials_file() << " (use AWS_SHARED_CREDENTIALS_FILE=<that file>)"
@@ -145,8 +158,26 @@ int RunServer(ServerFlags f) {
 void RegisterServerCommands(CLI::App& app, Context& ctx) {
   auto flags = std::make_shared<ServerFlags>();
   CLI::App* cmd = app.add_subcommand("server", "Run the SageMaker-compatible control plane");
-  cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
+  cmd->add_option("--listen", flags->listen,
+                  "HOST:PORT to serve on (port 0: any free port); off loopback, HTTPS by default");
   cmd->add_option("--data-dir", flags->config.data_dir, "Where the database and credentials live");
+  cmd->add_option("--tls", flags->tls,
+                  "HTTPS on the listener: on, off, or auto (on unless --listen is a loopback "
+                  "address and no --tls-cert is given). docs/security.md")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--tls-cert", flags->config.tls_cert_file,
+                  "PEM certificate chain to serve HTTPS with (the server's certificate first); "
+                  "default: a self-signed one generated into DATA_DIR/tls/ on the first start");
+  cmd->add_option("--tls-key", flags->config.tls_key_file,
+                  "PEM private key of --tls-cert (not readable by others)");
+  cmd->add_option("--tls-san", flags->config.tls_sans,
+                  "Another DNS name or IP address for the generated certificate (repeatable); it "
+                  "always names this host, localhost, 127.0.0.1, ::1 and the listen address");
+  cmd->add_flag("--insecure-plain-http", flags->config.insecure_plain_http,
+                "Serve plain HTTP on an address other machines reach (behind a TLS-terminating "
+                "proxy, or on a network you trust): tokens and node credentials cross it in the "
+                "clear");
   cmd->add_option("--store", flags->config.store_url,
                   "etcd://HOST:PORT,...[/PREFIX] (etcds:// for TLS): keep state in etcd and run as "
                   "one of several "
@@ -157,8 +188,10 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "With --store etcds://: this server's client certificate (PEM)");
   cmd->add_option("--etcd-key", flags->config.etcd_key_file,
                   "With --store etcds://: the client certificate's key (PEM)");
-  cmd->add_option("--advertise-url", flags->config.advertise_url,
-                  "This replica's URL as carve cluster status shows it (default: http://LISTEN)");
+  cmd->add_option(
+      "--advertise-url", flags->config.advertise_url,
+      "This replica's URL as carve cluster status shows it (default: http[s]://LISTEN); "
+      "its host is also a name of the generated certificate");
   cmd->add_option("--leader-ttl-s", flags->leader_ttl_s,
                   "With --store etcd: seconds a leader that stops renewing its lease keeps "
                   "leading")

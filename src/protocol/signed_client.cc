@@ -30,11 +30,20 @@ Result<ClientCredentials> LoadClientCredentials(const std::string& path,
   return NotFound("credentials file " + path + " has no profile [" + profile + "]");
 }
 
-SignedClient::SignedClient(std::string base_url, ClientCredentials credentials)
-    : base_url_(std::move(base_url)), credentials_(std::move(credentials)) {
+SignedClient::SignedClient(std::string base_url, ClientCredentials credentials, ServerTrust trust)
+    : base_url_(std::move(base_url)),
+      credentials_(std::move(credentials)),
+      trust_(std::move(trust)) {
   std::string_view rest = base_url_;
+  const bool https = IsHttps(rest);
   if (rest.starts_with("http://")) rest.remove_prefix(7);
-  host_header_ = std::string(rest.substr(0, rest.find('/')));
+  if (https) rest.remove_prefix(8);
+  rest = rest.substr(0, rest.find('/'));
+  // cpp-httplib leaves a scheme's default port out of Host, and the signature must cover the
+  // Host it sends.
+  if (https && rest.ends_with(":443")) rest.remove_suffix(4);
+  if (!https && rest.ends_with(":80")) rest.remove_suffix(3);
+  host_header_ = std::string(rest);
 }
 
 std::vector<std::pair<std::string, std::string>> SignedClient::SignedHeaders(
@@ -62,6 +71,7 @@ Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view p
                                      std::string_view body, std::chrono::milliseconds timeout,
                                      std::string_view content_type) const {
   httplib::Client client(base_url_);
+  const std::shared_ptr<TlsPeer> peer = ApplyServerTrust(client, trust_);
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(timeout - secs);
   client.set_connection_timeout(std::chrono::seconds(3));
@@ -83,8 +93,15 @@ Result<HttpReply> SignedClient::Send(std::string_view method, std::string_view p
   };
   CARVE_ASSIGN_OR_RETURN(httplib::Result r, send());
   if (!r) {
-    return Unavailable(std::string(method) + " " + base_url_ + target + ": " +
-                       httplib::to_string(r.error()));
+    const std::string why = DescribeRequestFailure(base_url_, trust_, peer.get(), r.error(),
+                                                   client.get_openssl_verify_result());
+    const std::string what = std::string(method) + " " + base_url_ + target + ": " + why;
+    // A server that is not the one trusted stays so when asked again: not Unavailable, which
+    // callers retry.
+    const bool untrusted =
+        IsHttps(base_url_) && (r.error() == httplib::Error::SSLServerVerification ||
+                               (!trust_.pins.empty() && peer->mismatched()));
+    return untrusted ? FailedPrecondition(what) : Unavailable(what);
   }
   HttpReply reply{r->status, r->body, {}};
   for (const auto& [k, v] : r->headers) reply.headers.emplace(k, v);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "protocol/server_trust.h"
 
 namespace carve::protocol {
 
@@ -51,13 +52,15 @@ Result<nlohmann::json> ParseJsonReply(std::string_view path, const HttpReply& re
 
 class SignedClient {
  public:
-  // `base_url`: "http://host:port" (no path). An empty access key sends unsigned requests
-  // (for servers run with --insecure-no-auth).
-  SignedClient(std::string base_url, ClientCredentials credentials);
+  // `base_url`: "http://host:port" or "https://host:port" (no path). An empty access key sends
+  // unsigned requests (for servers run with --insecure-no-auth). `trust` says which server an
+  // https:// URL must be (server_trust.h); it is unused for http://.
+  SignedClient(std::string base_url, ClientCredentials credentials, ServerTrust trust = {});
 
   // One request. `path` may carry a query ("/v1/agent/desired?node=a&after=3"). Unavailable
-  // when the server cannot be reached or the read times out; otherwise the reply, whatever its
-  // status.
+  // when the server cannot be reached or the read times out; FailedPrecondition when an https
+  // server is not the one `trust` names (nothing was sent; the message names both pins, or the
+  // CA bundle); otherwise the reply, whatever its status.
   Result<HttpReply> Send(std::string_view method, std::string_view path, std::string_view body,
                          std::chrono::milliseconds timeout = std::chrono::seconds(10),
                          std::string_view content_type = "application/json") const;
@@ -78,11 +81,13 @@ class SignedClient {
       std::string_view content_type = "application/json") const;
 
   const std::string& base_url() const { return base_url_; }
+  const ServerTrust& trust() const { return trust_; }
 
  private:
   std::string base_url_;
   std::string host_header_;
   ClientCredentials credentials_;
+  ServerTrust trust_;
 };
 
 }  // namespace carve::protocol

@@ -1,6 +1,7 @@
 #include "server/http_connection.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <boost/asio/write.hpp>
@@ -22,6 +23,11 @@ constexpr size_t kMaxRead = 64 * 1024;
 // A lingering close reads and discards at most this much, for at most kDrainTime.
 constexpr size_t kMaxDrain = size_t{64} * 1024 * 1024;
 constexpr std::chrono::seconds kDrainTime{5};
+// TLS reads take one record's plaintext at most, 16 KiB (RFC 8446, 5.1).
+constexpr size_t kTlsRead = size_t{16} * 1024;
+// A TLS connection opens with a handshake record (content type 22, RFC 8446 5.1); a plain HTTP
+// request opens with a method in capitals.
+constexpr unsigned char kTlsHandshakeRecord = 22;
 
 std::string Chunk(std::string_view data) {
   char size[20];
@@ -34,21 +40,93 @@ std::string Chunk(std::string_view data) {
 
 }  // namespace
 
-Connection::Connection(ConnectionHost& host, asio::ip::tcp::socket socket)
-    : host_(host), socket_(std::move(socket)), timer_(host.loop()) {}
+Connection::Connection(ConnectionHost& host, asio::ip::tcp::socket socket, const TlsContext* tls)
+    : host_(host), socket_(std::move(socket)), tls_context_(tls), timer_(host.loop()) {}
 
 void Connection::Start() {
   error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   // A new connection's first request must arrive within the header deadline: a client that
-  // connects and says nothing holds a descriptor, so it does not get the idle allowance.
+  // connects and says nothing holds a descriptor, so it does not get the idle allowance. On TLS
+  // the handshake runs inside the same deadline, so a stalled handshake is closed with it.
   ArmTimer(host_.options().header_timeout);
+  if (tls_context_ != nullptr) {
+    state_ = State::kHandshaking;
+    socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                       [self = shared_from_this()](const error_code& e) { self->OnFirstBytes(e); });
+    return;
+  }
   WaitForData();
+}
+
+void Connection::OnFirstBytes(const error_code& ec) {
+  if (state_ != State::kHandshaking) return;
+  if (ec) return Close();
+  unsigned char first = 0;
+  const ssize_t n = ::recv(socket_.native_handle(), &first, 1, MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                       [self = shared_from_this()](const error_code& e) { self->OnFirstBytes(e); });
+    return;
+  }
+  if (n <= 0) return Close();
+  if (first == kTlsHandshakeRecord) {
+    tls_ = TlsStream::Accept(*tls_context_, socket_.native_handle());
+    if (!tls_) return Close();
+    return ContinueHandshake();
+  }
+  if (first >= 'A' && first <= 'Z') {
+    // Plain HTTP to an HTTPS port (nginx answers the same): say so in plain HTTP, which is what
+    // the client reads, instead of a reset it cannot explain.
+    return Refuse(NativeResponse{400,
+                                 ErrorBody("BadRequest",
+                                           "this port speaks HTTPS only: the request was sent as "
+                                           "plain HTTP; use an https:// URL"),
+                                 kAmzJson});
+  }
+  Close();
+}
+
+void Connection::ContinueHandshake() {
+  const TlsStream::Io io = tls_->Handshake();
+  if (io.ec) {
+    if (spdlog::should_log(spdlog::level::debug)) {
+      error_code pec;
+      spdlog::debug(
+          "TLS handshake with {} failed: {}", socket_.remote_endpoint(pec).address().to_string(),
+          io.ec == boost::system::errc::protocol_error ? tls_->error_text() : io.ec.message());
+    }
+    return Close();
+  }
+  if (io.want != TlsStream::Want::kNothing) {
+    return WaitTls(io.want, [self = shared_from_this()](const error_code& ec) {
+      if (ec || self->state_ != State::kHandshaking) return self->Close();
+      self->ContinueHandshake();
+    });
+  }
+  // Established. The first request's headers are still due by the deadline armed at accept.
+  WaitForData();
+}
+
+void Connection::WaitTls(TlsStream::Want want, std::function<void(const error_code&)> next) {
+  socket_.async_wait(want == TlsStream::Want::kWritable ? asio::ip::tcp::socket::wait_write
+                                                        : asio::ip::tcp::socket::wait_read,
+                     [self = shared_from_this(), next = std::move(next)](const error_code& ec) {
+                       // Closed meanwhile: the descriptor's number may already be another
+                       // connection's, so OpenSSL must not touch it again.
+                       next(!ec && self->state_ == State::kClosed
+                                ? error_code(asio::error::operation_aborted)
+                                : ec);
+                     });
 }
 
 void Connection::WaitForData() {
   state_ = State::kReading;
+  if (tls_ && tls_->HasBufferedInput()) {  // Already decrypted: the socket may stay silent.
+    asio::post(host_.loop(), [self = shared_from_this()] { self->OnReadable({}); });
+    return;
+  }
   socket_.async_wait(asio::ip::tcp::socket::wait_read,
                      [self = shared_from_this()](const error_code& ec) { self->OnReadable(ec); });
 }
@@ -56,6 +134,7 @@ void Connection::WaitForData() {
 void Connection::OnReadable(const error_code& ec) {
   if (state_ != State::kReading) return;
   if (ec) return Close();
+  if (tls_) return ReadTls();
   for (;;) {
     error_code rec;
     const size_t available = socket_.available(rec);
@@ -73,6 +152,80 @@ void Connection::OnReadable(const error_code& ec) {
     if (n < want) break;  // Drained what the socket had.
   }
   WaitForData();
+}
+
+// Reads records until OpenSSL wants more from the socket. OpenSSL reads a record at a time, so
+// the socket is never known to be drained before that.
+void Connection::ReadTls() {
+  for (;;) {
+    const TlsStream::Io io = tls_->Read(buffer_.prepare(kTlsRead).data(), kTlsRead);
+    if (io.ec) return Close();  // A close_notify, a reset or a corrupt record.
+    if (io.want == TlsStream::Want::kReadable) break;
+    if (io.want == TlsStream::Want::kWritable) {
+      return WaitTls(io.want, [self = shared_from_this()](const error_code& ec) {
+        if (ec) return self->Close();
+        self->OnReadable({});
+      });
+    }
+    buffer_.commit(io.bytes);
+    if (!parser_ && !header_seen_) ArmTimer(host_.options().header_timeout);
+    Parse();
+    if (state_ != State::kReading) return;
+  }
+  WaitForData();
+}
+
+template <class Buffers, class Handler>
+void Connection::Write(const Buffers& buffers, Handler&& done) {
+  if (!tls_) {
+    asio::async_write(socket_, buffers, std::forward<Handler>(done));
+    return;
+  }
+  // One buffer, so that a response's head and body go out in one record where they fit.
+  tls_out_.clear();
+  tls_written_ = 0;
+  for (auto it = asio::buffer_sequence_begin(buffers);  // NOLINT(readability-qualified-auto)
+       it != asio::buffer_sequence_end(buffers); ++it) {
+    const asio::const_buffer b(*it);
+    tls_out_.append(static_cast<const char*>(b.data()), b.size());
+  }
+  WriteTls(WriteDone(std::forward<Handler>(done)));
+}
+
+void Connection::WriteTls(WriteDone done) {
+  error_code ec;
+  while (tls_written_ < tls_out_.size()) {
+    if (state_ == State::kClosed) {
+      ec = asio::error::operation_aborted;
+      break;
+    }
+    const TlsStream::Io io =
+        tls_->Write(tls_out_.data() + tls_written_, tls_out_.size() - tls_written_);
+    if (io.ec) {
+      ec = io.ec;
+      break;
+    }
+    if (io.want != TlsStream::Want::kNothing) {
+      return WaitTls(io.want, [self = shared_from_this(),
+                               done = std::move(done)](const error_code& wec) mutable {
+        if (wec) return done(wec, 0);
+        self->WriteTls(std::move(done));
+      });
+    }
+    tls_written_ += io.bytes;
+  }
+  // As asio's own writes do, the handler never runs inside the call that started the write.
+  const size_t written = ec ? 0 : tls_out_.size();
+  if (!ec) std::string().swap(tls_out_);
+  asio::post(host_.loop(), [self = shared_from_this(), done = std::move(done), ec, written] {
+    done(ec, written);
+  });
+}
+
+void Connection::ShutdownSend() {
+  if (tls_) tls_->SendCloseNotify();
+  error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 }
 
 void Connection::Parse() {
@@ -99,8 +252,15 @@ void Connection::Parse() {
       // strncasecmp on it (UBSan, found by the http_request fuzz target).
       if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue")) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        error_code wec;
-        asio::write(socket_, asio::buffer(kContinue.data(), kContinue.size()), wec);
+        if (tls_) {
+          // One small record on a connection whose previous answers were written: a socket
+          // that cannot take it belongs to a client that does not read.
+          const TlsStream::Io io = tls_->Write(kContinue.data(), kContinue.size());
+          if (io.ec || io.want != TlsStream::Want::kNothing) return Close();
+        } else {
+          error_code wec;
+          asio::write(socket_, asio::buffer(kContinue.data(), kContinue.size()), wec);
+        }
       }
     }
     if (used == 0) break;
@@ -162,34 +322,33 @@ void Connection::Respond(uint64_t generation, NativeResponse response) {
   head_ = SerializeHead(response, request_id_, keep_alive);
   state_ = State::kStreaming;
   ArmTimer(host_.options().write_timeout);
-  asio::async_write(
-      socket_, asio::buffer(head_),
-      [self = shared_from_this(), generation, stream = std::move(response.stream)](
-          const error_code& ec, size_t) mutable {
-        if (self->state_ != State::kStreaming) return;
-        self->CancelTimer();
-        if (ec) return self->Close();
-        ConnectionHost& host = self->host_;
-        std::weak_ptr<Connection> weak = self;
-        const bool queued = host.RunOnWorker([weak, generation, &host, stream = std::move(stream)] {
-          StreamWriter writer = [weak, generation, &host](std::string_view chunk) {
-            if (chunk.empty()) return true;  // An empty chunk would end the body.
-            auto done = std::make_shared<std::promise<bool>>();
-            auto written = done->get_future();
-            host.Post([weak, generation, data = Chunk(chunk), done]() mutable {
-              auto conn = weak.lock();
-              if (!conn) return done->set_value(false);
-              conn->WriteChunk(generation, std::move(data), done);
-            });
-            return written.get();
-          };
-          stream(writer);
-          host.Post([weak, generation] {
-            if (auto conn = weak.lock()) conn->EndStream(generation);
-          });
+  Write(asio::buffer(head_), [self = shared_from_this(), generation,
+                              stream = std::move(response.stream)](const error_code& ec,
+                                                                   size_t) mutable {
+    if (self->state_ != State::kStreaming) return;
+    self->CancelTimer();
+    if (ec) return self->Close();
+    ConnectionHost& host = self->host_;
+    std::weak_ptr<Connection> weak = self;
+    const bool queued = host.RunOnWorker([weak, generation, &host, stream = std::move(stream)] {
+      StreamWriter writer = [weak, generation, &host](std::string_view chunk) {
+        if (chunk.empty()) return true;  // An empty chunk would end the body.
+        auto done = std::make_shared<std::promise<bool>>();
+        auto written = done->get_future();
+        host.Post([weak, generation, data = Chunk(chunk), done]() mutable {
+          auto conn = weak.lock();
+          if (!conn) return done->set_value(false);
+          conn->WriteChunk(generation, std::move(data), done);
         });
-        if (!queued) self->Close();  // The head promised a body no worker can produce.
+        return written.get();
+      };
+      stream(writer);
+      host.Post([weak, generation] {
+        if (auto conn = weak.lock()) conn->EndStream(generation);
       });
+    });
+    if (!queued) self->Close();  // The head promised a body no worker can produce.
+  });
 }
 
 void Connection::WriteChunk(uint64_t generation, std::string chunk,
@@ -197,12 +356,11 @@ void Connection::WriteChunk(uint64_t generation, std::string chunk,
   if (generation != generation_ || state_ != State::kStreaming) return done->set_value(false);
   body_ = std::move(chunk);
   ArmTimer(host_.options().write_timeout);
-  asio::async_write(socket_, asio::buffer(body_),
-                    [self = shared_from_this(), done](const error_code& ec, size_t) {
-                      self->CancelTimer();
-                      done->set_value(!ec && self->state_ == State::kStreaming);
-                      if (ec) self->Close();
-                    });
+  Write(asio::buffer(body_), [self = shared_from_this(), done](const error_code& ec, size_t) {
+    self->CancelTimer();
+    done->set_value(!ec && self->state_ == State::kStreaming);
+    if (ec) self->Close();
+  });
 }
 
 void Connection::EndStream(uint64_t generation) {
@@ -211,11 +369,11 @@ void Connection::EndStream(uint64_t generation) {
   const bool keep_alive = wants_keep_alive_ && !host_.stopping();
   state_ = State::kWriting;
   ArmTimer(host_.options().write_timeout);
-  asio::async_write(socket_, asio::buffer(kLast.data(), kLast.size()),
-                    [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
-                      if (ec) return self->Close();
-                      self->AfterWrite(keep_alive);
-                    });
+  Write(asio::buffer(kLast.data(), kLast.size()),
+        [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
+          if (ec) return self->Close();
+          self->AfterWrite(keep_alive);
+        });
 }
 
 void Connection::WriteResponse(NativeResponse response, bool keep_alive) {
@@ -224,12 +382,11 @@ void Connection::WriteResponse(NativeResponse response, bool keep_alive) {
   state_ = State::kWriting;
   ArmTimer(host_.options().write_timeout);
   const std::array<asio::const_buffer, 2> out = {asio::buffer(head_), asio::buffer(body_)};
-  asio::async_write(socket_, out,
-                    [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
-                      if (self->state_ != State::kWriting) return;
-                      if (ec) return self->Close();
-                      self->AfterWrite(keep_alive);
-                    });
+  Write(out, [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
+    if (self->state_ != State::kWriting) return;
+    if (ec) return self->Close();
+    self->AfterWrite(keep_alive);
+  });
 }
 
 void Connection::AfterWrite(bool keep_alive) {
@@ -237,8 +394,7 @@ void Connection::AfterWrite(bool keep_alive) {
   std::string().swap(head_);
   std::string().swap(body_);
   if (!keep_alive || host_.stopping()) {
-    error_code ec;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    ShutdownSend();
     return Close();
   }
   state_ = State::kReading;
@@ -262,11 +418,10 @@ void Connection::Refuse(NativeResponse response) {
   state_ = State::kDraining;
   ArmTimer(kDrainTime);
   const std::array<asio::const_buffer, 2> out = {asio::buffer(head_), asio::buffer(body_)};
-  asio::async_write(socket_, out, [self = shared_from_this()](const error_code& ec, size_t) {
+  Write(out, [self = shared_from_this()](const error_code& ec, size_t) {
     if (self->state_ != State::kDraining) return;
     if (ec) return self->Close();
-    error_code sec;
-    self->socket_.shutdown(asio::ip::tcp::socket::shutdown_send, sec);
+    self->ShutdownSend();
     self->buffer_.clear();
     self->Drain();
   });
@@ -294,6 +449,7 @@ void Connection::Drain() {
 
 void Connection::OnServerStop() {
   switch (state_) {
+    case State::kHandshaking:
     case State::kReading:
     case State::kDraining:
       return Close();

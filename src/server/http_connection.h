@@ -3,6 +3,11 @@
 // request to a worker, writes the answer (or a streamed body, chunk by chunk), and enforces the
 // idle, header, body and write deadlines. All its methods run on the loop thread; workers reach
 // it only through ConnectionHost::Post.
+//
+// On an HTTPS listener the same connection speaks TLS (tls_stream.h) over the same non-blocking
+// socket: the handshake runs first, under the deadline of the first request's headers, and every
+// read and write goes through OpenSSL; the plain path is unchanged (one branch on `tls_`). A
+// client that sends plain HTTP to an HTTPS listener gets a plain 400 saying so.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -11,18 +16,21 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "server/http_internal.h"
+#include "server/tls_stream.h"
 
 namespace carve::server::http_internal {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ConnectionHost& host, boost::asio::ip::tcp::socket socket);
+  // `tls`: the listener's TLS context (outliving the connection), or nullptr for plain HTTP.
+  Connection(ConnectionHost& host, boost::asio::ip::tcp::socket socket, const TlsContext* tls);
 
   void Start();
   // The server is stopping: an idle or half-read connection closes now; one whose request is
@@ -30,10 +38,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnServerStop();
 
  private:
-  enum class State { kReading, kHandling, kWriting, kStreaming, kDraining, kClosed };
+  enum class State { kHandshaking, kReading, kHandling, kWriting, kStreaming, kDraining, kClosed };
+  using WriteDone = std::function<void(const boost::system::error_code&, size_t)>;
 
+  // TLS: the first bytes decide between a handshake and a plain-HTTP refusal.
+  void OnFirstBytes(const boost::system::error_code& ec);
+  void ContinueHandshake();
+  // Waits for the readiness a TLS call asked for, then runs `next` (unless closed meanwhile).
+  void WaitTls(TlsStream::Want want, std::function<void(const boost::system::error_code&)> next);
   void WaitForData();
   void OnReadable(const boost::system::error_code& ec);
+  void ReadTls();
+  // Writes all of `buffers` (kept alive by the caller), then calls `done` on the loop: asio's
+  // async_write on a plain connection, TLS records on an HTTPS one.
+  template <class Buffers, class Handler>
+  void Write(const Buffers& buffers, Handler&& done);
+  void WriteTls(WriteDone done);
+  // Ends the sending side: close_notify first on TLS, then the TCP FIN.
+  void ShutdownSend();
   // Feeds buffered bytes to the parser; dispatches a complete request.
   void Parse();
   void Dispatch();
@@ -52,6 +74,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   ConnectionHost& host_;
   boost::asio::ip::tcp::socket socket_;
+  const TlsContext* const tls_context_;  // Null on a plain listener.
+  std::unique_ptr<TlsStream> tls_;       // Set once the client began a TLS handshake.
+  std::string tls_out_;                  // TLS: the plaintext being written, and how much is.
+  size_t tls_written_ = 0;
   boost::asio::steady_timer timer_;
   uint64_t timer_generation_ = 0;
   State state_ = State::kReading;

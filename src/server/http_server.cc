@@ -504,7 +504,8 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
                              " open connections, the most one client may; reuse or close them");
       } else {
         SetCloseOnExec(socket.native_handle());
-        auto conn = std::make_shared<http_internal::Connection>(*this, std::move(socket));
+        auto conn = std::make_shared<http_internal::Connection>(*this, std::move(socket),
+                                                                options_.tls.get());
         connections_.emplace(conn.get(), conn);
         client_of_.emplace(conn.get(), client);
         ++per_client_[client];
@@ -515,13 +516,19 @@ class HttpServer::Impl final : public http_internal::ConnectionHost {
     });
   }
 
-  // Over a connection cap: a 503 that says why, written without waiting, then close.
+  // Over a connection cap: a 503 that says why, written without waiting, then close. An HTTPS
+  // client could read it only after a handshake, which is what the cap saves: it is just closed.
   void RefuseConnection(tcp::socket socket, const std::string& reason, const std::string& message) {
     refused_.Increment({reason});
+    error_code ec;
+    if (options_.tls) {
+      spdlog::debug("connection refused ({}): {}", reason, message);
+      socket.close(ec);
+      return;
+    }
     const NativeResponse r{503, ErrorBody("ServiceUnavailable", message), kAmzJson};
     const std::string out =
         http_internal::SerializeHead(r, http_internal::NewRequestId(), false) + r.body;
-    error_code ec;
     socket.non_blocking(true, ec);
     socket.write_some(asio::buffer(out), ec);
     socket.shutdown(tcp::socket::shutdown_both, ec);

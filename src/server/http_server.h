@@ -25,6 +25,10 @@
 //   - a malformed request gets 400 and the connection is closed.
 // Malformed requests get 400, `Expect: 100-continue` gets its interim 100, pipelined requests
 // are answered in order, and every response carries an `x-amzn-RequestId` (a fresh UUID).
+// With `tls` set the listener speaks HTTPS only (tls_context.h): each connection's handshake must
+// finish, and its first request's headers arrive, within header_timeout of the accept; every
+// other limit holds as on plain HTTP, except that a connection over a cap is closed without the
+// 503 (a TLS client could not read a plain one), and plain HTTP sent to it gets a plain 400.
 //  - `POST /` with `X-Amz-Target: SageMaker.<Op>`: SigV4-verified (unless insecure_no_auth), then
 //    handed to the ApiHandler with the caller's account id; the ApiResponse is written back with
 //    Content-Type application/x-amz-json-1.1 (and X-Amzn-Errortype + "__type" when error_type is
@@ -68,6 +72,7 @@
 #include "server/api.h"
 #include "server/metrics.h"
 #include "server/principals.h"
+#include "server/tls_context.h"
 
 namespace carve::server {
 
@@ -115,6 +120,8 @@ struct HttpServerOptions {
   int max_connections_per_client = 12288;
   // Requests waiting for a worker at most.
   int max_queued_requests = 16384;
+  // HTTPS: the certificate and key every connection's handshake uses. Null: plain HTTP.
+  std::shared_ptr<const TlsContext> tls{};
   const Clock* clock = nullptr;  // nullptr: SystemClock.
 };
 

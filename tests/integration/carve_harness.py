@@ -9,6 +9,7 @@ import queue
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -190,7 +191,7 @@ class CarveServer:
     """One `carve server` process. Reusable across restarts on the same data dir."""
 
     def __init__(self, carve_ms=20, data_dir=None, extra_args=(), p4d=2, p5=1, port=0,
-                 log_dir=None, config=None):
+                 log_dir=None, config=None, listen_host="127.0.0.1"):
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="carve-it-")
         # The server's output goes to <log_dir>/server.log: a test that fills the data dir's
@@ -203,7 +204,13 @@ class CarveServer:
         self.extra_args = list(extra_args)
         self.proc = None
         self.port = None
+        self.listen_host = listen_host
         self.listen_port = port  # 0: any free port (a restart then gets another one)
+        # With TLS on (`--tls on`, or a listen address off loopback): "https", the certificate's
+        # pin and file as the server printed them at start.
+        self.scheme = "http"
+        self.tls_pin = None
+        self.tls_cert_file = None
         self.lines = queue.Queue()
         # Every workload the pid files named when a process of this server was stopped or killed,
         # so that cleanup also finds the copies of an earlier incarnation.
@@ -216,7 +223,7 @@ class CarveServer:
     def launch(self):
         """Starts the process without waiting for it to listen (an HA standby waits to lead)."""
         self.proc = subprocess.Popen(
-            [carve_bin(), "server", "--listen", f"127.0.0.1:{self.listen_port}",
+            [carve_bin(), "server", "--listen", f"{self.listen_host}:{self.listen_port}",
              "--data-dir", self.data_dir,
              "--config", self.config, "--log-level", os.environ.get("CARVE_TEST_LOG_LEVEL", "warn"), *self.extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -235,11 +242,17 @@ class CarveServer:
                     break
                 continue
             seen.append(line)
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            self._note_tls(line)
+            m = re.search(r"listening on (https?)://127\.0\.0\.1:(\d+)", line)
             if m:
-                self.port = int(m.group(1))
+                self.scheme, self.port = m.group(1), int(m.group(2))
                 return self
         raise AssertionError("carve server did not start; output:\n" + "".join(seen))
+
+    def _note_tls(self, line):
+        m = re.search(r"TLS certificate (\S+) \(.*\), pin (sha256:[0-9a-f]{64})", line)
+        if m:
+            self.tls_cert_file, self.tls_pin = m.group(1), m.group(2)
 
     def await_standby(self, timeout_s=30.0):
         """Waits until a replica on etcd serves as a standby (reads here, the rest forwarded)."""
@@ -253,9 +266,10 @@ class CarveServer:
                     break
                 continue
             seen.append(line)
-            m = re.search(r"standby on http://127\.0\.0\.1:(\d+)", line)
+            self._note_tls(line)
+            m = re.search(r"standby on (https?)://127\.0\.0\.1:(\d+)", line)
             if m:
-                self.port = int(m.group(1))
+                self.scheme, self.port = m.group(1), int(m.group(2))
                 return self
         raise AssertionError("carve server did not serve as a standby; output:\n" + "".join(seen))
 
@@ -268,7 +282,7 @@ class CarveServer:
         """GET /metrics as Prometheus scrapes it: with the scrape token as a bearer token."""
         req = urllib.request.Request(self.url + "/metrics", headers={
             "Authorization": "Bearer " + self.scrape_token()})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=self.ssl_context()) as r:
             return r.read().decode()
 
     def metric(self, name, **labels):
@@ -324,7 +338,17 @@ class CarveServer:
     # -- clients -----------------------------------------------------------------------------
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def ca_bundle(self):
+        """What a client trusts this server by over https (the aws CLI's --ca-bundle): the
+        certificate the server generated, or None on plain HTTP."""
+        return self.tls_cert_file if self.scheme == "https" else None
+
+    def ssl_context(self):
+        """For urllib: trusts exactly this server's certificate over https (None on http)."""
+        return ssl.create_default_context(cafile=self.ca_bundle) if self.ca_bundle else None
 
     @property
     def credentials_file(self):
@@ -349,6 +373,7 @@ class CarveServer:
         return session.client(
             "sagemaker", endpoint_url=self.url, region_name=region,
             aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+            verify=self.ca_bundle if self.ca_bundle else None,
             config=botocore.config.Config(retries={"max_attempts": 1}))
 
     def boto_client(self, service, profile="default", attempts=1, max_pool_connections=10,
@@ -359,7 +384,8 @@ class CarveServer:
         os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
         return boto3.session.Session().client(
             service, endpoint_url=self.url, region_name=REGION, aws_access_key_id=ak,
-            aws_secret_access_key=sk, config=botocore.config.Config(
+            aws_secret_access_key=sk, verify=self.ca_bundle if self.ca_bundle else None,
+            config=botocore.config.Config(
                 retries={"total_max_attempts": attempts},
                 max_pool_connections=max_pool_connections, read_timeout=read_timeout))
 
@@ -374,6 +400,8 @@ class CarveServer:
     def aws(self, *args, profile="default", check=True, service="sagemaker"):
         """Runs `aws <service> <args> --endpoint-url ...`; returns parsed JSON stdout (or {})."""
         cmd = ["aws", service, *args, "--endpoint-url", self.url, "--output", "json"]
+        if self.ca_bundle:
+            cmd += ["--ca-bundle", self.ca_bundle]
         p = subprocess.run(cmd, env=self.aws_env(profile), capture_output=True, text=True,
                            timeout=120)
         if check and p.returncode != 0:
@@ -395,7 +423,7 @@ class CarveServer:
         r = urllib.request.Request(prepared.url, data=data or None,
                                    headers=dict(prepared.headers), method=method)
         try:
-            with urllib.request.urlopen(r, timeout=30) as resp:
+            with urllib.request.urlopen(r, timeout=30, context=self.ssl_context()) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
@@ -423,8 +451,10 @@ class CarveAgent:
     """One `carve agent` process with simulated GPUs, talking to `server`."""
 
     def __init__(self, server, node_id, instance_type="ml.p4d.24xlarge", extra_args=(),
-                 server_urls=None, env=None):
+                 server_urls=None, env=None, server_cert_sha256=None):
         self.server = server
+        # The pin a first start joins with: the server's own, unless a test names another.
+        self.server_cert_sha256 = server_cert_sha256
         self.env = env  # None: this process's environment
         self.server_urls = server_urls or server.url  # "URL,URL": the replicas, tried in turn.
         self.node_id = node_id
@@ -441,6 +471,9 @@ class CarveAgent:
         join = []
         if not os.path.exists(os.path.join(self.data_dir, "node-credential")):
             join = ["--join-token", self.server.node_token()]
+            pin = self.server_cert_sha256 or getattr(self.server, "tls_pin", None)
+            if pin and self.server_urls.startswith("https://"):
+                join += ["--server-cert-sha256", pin]
         self.proc = subprocess.Popen(
             [carve_bin(), "agent", "--server", self.server_urls, *join, "--driver", "sim",
              "--instance-type", self.instance_type, "--node-id", self.node_id, "--data-dir",

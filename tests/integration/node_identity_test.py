@@ -55,7 +55,8 @@ class JoinTest(unittest.TestCase):
         r = self.cli("node", "token", "create", *args)
         token = r.stdout.strip()
         self.assertRegex(token, r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
-        self.assertIn("carve agent --server URL --join-token " + token, r.stderr)
+        self.assertIn("carve agent --server " + self.server.url + " --join-token " + token,
+                      r.stderr)
         return token
 
     def credentialed(self):

@@ -1,16 +1,17 @@
 #include "agent/node/node_credential.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/bounded_json.h"
 #include "protocol/signed_client.h"
@@ -21,14 +22,15 @@ namespace {
 namespace fs = std::filesystem;
 
 Status WriteCredential(const std::string& file, const std::string& node_id,
-                       const std::string& credential) {
+                       const NodeCredential& credential) {
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
   const std::string tmp = file + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Internal(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
-  const std::string text =
-      nlohmann::json{{"node_id", node_id}, {"credential", credential}}.dump() + "\n";
+  nlohmann::json record{{"node_id", node_id}, {"credential", credential.credential}};
+  if (!credential.server_pins.empty()) record["server_cert_sha256"] = credential.server_pins;
+  const std::string text = record.dump() + "\n";
   const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
                      ::fsync(fd) == 0;
   ::close(fd);
@@ -40,8 +42,8 @@ Status WriteCredential(const std::string& file, const std::string& node_id,
 
 }  // namespace
 
-Result<std::string> JoinNode(const std::vector<std::string>& servers,
-                             const std::string& join_token, const std::string& node_id) {
+Result<std::string> JoinNode(const std::vector<std::string>& servers, const std::string& join_token,
+                             const std::string& node_id, const protocol::ServerTrust& trust) {
   if (servers.empty()) return InvalidArgument("no server to join");
   const nlohmann::json body{{"node_id", node_id}};
   Error last = Unavailable("no server answered");
@@ -49,7 +51,7 @@ Result<std::string> JoinNode(const std::vector<std::string>& servers,
     protocol::ClientCredentials bearer;
     bearer.bearer_token = join_token;
     Result<nlohmann::json> reply =
-        protocol::SignedClient(url, bearer).Json("POST", "/v1/agent/join", &body);
+        protocol::SignedClient(url, bearer, trust).Json("POST", "/v1/agent/join", &body);
     if (reply.has_value()) {
       if (!reply->is_object() || !(*reply)["credential"].is_string()) {
         return Internal(url + " answered the join without a credential");
@@ -62,9 +64,10 @@ Result<std::string> JoinNode(const std::vector<std::string>& servers,
   return Error{last.code, "joining as node " + node_id + ": " + last.message};
 }
 
-Result<std::string> LoadOrJoin(const std::string& file, const std::vector<std::string>& servers,
-                               const std::string& join_token, const std::string& node_id) {
-  struct stat st{};
+Result<NodeCredential> LoadOrJoin(const std::string& file, const std::vector<std::string>& servers,
+                                  const std::string& join_token, const std::string& node_id,
+                                  const protocol::ServerTrust& trust) {
+  struct stat st {};
   if (::stat(file.c_str(), &st) == 0) {
     if ((st.st_mode & 077) != 0) {
       return InvalidArgument(fmt::format(
@@ -77,16 +80,35 @@ Result<std::string> LoadOrJoin(const std::string& file, const std::vector<std::s
     Result<nlohmann::json> j = ParseJson(text.str());
     if (!j.has_value() || !j->is_object() || !(*j)["node_id"].is_string() ||
         !(*j)["credential"].is_string()) {
-      return InvalidArgument(file + " is not a node credential file (JSON with node_id and "
-                                    "credential); remove it and join again");
+      return InvalidArgument(file +
+                             " is not a node credential file (JSON with node_id and "
+                             "credential); remove it and join again");
     }
     const std::string owner = (*j)["node_id"].get<std::string>();
     if (owner != node_id) {
-      return InvalidArgument(fmt::format(
-          "{} holds the credential of node {}, not {}: a data dir belongs to one node", file,
-          owner.substr(0, 64), node_id));
+      return InvalidArgument(
+          fmt::format("{} holds the credential of node {}, not {}: a data dir belongs to one node",
+                      file, owner.substr(0, 64), node_id));
     }
-    return (*j)["credential"].get<std::string>();
+    NodeCredential held{(*j)["credential"].get<std::string>(), {}};
+    const auto& pins = (*j)["server_cert_sha256"];
+    if (!pins.is_null() && !pins.is_array()) {
+      return InvalidArgument(file + ": server_cert_sha256 must be a list of pins");
+    }
+    for (const auto& pin : pins.is_array() ? pins : nlohmann::json::array()) {
+      auto parsed = pin.is_string() ? protocol::ParsePin(pin.get<std::string>())
+                                    : Result<std::string>(InvalidArgument("not a string"));
+      if (!parsed.has_value()) return InvalidArgument(file + ": " + parsed.error().message);
+      held.server_pins.push_back(*parsed);
+    }
+    if (!trust.pins.empty() && trust.pins != held.server_pins) {
+      // The operator named the server's key anew (it was changed, or the node joined before TLS).
+      spdlog::warn("{}: the server certificate pins become {} (--server-cert-sha256)", file,
+                   fmt::join(trust.pins, ","));
+      held.server_pins = trust.pins;
+      CARVE_RETURN_IF_ERROR(WriteCredential(file, node_id, held));
+    }
+    return held;
   }
   if (join_token.empty()) {
     return NotFound(fmt::format(
@@ -94,9 +116,10 @@ Result<std::string> LoadOrJoin(const std::string& file, const std::vector<std::s
         "bootstrap token from `carve node token create`",
         file));
   }
-  CARVE_ASSIGN_OR_RETURN(std::string credential, JoinNode(servers, join_token, node_id));
-  CARVE_RETURN_IF_ERROR(WriteCredential(file, node_id, credential));
-  return credential;
+  NodeCredential joined{"", trust.pins};
+  CARVE_ASSIGN_OR_RETURN(joined.credential, JoinNode(servers, join_token, node_id, trust));
+  CARVE_RETURN_IF_ERROR(WriteCredential(file, node_id, joined));
+  return joined;
 }
 
 }  // namespace carve::agent::node

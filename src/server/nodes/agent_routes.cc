@@ -66,7 +66,7 @@ nlohmann::json TokenJson(const BootstrapToken& t) {
   return j;
 }
 
-void RegisterIdentityRoutes(HttpServer& http, NodeIdentity& identity) {
+void RegisterIdentityRoutes(HttpServer& http, NodeIdentity& identity, const std::string& pin) {
   http.AddRoute("POST", "/v1/agent/join", kForJoiners, [&identity](const NativeRequest& r) {
     auto body = Body(r);
     if (!body.has_value()) return ErrorReply(body.error());
@@ -79,7 +79,7 @@ void RegisterIdentityRoutes(HttpServer& http, NodeIdentity& identity) {
     spdlog::info("node {} joined with bootstrap token {}", node, r.node_id);
     return JsonReply(201, {{"node_id", node}, {"credential", *credential}}, -1);
   });
-  http.AddRoute("POST", "/v1/node-tokens", kForOperators, [&identity](const NativeRequest& r) {
+  http.AddRoute("POST", "/v1/node-tokens", kForOperators, [&identity, pin](const NativeRequest& r) {
     auto body = r.body.empty() ? Result<nlohmann::json>(nlohmann::json::object()) : Body(r);
     if (!body.has_value()) return ErrorReply(body.error());
     if (!body->is_object()) return ErrorReply(InvalidArgument("the request body: a JSON object"));
@@ -93,7 +93,9 @@ void RegisterIdentityRoutes(HttpServer& http, NodeIdentity& identity) {
                                                d.is_string() ? d.get<std::string>() : "");
     if (!token.has_value()) return ErrorReply(token.error());
     spdlog::info("bootstrap token {} created, valid until {} ms", token->id, token->expires_ms);
-    return JsonReply(201, TokenJson(*token));
+    nlohmann::json out = TokenJson(*token);
+    if (!pin.empty()) out["server_cert_sha256"] = pin;
+    return JsonReply(201, out);
   });
   http.AddRoute("GET", "/v1/node-tokens", kForOperators, [&identity](const NativeRequest&) {
     auto tokens = identity.ListBootstrapTokens();
@@ -133,8 +135,9 @@ void RegisterIdentityRoutes(HttpServer& http, NodeIdentity& identity) {
 
 }  // namespace
 
-void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity) {
-  RegisterIdentityRoutes(http, identity);
+void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity,
+                         std::string server_cert_pin) {
+  RegisterIdentityRoutes(http, identity, server_cert_pin);
   http.AddRoute("POST", "/v1/agent/register", kForNodes, [&registry](const NativeRequest& r) {
     auto body = Body(r);
     if (!body.has_value()) return ErrorReply(body.error());

@@ -6,7 +6,13 @@
 //   POST /v1/agent/join                          joiners: a bootstrap token for a node credential
 //   POST|GET /v1/node-tokens, DELETE /v1/node-tokens/{id}, GET /v1/nodes,
 //   GET /v1/node-credentials, DELETE /v1/nodes/{node}/credential   operators
+//
+// `server_cert_pin` ("sha256:<hex>", or "" on plain HTTP) is the listener certificate's pin,
+// answered with every new bootstrap token (`server_cert_sha256`) so that the join line it is
+// printed with pins the server (docs/security.md, "TLS").
 #pragma once
+
+#include <string>
 
 #include "server/http_server.h"
 #include "server/nodes/node_identity.h"
@@ -14,6 +20,7 @@
 
 namespace carve::server::nodes {
 
-void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity);
+void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity,
+                         std::string server_cert_pin = "");
 
 }  // namespace carve::server::nodes
