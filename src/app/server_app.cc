@@ -63,7 +63,7 @@ struct ServerApp::Parts {
   std::unique_ptr<ScrapeToken> scrape_token;
   // HTTPS: the listener's certificate (null on plain HTTP) and what the server prints of it.
   std::shared_ptr<const server::TlsContext> tls;
-  std::optional<ServerApp::TlsInfo> tls_info;
+  std::optional<ListenerTls> tls_info;
   server::nodes::FleetConfig fleet;
   std::unique_ptr<store::Store> store;
   store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
@@ -196,7 +196,7 @@ Status SetUpTls(ServerApp::Parts& p) {
     }
     return OkStatus();
   }
-  ServerApp::TlsInfo info;
+  ListenerTls info;
   if (operators) {
     if (!c.tls_sans.empty()) {
       return InvalidArgument(
@@ -232,6 +232,7 @@ Status SetUpTls(ServerApp::Parts& p) {
   info.pin = p.tls->pin();
   spdlog::info("TLS: certificate {} ({}), pin {}", info.cert_file, info.how, info.pin);
   p.tls_info = std::move(info);
+  if (c.on_tls) c.on_tls(*p.tls_info);
   return OkStatus();
 }
 
@@ -552,7 +553,7 @@ void ServerApp::Stop() {
 
 std::string ServerApp::url() const { return BoundUrl(*parts_, parts_->port); }
 
-const ServerApp::TlsInfo* ServerApp::tls() const {
+const ListenerTls* ServerApp::tls() const {
   return parts_->tls_info ? &*parts_->tls_info : nullptr;
 }
 
