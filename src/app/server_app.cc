@@ -65,7 +65,7 @@ struct ServerApp::Parts {
   std::unique_ptr<ScrapeToken> scrape_token;
   // HTTPS: the listener's certificate (null on plain HTTP) and what the server prints of it.
   std::shared_ptr<const server::TlsContext> tls;
-  std::optional<ServerApp::TlsInfo> tls_info;
+  std::optional<ListenerTls> tls_info;
   server::nodes::FleetConfig fleet;
   std::unique_ptr<store::Store> store;
   store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
@@ -199,7 +199,7 @@ Status SetUpTls(ServerApp::Parts& p) {
     }
     return OkStatus();
   }
-  ServerApp::TlsInfo info;
+  ListenerTls info;
   if (operators) {
     if (!c.tls_sans.empty()) {
       return InvalidArgument(
@@ -235,6 +235,7 @@ Status SetUpTls(ServerApp::Parts& p) {
   info.pin = p.tls->pin();
   spdlog::info("TLS: certificate {} ({}), pin {}", info.cert_file, info.how, info.pin);
   p.tls_info = std::move(info);
+  if (c.on_tls) c.on_tls(*p.tls_info);
   return OkStatus();
 }
 
@@ -564,7 +565,7 @@ void ServerApp::Stop() {
 
 std::string ServerApp::url() const { return BoundUrl(*parts_, parts_->port); }
 
-const ServerApp::TlsInfo* ServerApp::tls() const {
+const ListenerTls* ServerApp::tls() const {
   return parts_->tls_info ? &*parts_->tls_info : nullptr;
 }
 

@@ -35,6 +35,16 @@ namespace carve::app {
 enum class TlsMode { kAuto, kOn, kOff };
 Result<TlsMode> ParseTlsMode(std::string_view text);  // "auto", "on", "off"
 
+// The listener's certificate with TLS on: its pin ("sha256:<hex>", what agents check), files,
+// and how this start got it ("operator's", "generated", "reused", "renewed with the same key:
+// <why>").
+struct ListenerTls {
+  std::string pin;
+  std::string cert_file;
+  std::string key_file;
+  std::string how;
+};
+
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;  // 0: any free port.
@@ -46,6 +56,9 @@ struct ServerConfig {
   std::vector<std::string> tls_sans;
   // Plain HTTP on an address other machines reach; refused at start without it.
   bool insecure_plain_http = false;
+  // With TLS on: called with the certificate once it is loaded, before anything listens (a
+  // standby prints it before it waits to lead).
+  std::function<void(const ListenerTls&)> on_tls = nullptr;
   std::string data_dir = "./carve-data";
   // "": the SQLite file in data_dir. "etcd://HOST:PORT,...[/PREFIX]": the replicated store; the
   // server then campaigns to lead before it recovers anything, and only the leader runs
@@ -113,16 +126,8 @@ class ServerApp {
   // Idempotent.
   void Stop();
 
-  std::string url() const;  // "http://127.0.0.1:PORT" (https:// with TLS) once started.
-  // The listener's certificate with TLS on: its pin ("sha256:<hex>"), file and key, and whether
-  // this start generated or renewed it; nullptr on plain HTTP.
-  struct TlsInfo {
-    std::string pin;
-    std::string cert_file;
-    std::string key_file;
-    std::string how;  // "operator's", "generated", "reused", "renewed: <why>".
-  };
-  const TlsInfo* tls() const;
+  std::string url() const;         // "http://127.0.0.1:PORT" (https:// with TLS) once started.
+  const ListenerTls* tls() const;  // nullptr on plain HTTP.
   std::string credentials_file() const;  // "" with insecure_no_auth.
   bool credentials_created() const;      // The file was written by this start.
   int local_agents() const;

@@ -117,17 +117,17 @@ int RunServer(ServerFlags f) {
               << ": serves reads from its watch cache, forwards the rest to the leader"
               << std::endl;
   };
+  f.config.on_tls = [](const app::ListenerTls& tls) {
+    // The pin is what joining agents check (--server-cert-sha256); the file is what other
+    // clients may trust (--ca-bundle) when the certificate is the generated one.
+    std::cout << "carve: TLS certificate " << tls.cert_file << " (" << tls.how << "), pin "
+              << tls.pin << std::endl;
+  };
   auto server = app::ServerApp::Create(f.config);
   if (!server.has_value()) {
     if (g_stopping) return 0;  // Stopped while it waited to lead.
     spdlog::error("{}", server.error().message);
     return 2;
-  }
-  if (const auto* tls = (*server)->tls(); tls != nullptr) {
-    // The pin is what joining agents check (--server-cert-sha256); the file is what other
-    // clients may trust (--ca-bundle) when the certificate is the generated one.
-    std::cout << "carve: TLS certificate " << tls->cert_file << " (" << tls->how << "), pin "
-              << tls->pin << std::endl;
   }
   if (!(*server)->credentials_file().empty()) {
     std::cout << "carve: credentials " << ((*server)->credentials_created() ? "created in " : "in ")

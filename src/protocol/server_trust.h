@@ -83,7 +83,7 @@ class TlsPeer {
 
 // Makes the https client `client` (a no-op for http://) trust exactly `trust`, with TLS 1.2 at
 // least. With pins the handshake itself fails on any other key, so not a byte of a request
-// (a token, a credential) is sent to the wrong server. Returns what `DescribeTlsFailure` needs.
+// (a token, a credential) is sent to the wrong server. Returns what `DescribeRequestFailure` needs.
 std::shared_ptr<TlsPeer> ApplyServerTrust(httplib::Client& client, const ServerTrust& trust);
 
 // Why a request to `url` failed with cpp-httplib's `error`, for people: on a pin mismatch both

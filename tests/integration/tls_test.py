@@ -17,7 +17,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from carve_harness import CarveAgent, CarveServer, carve_bin, free_port, poll
+from carve_harness import CarveAgent, CarveServer, EtcdCluster, carve_bin, free_port, poll
 
 
 def openssl_pin(cert_file):
@@ -226,6 +226,37 @@ class EmbeddedAgentsTlsTest(unittest.TestCase):
             self.assertEqual(f.read(), cert)
         poll(lambda: all(n["Status"] == "Ready" for n in server.nodes().values()),
              timeout_s=60, what="the embedded nodes Ready after a restart")
+
+
+class ReplicasShareTheKeyTest(unittest.TestCase):
+    """docs/ha.md, "TLS": a second replica given the first one's credentials and tls/ serves the
+    same key, forwards to the leader over https trusting it, and agents join through it."""
+
+    def test_a_standby_forwards_over_https_and_an_agent_joins_through_it(self):
+        etcd = EtcdCluster(1)
+        self.addCleanup(etcd.cleanup)
+        replicas = [CarveServer(port=free_port(), extra_args=[
+            "--tls", "on", "--no-local-agent", "--store", etcd.url("/carve-tls"),
+            "--leader-ttl-s", "2", "--node-timeout-ms", "3000", "--heartbeat-ms", "300"])
+            for _ in range(2)]
+        for r in replicas:
+            self.addCleanup(r.cleanup)
+        a, b = replicas
+        a.start()
+        shutil.copy2(a.credentials_file, b.credentials_file)
+        shutil.copytree(os.path.join(a.data_dir, "tls"), os.path.join(b.data_dir, "tls"))
+        b.launch().await_standby()
+        self.assertEqual(b.scheme, "https")
+        self.assertEqual(b.tls_pin, a.tls_pin)
+        # A write sent to the standby reaches the leader over https.
+        b.client().create_model(ModelName="via-standby", PrimaryContainer={"Image": "img"})
+        self.assertEqual([m["ModelName"] for m in a.client().list_models()["Models"]],
+                         ["via-standby"])
+        agent = CarveAgent(a, "node-ha", server_urls=b.url)
+        self.addCleanup(agent.cleanup)
+        agent.start()
+        poll(lambda: a.nodes().get("node-ha", {}).get("Status") == "Ready", timeout_s=60,
+             what="node-ha Ready, joined through the standby")
 
 
 class OffLoopbackTest(unittest.TestCase):
