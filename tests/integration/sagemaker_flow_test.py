@@ -66,6 +66,11 @@ class SageMakerFlowTest(unittest.TestCase):
                   "--endpoint-name", "multi-model-partitioned", "--variant-name", "AllTraffic",
                   "--specification", json.dumps(component_spec("summarizer-model", ptype)),
                   "--runtime-config", "CopyCount=1")
+        # A component that never served stays Creating while it grows; this one must have
+        # served (InService once) for the scale-up below to read Updating.
+        poll(lambda: s.aws("describe-inference-component", "--inference-component-name",
+                           "guardrail")["InferenceComponentStatus"] == "InService",
+             what="guardrail InService")
         s.aws("update-inference-component-runtime-config", "--inference-component-name",
               "guardrail", "--desired-runtime-config", "CopyCount=10")
         d = poll(lambda: (x := s.aws("describe-inference-component",

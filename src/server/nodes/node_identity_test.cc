@@ -59,7 +59,11 @@ TEST_F(NodeIdentityTest, TheStoreKeepsDigestsNotSecrets) {
   const std::string token = Token();
   const std::string credential = JoinAs("node-a");
   for (std::string_view kind : {kBootstrapTokenKind, kNodeCredentialKind}) {
-    for (const auto& r : *store_.ListAllAccounts(std::string(kind))) {
+    // The Result is named: a range-for over `*temporary` reads a destroyed vector.
+    const auto records = store_.ListAllAccounts(std::string(kind));
+    ASSERT_TRUE(records.has_value());
+    ASSERT_FALSE(records->empty()) << kind;
+    for (const auto& r : *records) {
       EXPECT_EQ(r.body.find(token.substr(7)), std::string::npos) << r.body;
       EXPECT_EQ(r.body.find(ParseNodeCredential(credential)->secret), std::string::npos)
           << r.body;
