@@ -1,9 +1,16 @@
 // carve: the single binary. Wires each area's subcommands onto one CLI11 app.
 #include <CLI/CLI.hpp>
+#include <signal.h>
 
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // A peer may close a connection while carve writes to it. OpenSSL writes with write(2), so
+  // over https that raised SIGPIPE and killed the whole process: a server whose embedded agents
+  // were mid-request when it stopped, an agent or CLI whose server went away. Every write
+  // handles EPIPE instead. SIG_IGN survives exec, so each fork that runs another program puts
+  // the default back first (process_launcher.cc, mps_control.cc, sandbox.cc).
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"carve: share GPUs safely with MIG partitions and mGPU shares"};
   app.require_subcommand(1);
   app.fallthrough();

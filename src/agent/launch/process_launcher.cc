@@ -133,6 +133,7 @@ void CloseInheritedOnExec() {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent may block signals; children must not
+  ::signal(SIGPIPE, SIG_DFL);  // ... nor ignore them: carve ignores SIGPIPE (cli/main.cc)
   CloseInheritedOnExec();
   ::execvpe(argv[0], argv, envp);
   fail();

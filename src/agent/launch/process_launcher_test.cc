@@ -35,6 +35,27 @@ TEST(ProcessLauncher, PassesTheEnvironmentAndCapturesStdoutAndStderr) {
   EXPECT_EQ(TailFile(dir + "/err.log", 10).value(), "err\n");
 }
 
+// carve ignores SIGPIPE (cli/main.cc), and an ignored signal stays ignored across exec: a
+// workload must start with the default, or `yes | head` would never end.
+TEST(ProcessLauncher, AChildDoesNotInheritTheAgentsIgnoredSigpipe) {
+  struct sigaction before {};
+  ::sigaction(SIGPIPE, nullptr, &before);
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::string dir = TempDir();
+  ProcessLauncher launcher;
+  // SigIgn is the mask of ignored signals in hex; SIGPIPE (13) is bit 12.
+  auto p = launcher.Start(Shell(dir, "grep SigIgn /proc/self/status"));
+  ::sigaction(SIGPIPE, &before, nullptr);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  std::optional<int> status;
+  ASSERT_TRUE(Eventually([&] { return (status = launcher.TryWait(*p)).has_value(); }));
+  ASSERT_EQ(*status, 0);
+  const std::string line = TailFile(dir + "/out.log", 1).value();
+  ASSERT_EQ(line.rfind("SigIgn:", 0), 0u) << line;
+  const uint64_t ignored = std::stoull(line.substr(7), nullptr, 16);
+  EXPECT_EQ(ignored & (uint64_t{1} << (SIGPIPE - 1)), 0u) << line;
+}
+
 TEST(ProcessLauncher, ReportsTheExitStatus) {
   const std::string dir = TempDir();
   ProcessLauncher launcher;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ int RunQuietly(const std::vector<std::string>& args) {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // carve ignores it (cli/main.cc)
     const int null = ::open("/dev/null", O_RDWR);
     if (null >= 0) {
       ::dup2(null, 0);

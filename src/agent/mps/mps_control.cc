@@ -68,6 +68,7 @@ Status MpsControl::Run(const MpsDirs& dirs, const std::string& gpu_uuid, const c
     return Internal(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // carve ignores it (cli/main.cc); the daemon gets the default
     ::dup2(in[0], STDIN_FILENO);
     ::execve(binary_.c_str(), argv.data(), envp.data());
     _exit(127);
