@@ -68,3 +68,8 @@ add_test(NAME ui_browser_test
          COMMAND ${CARVE_NODE} --test ${ui_web}/test/browser/dashboard.test.mjs)
 set_tests_properties(ui_browser_test PROPERTIES LABELS "integration;browser" TIMEOUT 480
   ENVIRONMENT "CARVE_BIN=$<TARGET_FILE:carve>;CARVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};CARVE_SANDBOX_READ_ONLY=${PROJECT_SOURCE_DIR}:${CMAKE_BINARY_DIR};CARVE_UI_ARTIFACTS=${ui_out}/artifacts")
+# The dashboard over https at a name that is not localhost, and the notice over plain http.
+add_test(NAME ui_browser_tls_test
+         COMMAND ${CARVE_NODE} --test ${ui_web}/test/browser/tls.test.mjs)
+set_tests_properties(ui_browser_tls_test PROPERTIES LABELS "integration;browser" TIMEOUT 240
+  ENVIRONMENT "CARVE_BIN=$<TARGET_FILE:carve>;CARVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};CARVE_UI_ARTIFACTS=${ui_out}/artifacts")

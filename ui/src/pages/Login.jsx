@@ -58,8 +58,9 @@ export function LoginPage({ onLogin, notice }) {
           <strong>This page is not a secure context.</strong>
           <p>
             The dashboard signs every request in the browser with WebCrypto, which browsers offer only over https or
-            on http://localhost and http://127.0.0.1. Reach the server through a tunnel, e.g.{' '}
-            <code>ssh -L 8080:127.0.0.1:8080 host</code>, then open http://127.0.0.1:8080/ui/.
+            on http://localhost and http://127.0.0.1. Open it over https: <code>carve server --tls on</code> (the
+            default off loopback) serves it with a certificate it generates, whose pin it prints. Or reach the server
+            through a tunnel, e.g. <code>ssh -L 8080:127.0.0.1:8080 host</code>, then open http://127.0.0.1:8080/ui/.
           </p>
         </div>
       ) : (

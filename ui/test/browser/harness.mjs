@@ -60,7 +60,9 @@ export async function pollUntil(fn, { timeoutMs = 30000, intervalMs = 100, what 
 }
 
 export class CarveServer {
-  constructor() {
+  // `args`: more `carve server` flags (`--tls on`, say).
+  constructor({ args = [] } = {}) {
+    this.args = args;
     this.dir = mkdtempSync(join(tmpdir(), 'carve-ui-'));
     this.config = join(this.dir, 'carve.yaml');
     this.credentialsFile = join(this.dir, 'credentials');
@@ -86,7 +88,7 @@ export class CarveServer {
     this.output = '';
     this.proc = spawn(
       CARVE_BIN,
-      ['server', '--listen', '127.0.0.1:0', '--data-dir', this.dir, '--config', this.config, '--log-level', 'info'],
+      ['server', '--listen', '127.0.0.1:0', '--data-dir', this.dir, '--config', this.config, '--log-level', 'info', ...this.args],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const onData = (d) => {
@@ -94,13 +96,16 @@ export class CarveServer {
     };
     this.proc.stdout.on('data', onData);
     this.proc.stderr.on('data', onData);
-    const m = await pollUntil(() => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(this.output) ?? (this.proc.exitCode !== null ? 'exited' : null), {
+    const m = await pollUntil(() => /listening on (https?):\/\/127\.0\.0\.1:(\d+)/.exec(this.output) ?? (this.proc.exitCode !== null ? 'exited' : null), {
       timeoutMs,
       what: 'carve server to listen',
     });
     if (m === 'exited') throw new Error(`carve server exited:\n${this.output}`);
-    this.port = Number(m[1]);
-    this.url = `http://127.0.0.1:${this.port}`;
+    this.scheme = m[1];
+    this.port = Number(m[2]);
+    this.url = `${this.scheme}://127.0.0.1:${this.port}`;
+    // Over https: the pin of its certificate as the server printed it (docs/security.md, "TLS").
+    this.pin = /TLS: certificate \S+ \(.*\), pin (sha256:[0-9a-f]{64})/.exec(this.output)?.[1] ?? null;
     return this;
   }
 
@@ -108,8 +113,12 @@ export class CarveServer {
     if (this.proc && this.proc.exitCode === null) {
       const exited = new Promise((r) => this.proc.once('exit', r));
       this.proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 20000))]);
-      if (this.proc.exitCode === null) this.proc.kill('SIGKILL');
+      // The grace timer is cleared once the server exits: a pending timer keeps node's event
+      // loop, and so the whole test process, alive for the rest of its 20 s.
+      let grace;
+      await Promise.race([exited, new Promise((r) => (grace = setTimeout(r, 20000)))]);
+      clearTimeout(grace);
+      if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
     }
     writeFileSync(this.log, this.output ?? '');
   }
@@ -164,7 +173,8 @@ export class CarveServer {
   }
 }
 
-export async function launchBrowser() {
+// `args`: more Chromium switches (a host resolver rule, a trusted key's pin).
+export async function launchBrowser(args = []) {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: scripts/setup.sh installs Debian's chromium (make test runs it)`);
   }
@@ -182,19 +192,21 @@ export async function launchBrowser() {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...args,
     ],
   });
 }
 
-// A fresh context (its own storage) at 1280x800, recording every response from the server.
-export async function newPage(browser, server) {
+// A fresh context (its own storage) at 1280x800, recording every response from the server (at
+// `base`: the server's own URL unless the page reaches it by another name).
+export async function newPage(browser, server, base = server.url) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   page.setDefaultTimeout(15000);
   const seen = [];
   page.on('response', async (res) => {
     const url = res.url();
-    if (!url.startsWith(server.url)) return;
+    if (!url.startsWith(base)) return;
     const entry = { url, status: res.status(), method: res.request().method(), headers: res.request().headers(), body: '' };
     seen.push(entry);
     try {
@@ -207,9 +219,9 @@ export async function newPage(browser, server) {
   return { context, page, seen };
 }
 
-export async function login(page, server, profile = 'default') {
+export async function login(page, server, profile = 'default', base = server.url) {
   const u = server.users[profile];
-  await page.goto(`${server.url}/ui/`);
+  await page.goto(`${base}/ui/`);
   await page.getByTestId('access-key').fill(u.accessKeyId);
   await page.getByTestId('secret-key').fill(u.secret);
   await page.getByTestId('sign-in').click();
