@@ -37,7 +37,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkloadDesired, id, kind, name,
                                                 memory_mib, restart, max_retries, health_check,
                                                 ports, files, status_url, model_roots)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredState, node_id, epoch, version, gpus,
-                                                workloads)
+                                                workloads, logs_listed, kept_logs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CarvedPartition, profile, start, uuid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProcessMemory, pid, used_mib)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStatus, index, mig, partitions, applied,

@@ -150,6 +150,12 @@ struct DesiredState {
   uint64_t version = 0;
   std::vector<GpuDesired> gpus;  // only GPUs the server has decided about
   std::vector<WorkloadDesired> workloads;
+  // Logs are kept past their workload only while the server lists them: with logs_listed set, a
+  // log directory on the node whose workload id is neither in `workloads` nor in `kept_logs` (a
+  // task of a job that was deleted, say) is removed. A server that predates the field sends
+  // neither, and its agent removes nothing of the kind.
+  bool logs_listed = false;
+  std::vector<std::string> kept_logs;  // ids of ended workloads whose logs stay readable
 };
 
 // ---- Status ----------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
   w.files = {{"serve_config", "applications: []\n"}};
   w.status_url = "http://127.0.0.1:{port_dashboard}/api/serve/applications/";
   d.workloads = {w};
+  d.logs_listed = true;
+  d.kept_logs = {"111111111111/q/job-1/0"};
 
   auto back = DesiredStateFromJson(nlohmann::json::parse(ToJson(d).dump()));
   ASSERT_TRUE(back.has_value()) << back.error().message;
@@ -38,6 +40,8 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
   EXPECT_EQ(back->gpus, d.gpus);
   ASSERT_EQ(back->workloads.size(), 1u);
   EXPECT_EQ(back->workloads[0], w);
+  EXPECT_TRUE(back->logs_listed);
+  EXPECT_EQ(back->kept_logs, d.kept_logs);
 }
 
 TEST(AgentProtocol, MissingFieldsTakeDefaults) {
@@ -48,6 +52,7 @@ TEST(AgentProtocol, MissingFieldsTakeDefaults) {
   EXPECT_TRUE(r->workloads[0].health_check);
   EXPECT_FALSE(r->workloads[0].device.share.has_value());
   EXPECT_EQ(r->workloads[0].device.partition, -1);
+  EXPECT_FALSE(r->logs_listed);  // An older server: the agent removes no log it does not list.
 }
 
 TEST(AgentProtocol, WrongTypesAreInvalidArgumentNotExceptions) {

@@ -82,7 +82,11 @@ class LogOwnershipTest(unittest.TestCase):
         a_job = self.run_job("default", secret)
         logs = self.call("default", "GET", f"/v1/queues/q/jobs/{a_job}/logs")
         self.assertIn(secret, logs["tasks"][0].get("stdout", ""), logs)  # Not vacuous.
+        self.assertTrue(self.log_files_holding(secret))
         self.call("default", "DELETE", "/v1/queues/q")
+        # The deleted queue's task logs go with it from the node, not only from the routes.
+        poll(lambda: not self.log_files_holding(secret), timeout_s=30,
+             what="the deleted queue's task logs removed from the node")
 
         b_text = f"output-of-b-{uuid.uuid4().hex[:12]}"
         b_job = self.run_job("b", b_text)

@@ -72,14 +72,18 @@ void Agent::ApplyLoop() {
 
 void Agent::ApplyOnce() {
   std::optional<protocol::DesiredState> d;
+  bool fresh = false;
   {
     std::lock_guard lock(mu_);
     d = desired_;
+    fresh = desired_new_;
     desired_new_ = false;
   }
   std::vector<std::string> events;
   if (d) {
     workloads_->StopUndesired(d->workloads);
+    // Logs change owners only with the desired state: the directory is read once per version.
+    if (fresh && d->logs_listed) workloads_->RemoveUnlistedLogs(d->workloads, d->kept_logs);
     for (std::string& e : gpus_->Apply(d->gpus, workloads_->BusyGpus())) {
       events.push_back(std::move(e));
     }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "agent/launch/health.h"
@@ -214,6 +215,24 @@ void WorkloadManager::StopUndesired(const std::vector<protocol::WorkloadDesired>
     }
     it = workloads_.erase(it);
   }
+}
+
+int WorkloadManager::RemoveUnlistedLogs(const std::vector<protocol::WorkloadDesired>& desired,
+                                        const std::vector<std::string>& kept) {
+  std::set<std::string_view> listed(kept.begin(), kept.end());
+  for (const auto& d : desired) listed.insert(d.id);
+  int removed = 0;
+  for (const launch::LogOwner& log : launch::ListWorkloadLogs(options_.command.data_dir)) {
+    if (listed.contains(log.id) || workloads_.contains(log.id)) continue;
+    if (Status s = launch::RemoveWorkloadLogs(options_.command.data_dir, log.id); !s) {
+      spdlog::warn("{}: {}", log.id, s.error().message);
+      continue;
+    }
+    AddEvent(fmt::format("removed the logs of {} ({} #{}): the server no longer lists them", log.id,
+                         log.name, log.index));
+    ++removed;
+  }
+  return removed;
 }
 
 void WorkloadManager::StartMissing(const std::vector<protocol::WorkloadDesired>& desired) {

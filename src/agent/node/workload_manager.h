@@ -71,12 +71,18 @@ class WorkloadManager {
   WorkloadManager& operator=(const WorkloadManager&) = delete;
 
   // Stops what is no longer desired (and, the first time, adopts or kills what pid files name).
-  // A stopped copy's log directory is removed; a task's is kept (its job's logs route reads it).
+  // A stopped copy's log directory is removed; a task's is kept (its job's logs route reads it)
+  // until the server no longer lists it (RemoveUnlistedLogs).
   // Call before carving so that freed GPUs count as idle.
   void StopUndesired(const std::vector<protocol::WorkloadDesired>& desired);
   // Starts desired workloads that have no process yet, each new id with an empty log directory.
   // Call after carving.
   void StartMissing(const std::vector<protocol::WorkloadDesired>& desired);
+  // Removes every log directory under the data dir whose workload is not running here, not in
+  // `desired` and not in `kept` (the ended workloads the server still lists: tasks of jobs that
+  // exist). So a deleted job's or queue's task logs go with it. Returns how many it removed.
+  int RemoveUnlistedLogs(const std::vector<protocol::WorkloadDesired>& desired,
+                         const std::vector<std::string>& kept);
   void Poll();
 
   // Our workloads per GPU index (by id), for the carver's "never re-carve busy GPUs" rule.

@@ -168,6 +168,39 @@ TEST_F(WorkloadManagerTest, ATaskKeepsItsLogAfterStoppingAndARerunOfItsIdStartsE
   EXPECT_EQ(ReadFile(log_dir + "/stdout.log"), "second-incarnation\n");
 }
 
+// A finished task's log stays while the server lists it (its job exists) and goes when it does
+// not (the job or its queue was deleted); a running workload's log is never removed.
+TEST_F(WorkloadManagerTest, AnEndedTasksLogGoesWhenTheServerNoLongerListsIt) {
+  auto done = ShellCopy("acct/q/job-0001/task-0.0", "echo finished");
+  done.kind = "task";
+  done.restart = "never";
+  auto other = ShellCopy("acct/q/job-0002/task-0.0", "echo other");
+  other.kind = "task";
+  other.restart = "never";
+  Apply({done, other});
+  const std::string done_dir = Find(done.id)->log_dir;
+  const std::string other_dir = Find(other.id)->log_dir;
+  ASSERT_TRUE(Eventually([&] {
+    Apply({done, other});
+    return Find(done.id)->state == "succeeded" && Find(other.id)->state == "succeeded";
+  }));
+  auto running = ShellCopy("acct/ic/1", "exec sleep 30");
+  Apply({running});
+  (void)Manager().TakeEvents();
+  // Both jobs still exist: nothing goes.
+  EXPECT_EQ(Manager().RemoveUnlistedLogs({running}, {done.id, other.id}), 0);
+  EXPECT_TRUE(std::filesystem::exists(done_dir + "/stdout.log"));
+  // The first job was deleted: only its log goes.
+  EXPECT_EQ(Manager().RemoveUnlistedLogs({running}, {other.id}), 1);
+  EXPECT_FALSE(std::filesystem::exists(done_dir));
+  EXPECT_NE(ReadFile(other_dir + "/stdout.log").find("other"), std::string::npos);
+  EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "removed the logs of " + done.id));
+  // A copy this manager runs keeps its log even when a listing leaves it out.
+  EXPECT_EQ(Manager().RemoveUnlistedLogs({}, {}), 1);
+  EXPECT_TRUE(std::filesystem::exists(Find(running.id)->log_dir));
+  EXPECT_FALSE(std::filesystem::exists(other_dir));
+}
+
 // The same name under two accounts (or two incarnations) never shares a directory.
 TEST_F(WorkloadManagerTest, TwoOwnersOfOneNameWriteTwoLogs) {
   auto a = ShellCopy("acct-a/ic-test/1", "echo from-a; exec sleep 30");

@@ -344,6 +344,10 @@ protocol::DesiredState NodeRegistry::DesiredLocked(const Entry& e) const {
   for (const auto& [source, list] : e.workloads) {
     d.workloads.insert(d.workloads.end(), list.begin(), list.end());
   }
+  d.logs_listed = true;
+  for (const auto& [source, ids] : e.kept_logs) {
+    d.kept_logs.insert(d.kept_logs.end(), ids.begin(), ids.end());
+  }
   return d;
 }
 
@@ -469,6 +473,27 @@ void NodeRegistry::SetWorkloads(std::string_view source, const NodeId& node,
     } else {
       if (cur->second == workloads) return;
       cur->second = std::move(workloads);
+    }
+    BumpLocked(it->second, fired);
+  }
+  Fire(fired);
+  changed_.notify_all();
+}
+
+void NodeRegistry::SetKeptLogs(std::string_view source, const NodeId& node,
+                               std::vector<std::string> ids) {
+  Fired fired;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node.value());
+    if (it == nodes_.end()) return;
+    auto& lists = it->second.kept_logs;
+    auto cur = lists.find(source);
+    if (cur == lists.end() ? ids.empty() : cur->second == ids) return;
+    if (ids.empty()) {
+      lists.erase(cur);
+    } else {
+      lists.insert_or_assign(std::string(source), std::move(ids));
     }
     BumpLocked(it->second, fired);
   }

@@ -135,6 +135,9 @@ class NodeRegistry {
                     std::vector<protocol::WorkloadDesired> workloads);
   // Drops every workload of `source` on nodes not in `nodes` (a source's full resync).
   void RetainWorkloadNodes(std::string_view source, const std::vector<NodeId>& nodes);
+  // The ended workloads of `source` on `node` whose logs the agent keeps (DesiredState's
+  // kept_logs); the agent removes any other log that no desired workload owns.
+  void SetKeptLogs(std::string_view source, const NodeId& node, std::vector<std::string> ids);
 
   // Blocks until the node reports `gpu` applied with exactly the desired partitions (OK), an
   // error for it (FailedPrecondition/Internal with the agent's message), the node going
@@ -226,6 +229,7 @@ class NodeRegistry {
     uint64_t version = 1;
     std::map<int, protocol::GpuDesired> gpus;
     std::map<std::string, std::vector<protocol::WorkloadDesired>, std::less<>> workloads;
+    std::map<std::string, std::vector<std::string>, std::less<>> kept_logs;  // by source
     protocol::StatusReport status;
     std::vector<uint64_t> waiters;  // Long-polls waiting for a newer version.
   };

@@ -125,6 +125,26 @@ TEST_F(NodeRegistryTest, LongPollAnswersWhenTheDesiredStateChanges) {
   EXPECT_EQ(registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->workloads.size(), 1u);
 }
 
+// The logs an agent keeps past their workloads: listed per source, one new version per change.
+TEST_F(NodeRegistryTest, KeptLogsAreListedPerSourceAndAChangeIsANewVersion) {
+  ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
+  auto first = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_TRUE(first->logs_listed);  // This server lists them, even when it keeps none.
+  EXPECT_TRUE(first->kept_logs.empty());
+  registry_.SetKeptLogs("queues", NodeId("a"), {"acct/q/job-1/0", "acct/q/job-2/0"});
+  auto kept = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
+  EXPECT_GT(kept->version, first->version);
+  EXPECT_EQ(kept->kept_logs, (std::vector<std::string>{"acct/q/job-1/0", "acct/q/job-2/0"}));
+  registry_.SetKeptLogs("queues", NodeId("a"), {"acct/q/job-1/0", "acct/q/job-2/0"});
+  EXPECT_EQ(registry_.WaitDesired("a", registry_.epoch(), 0, 0ms)->version, kept->version);
+  registry_.SetKeptLogs("queues", NodeId("a"), {});
+  auto none = registry_.WaitDesired("a", registry_.epoch(), 0, 0ms);
+  EXPECT_GT(none->version, kept->version);
+  EXPECT_TRUE(none->kept_logs.empty());
+  registry_.SetKeptLogs("queues", NodeId("zz"), {"x"});  // An unknown node: nothing happens.
+}
+
 TEST_F(NodeRegistryTest, AnotherEpochAnswersAtOnce) {
   ASSERT_TRUE(registry_.Register(P4d("a")).has_value());
   auto d = registry_.WaitDesired("a", "old-epoch", 1'000'000, 5s);

@@ -356,14 +356,32 @@ void QueueService::PruneFinished(QueueState& q) {
 
 void QueueService::Publish() {
   std::map<std::string, std::vector<protocol::WorkloadDesired>> desired;
+  // Every task of a stored job keeps its logs on its node (the job's logs route reads them);
+  // once the job or its queue is deleted, the agent removes them (docs/security.md, "Logs").
+  std::map<std::string, std::vector<std::string>> kept;
   for (const auto& [key, q] : queues_) {
     for (const auto& n : q.record.nodes) desired[n];
     for (const auto& [id, job] : q.jobs) {
+      for (const auto& t : job.tasks) {
+        if (!t.node.empty() && !t.workload_id.empty()) kept[t.node].push_back(t.workload_id);
+      }
       if (IsTerminal(job.state)) continue;
       for (const auto& t : job.tasks) {
         if (t.state != TaskState::kPlaced && t.state != TaskState::kRunning) continue;
         if (auto w = Desired(q, job, t)) desired[t.node].push_back(std::move(*w));
       }
+    }
+  }
+  for (const auto& [node, ids] : published_kept_) kept[node];  // Nodes whose last job went.
+  for (auto& [node, ids] : kept) {
+    std::sort(ids.begin(), ids.end());
+    auto it = published_kept_.find(node);
+    if (it != published_kept_.end() && it->second == ids) continue;
+    registry_.SetKeptLogs(kWorkloadSource, NodeId(node), ids);
+    if (ids.empty()) {
+      published_kept_.erase(node);
+    } else {
+      published_kept_[node] = ids;
     }
   }
   for (const auto& [node, list] : published_) desired[node];  // Nodes that lost their queue.

@@ -170,6 +170,8 @@ class QueueService {
   mutable std::mutex mu_;
   std::map<QueueKey, QueueState> queues_;                                    // guarded by mu_
   std::map<std::string, std::vector<protocol::WorkloadDesired>> published_;  // guarded by mu_
+  // Per node, the ended tasks of stored jobs whose logs the agent keeps.      // guarded by mu_
+  std::map<std::string, std::vector<std::string>> published_kept_;
 
   ReconcilerLoop loop_;
   nodes::NodeRegistry::Subscription wake_;  // Last: detached first.
