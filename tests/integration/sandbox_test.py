@@ -36,6 +36,19 @@ def can_sandbox():
         os.access(os.path.join(d, "bwrap"), os.X_OK) for d in os.environ["PATH"].split(":"))
 
 
+def can_create_cgroups():
+    """Whether this process can make a cgroup (root on a VM: yes; in a container: often not)."""
+    base = "/sys/fs/cgroup" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else \
+        "/sys/fs/cgroup/memory"
+    probe = os.path.join(base, f"carve-probe-{os.getpid()}")
+    try:
+        os.mkdir(probe)
+        os.rmdir(probe)
+        return True
+    except OSError:
+        return False
+
+
 class Tenants:
     """A server with two accounts (A: the operator, B), each with an mGPU queue on its own node."""
 
@@ -88,7 +101,7 @@ class Tenants:
     def play(self):
         """A runs a task, then B plays the hostile tenant. Returns (A's output, B's output)."""
         marker = f"A-MARKER-{uuid.uuid4().hex}"
-        job, out_a = self.run("default", "qa", f"echo {marker} uid=$(id -u)")
+        job, out_a = self.run("default", "qa", f"echo {marker} uid=$(id -u); cat /proc/self/cgroup")
         self.test.assertEqual(job["state"], "Succeeded", job)
         a_logs = self.log_dir_holding(marker)
         data = self.server.data_dir
@@ -143,6 +156,10 @@ class SandboxTest(unittest.TestCase):
         self.assertIn(f"uid={UID_BASE}", out_a)
         self.assertIn(f"uid={UID_BASE}", out_b)
         self.assertFalse(os.path.exists(os.path.join(tenants.server.data_dir, "pwned")))
+        # A task with no host limits still runs in a cgroup of its own (v1: in the memory
+        # hierarchy too; v2: the one hierarchy), where the host lets carve make one.
+        if can_create_cgroups():
+            self.assertRegex(out_a, r"(?m)^\d+:(memory|):/carve/[^/\s]+$")
 
         # Cancelling stops the whole sandboxed tree: a child that left the session with setsid()
         # and ignores SIGTERM included (it runs below bwrap, in a pid namespace of its own).

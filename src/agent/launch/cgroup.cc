@@ -89,21 +89,21 @@ Status CgroupManager::Apply(const std::string& workload, int pid,
       return WriteFile(dir / "cgroup.procs", procs);
     }
     case CgroupVersion::kV1: {
+      // A cgroup of its own in both hierarchies, limited or not: its usage is its own to read.
       const fs::path cpu = fs::path(root_) / "cpu" / parent_ / workload;
       const fs::path mem = fs::path(root_) / "memory" / parent_ / workload;
+      CARVE_RETURN_IF_ERROR(MakeDir(cpu));
       if (limits.cpu_millicores) {
-        CARVE_RETURN_IF_ERROR(MakeDir(cpu));
         CARVE_RETURN_IF_ERROR(WriteFile(cpu / "cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
         CARVE_RETURN_IF_ERROR(WriteFile(cpu / "cpu.cfs_quota_us", quota));
-        CARVE_RETURN_IF_ERROR(WriteFile(cpu / "cgroup.procs", procs));
       }
+      CARVE_RETURN_IF_ERROR(WriteFile(cpu / "cgroup.procs", procs));
+      CARVE_RETURN_IF_ERROR(MakeDir(mem));
       if (limits.memory_bytes) {
-        CARVE_RETURN_IF_ERROR(MakeDir(mem));
         CARVE_RETURN_IF_ERROR(
             WriteFile(mem / "memory.limit_in_bytes", std::to_string(*limits.memory_bytes)));
-        CARVE_RETURN_IF_ERROR(WriteFile(mem / "cgroup.procs", procs));
       }
-      return OkStatus();
+      return WriteFile(mem / "cgroup.procs", procs);
     }
   }
   return Internal("unknown cgroup version");

@@ -27,7 +27,8 @@ class CgroupManager {
   explicit CgroupManager(std::string root = "/sys/fs/cgroup", std::string parent = "carve");
 
   CgroupVersion Detect() const;
-  // Creates the workload's cgroup, writes the limits and moves `pid` into it. InvalidArgument
+  // Creates the workload's cgroup (on v1, one in each of cpu and memory), writes the limits that
+  // are set (none: a cgroup of its own, unlimited) and moves `pid` into it. InvalidArgument
   // for a workload that is not a plain name or a non-positive limit; FailedPrecondition when no
   // cgroup hierarchy is found; Internal naming the file and errno's text when a write fails.
   Status Apply(const std::string& workload, int pid, const HostLimits& limits) const;

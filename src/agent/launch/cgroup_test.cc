@@ -48,6 +48,24 @@ TEST(Cgroup, V1WritesCfsQuotaAndMemoryLimit) {
   EXPECT_EQ(Read(root + "/memory/carve/ic-a-0/memory.limit_in_bytes"), std::to_string(1 << 20));
 }
 
+// A workload without limits still gets a cgroup of its own (in both v1 hierarchies), unlimited.
+TEST(Cgroup, NoLimitsStillGivesTheWorkloadItsOwnCgroup) {
+  const std::string v2 = testing::TempDir();
+  std::ofstream(v2 + "/cgroup.controllers") << "cpu memory";
+  ASSERT_TRUE(CgroupManager(v2).Apply("task-0", 99, {}).ok());
+  EXPECT_EQ(Read(v2 + "/carve/task-0/cgroup.procs"), "99");
+  EXPECT_FALSE(fs::exists(v2 + "/carve/task-0/cpu.max"));
+  EXPECT_FALSE(fs::exists(v2 + "/carve/task-0/memory.max"));
+  const std::string v1 = testing::TempDir();
+  fs::create_directories(v1 + "/cpu");
+  fs::create_directories(v1 + "/memory");
+  ASSERT_TRUE(CgroupManager(v1).Apply("task-0", 98, {}).ok());
+  EXPECT_EQ(Read(v1 + "/cpu/carve/task-0/cgroup.procs"), "98");
+  EXPECT_EQ(Read(v1 + "/memory/carve/task-0/cgroup.procs"), "98");
+  EXPECT_FALSE(fs::exists(v1 + "/cpu/carve/task-0/cpu.cfs_quota_us"));
+  EXPECT_FALSE(fs::exists(v1 + "/memory/carve/task-0/memory.limit_in_bytes"));
+}
+
 TEST(Cgroup, UnwritableRootWarnsAndCarriesOn) {
   const std::string dir = testing::TempDir();
   std::ofstream(dir + "/not-a-dir") << "x";

@@ -482,11 +482,17 @@ void WorkloadManager::PollOne(Workload& w) {
       if (Status s = launch::WritePidFile(w.dir + "/pid", {*p, w.port, w.ports}); !s) {
         spdlog::warn("{}: {}", w.desired.id, s.error().message);
       }
-      if (w.desired.cpu_milli > 0 || w.desired.memory_mib > 0) {
-        launch::HostLimits limits;
-        if (w.desired.cpu_milli > 0) limits.cpu_millicores = w.desired.cpu_milli;
-        if (w.desired.memory_mib > 0) limits.memory_bytes = w.desired.memory_mib * kMiB;
-        cgroups_.ApplyOrWarn(fs::path(w.dir).filename().string(), p->pid, limits);
+      // Every workload gets a cgroup of its own (its CPU and memory use are its own to read,
+      // and no process of it escapes by leaving its process group); limits where it has them.
+      // Only a limit that cannot be held is worth a warning.
+      launch::HostLimits limits;
+      if (w.desired.cpu_milli > 0) limits.cpu_millicores = w.desired.cpu_milli;
+      if (w.desired.memory_mib > 0) limits.memory_bytes = w.desired.memory_mib * kMiB;
+      const std::string cgroup = fs::path(w.dir).filename().string();
+      if (limits.cpu_millicores || limits.memory_bytes) {
+        cgroups_.ApplyOrWarn(cgroup, p->pid, limits);
+      } else if (Status s = cgroups_.Apply(cgroup, p->pid, limits); !s) {
+        spdlog::debug("{}: no cgroup of its own: {}", w.desired.id, s.error().message);
       }
     }
   }
@@ -557,9 +563,7 @@ void WorkloadManager::Stop(Workload& w) {
   w.ledger.reset();
   w.core_rate.reset();
   std::error_code ec;
-  if (w.desired.cpu_milli > 0 || w.desired.memory_mib > 0) {
-    (void)cgroups_.Remove(fs::path(w.dir).filename().string());
-  }
+  (void)cgroups_.Remove(fs::path(w.dir).filename().string());  // Every workload has one.
   fs::remove_all(w.dir, ec);
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "agent/launch/process_launcher.h"
@@ -199,6 +200,33 @@ TEST_F(WorkloadManagerTest, AnEndedTasksLogGoesWhenTheServerNoLongerListsIt) {
   EXPECT_EQ(Manager().RemoveUnlistedLogs({}, {}), 1);
   EXPECT_TRUE(std::filesystem::exists(Find(running.id)->log_dir));
   EXPECT_FALSE(std::filesystem::exists(other_dir));
+}
+
+// Each workload runs in a cgroup of its own, with limits only where it has them (a directory
+// standing in for a v2 hierarchy: what the manager wrote is read back).
+TEST_F(WorkloadManagerTest, EveryWorkloadRunsInACgroupOfItsOwnLimitedOrNot) {
+  const std::string root = dir_ + "/cgroup-v2";
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory";
+  options_.cgroup_root = root;
+  auto plain = ShellCopy("acct/ic/plain", "exec sleep 30");
+  auto limited = ShellCopy("acct/ic/limited", "exec sleep 30");
+  limited.memory_mib = 512;
+  ASSERT_TRUE(Eventually([&] {
+    Apply({plain, limited});
+    return Find(plain.id)->pid > 0 && Find(limited.id)->pid > 0;
+  }));
+  std::map<std::string, std::string> procs_of;  // pid -> its cgroup directory
+  for (const auto& e : std::filesystem::directory_iterator(root + "/carve")) {
+    if (e.is_directory()) procs_of[ReadFile(e.path() / "cgroup.procs")] = e.path().string();
+  }
+  ASSERT_EQ(procs_of.size(), 2u);
+  const std::string plain_cg = procs_of[std::to_string(Find(plain.id)->pid)];
+  const std::string limited_cg = procs_of[std::to_string(Find(limited.id)->pid)];
+  ASSERT_FALSE(plain_cg.empty());
+  ASSERT_FALSE(limited_cg.empty());
+  EXPECT_FALSE(std::filesystem::exists(plain_cg + "/memory.max"));
+  EXPECT_EQ(ReadFile(limited_cg + "/memory.max"), std::to_string(512LL << 20));
 }
 
 // The same name under two accounts (or two incarnations) never shares a directory.
