@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { ACCOUNT_A, CarveServer, launchBrowser, login, newPage, screenshot } from './harness.mjs';
+import { ACCOUNT_A, CarveServer, launchBrowser, login, newPage, pollUntil, screenshot } from './harness.mjs';
 
 const NAME = 'carve.test';
 const RESOLVE = `--host-resolver-rules=MAP ${NAME} 127.0.0.1`;
@@ -50,8 +50,11 @@ describe('the dashboard at a name that is not localhost', { timeout: 3 * 60 * 10
       assert.equal(await page.evaluate(() => window.isSecureContext), true);
       const account = await page.getByTestId('account').innerText();
       assert.ok(account.split(/\s+/).includes(ACCOUNT_A), `signed in as ${account}`);
-      const fleet = seen.find((r) => new URL(r.url).pathname === '/v1/fleet' && r.status === 200);
-      assert.ok(fleet, `no signed GET /v1/fleet answered 200 over https; saw ${seen.map((r) => `${r.status} ${r.url}`).join(', ')}`);
+      // The fleet page's first signed read comes after the sign-in.
+      await pollUntil(() => seen.some((r) => new URL(r.url).pathname === '/v1/fleet' && r.status === 200), {
+        timeoutMs: 15000,
+        what: 'a signed GET /v1/fleet answered 200 over https',
+      });
       assert.ok(seen.every((r) => r.url.startsWith('https://')), 'every request went over https');
       await screenshot(page, 'tls-dashboard');
     } finally {
