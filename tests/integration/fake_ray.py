@@ -315,10 +315,23 @@ def driver(args):
         print("RAY_ADDRESS is not set", file=sys.stderr)
         return 2
     deadline = time.time() + args.timeout
-    status = request(address, {"op": "status"})
+
+    def status_now():
+        # As ray.init() does, retry a head that is not listening yet: the agent reports the
+        # head running once its process exists, which can be before it binds its port.
+        while True:
+            try:
+                return request(address, {"op": "status"})
+            except OSError as e:
+                if time.time() > deadline:
+                    raise
+                print(f"head at {address} not answering yet ({e}); retrying", file=sys.stderr,
+                      flush=True)
+                time.sleep(0.2)
+    status = status_now()
     while len(status["workers"]) < args.expect_workers and time.time() < deadline:
         time.sleep(0.2)
-        status = request(address, {"op": "status"})
+        status = status_now()
     print("cluster_resources:", json.dumps(status["cluster_resources"]))
     for w in status["workers"]:
         print("worker:", json.dumps(w, sort_keys=True))
