@@ -235,11 +235,20 @@ class AutoScalingTest(unittest.TestCase):
                          ["Setting desired instance count to 2."])
 
     def test_a_restart_keeps_policies_and_does_not_scale_on_its_first_samples(self):
-        self.register(1, 3)
-        self.track_concurrency(1.0)
         self.sm.update_inference_component_runtime_config(
             InferenceComponentName="ic", DesiredRuntimeConfig={"CopyCount": 2})
         self.wait_copies(2)
+        # Registered only once both copies serve, and with boto3, not the CLI: the idle pair
+        # scales in as soon as 4 s of samples exist, and the stop must come well before that
+        # (a second copy starting under ASan took longer than that window).
+        self.aas.register_scalable_target(**TARGET, MinCapacity=1, MaxCapacity=3)
+        self.aas.put_scaling_policy(
+            PolicyName="concurrency", PolicyType="TargetTrackingScaling", **TARGET,
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 1.0, "ScaleOutCooldown": 1, "ScaleInCooldown": 1,
+                "PredefinedMetricSpecification": {"PredefinedMetricType": (
+                    "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution")}})
+        self.assertEqual(self.copies(), (2, 2))
         self.server.stop()
         self.server.start()
         restarted = time.monotonic()
