@@ -41,6 +41,7 @@ struct WorkloadManager::Workload {
   int log_tail_restarts = -1;
   std::chrono::steady_clock::time_point next_probe{};
   std::optional<launch::ProcessId> process;    // as last written to the pid file
+  int cgroup_pid = 0;                          // the process last placed in its cgroup
   // A live process of an earlier agent (its pid file) that this workload adopts as soon as it
   // can be bound: a copy's partition is bound only once the GPU applier has applied the desired
   // layout, which comes after the first adoption pass. Until then it is neither started again
@@ -185,6 +186,10 @@ void WorkloadManager::AdoptFromPidFiles(const std::vector<protocol::WorkloadDesi
     if (r->outcome == launch::Reconcile::kKilled) {
       AddEvent(fmt::format("stopped {} (pid {}): left from an earlier agent, no longer desired", id,
                            r->record->process.pid));
+    }
+    // Its cgroup goes too: empty now that its processes are gone (rmdir refuses one that is not).
+    if (Status s = cgroups_.Remove(entry.path().filename().string()); !s) {
+      spdlog::warn("workload {}: {}", id, s.error().message);
     }
     fs::remove_all(entry.path(), ec);
   }
@@ -423,8 +428,11 @@ void WorkloadManager::Start(Workload& w) {
   if (!request) return fail(request.error());
   // The pid file exists before the program runs, on every start and restart: an agent killed at
   // any point leaves either a record of the process or no process (launcher.h).
-  request->record = [pid_path = w.dir + "/pid", port, ports = w.ports](const launch::ProcessId& p) {
-    return launch::WritePidFile(pid_path, {p, port, ports});
+  // It is also placed in its cgroup there, so every process it forks is born inside.
+  request->record = [this, &w, port](const launch::ProcessId& p) -> Status {
+    CARVE_RETURN_IF_ERROR(launch::WritePidFile(w.dir + "/pid", {p, port, w.ports}));
+    PlaceInCgroup(w, p.pid);
+    return OkStatus();
   };
   w.log_dir = fs::path(request->stdout_path).parent_path().string();
   if (Status s = launch::WriteLogOwner(options_.command.data_dir,
@@ -455,7 +463,7 @@ void WorkloadManager::Start(Workload& w) {
   w.healthy = false;
   w.probe_failures = 0;
   w.process.reset();
-  PollOne(w);  // Writes the pid file and applies host limits for the new process.
+  PollOne(w);  // Records the new process (and places an adopted one in its cgroup).
   AddEvent(fmt::format("{} {} ({}) pid {} port {}", adopt ? "adopted" : "started", label,
                        w.desired.id, w.process ? w.process->pid : 0, port));
 }
@@ -482,18 +490,9 @@ void WorkloadManager::PollOne(Workload& w) {
       if (Status s = launch::WritePidFile(w.dir + "/pid", {*p, w.port, w.ports}); !s) {
         spdlog::warn("{}: {}", w.desired.id, s.error().message);
       }
-      // Every workload gets a cgroup of its own (its CPU and memory use are its own to read,
-      // and no process of it escapes by leaving its process group); limits where it has them.
-      // Only a limit that cannot be held is worth a warning.
-      launch::HostLimits limits;
-      if (w.desired.cpu_milli > 0) limits.cpu_millicores = w.desired.cpu_milli;
-      if (w.desired.memory_mib > 0) limits.memory_bytes = w.desired.memory_mib * kMiB;
-      const std::string cgroup = fs::path(w.dir).filename().string();
-      if (limits.cpu_millicores || limits.memory_bytes) {
-        cgroups_.ApplyOrWarn(cgroup, p->pid, limits);
-      } else if (Status s = cgroups_.Apply(cgroup, p->pid, limits); !s) {
-        spdlog::debug("{}: no cgroup of its own: {}", w.desired.id, s.error().message);
-      }
+      // A process this agent started was placed by the launch's record hook; an adopted one
+      // may have lost its cgroup to the cleanup of the agent that started it.
+      if (w.cgroup_pid != p->pid) PlaceInCgroup(w, p->pid);
     }
   }
   if (p && w.desired.health_check) Probe(w);
@@ -504,6 +503,22 @@ void WorkloadManager::PollOne(Workload& w) {
       changed_ = true;
     }
     w.next_status_read = clock_.Now() + options_.probe_interval;
+  }
+}
+
+// Every workload gets a cgroup of its own (its CPU and memory use are its own to read, and no
+// process of it escapes by leaving its process group); limits where it has them. Only a limit
+// that cannot be held is worth a warning.
+void WorkloadManager::PlaceInCgroup(Workload& w, int pid) {
+  w.cgroup_pid = pid;
+  launch::HostLimits limits;
+  if (w.desired.cpu_milli > 0) limits.cpu_millicores = w.desired.cpu_milli;
+  if (w.desired.memory_mib > 0) limits.memory_bytes = w.desired.memory_mib * kMiB;
+  const std::string cgroup = fs::path(w.dir).filename().string();
+  if (limits.cpu_millicores || limits.memory_bytes) {
+    cgroups_.ApplyOrWarn(cgroup, pid, limits);
+  } else if (Status s = cgroups_.Apply(cgroup, pid, limits); !s) {
+    spdlog::debug("{}: no cgroup of its own: {}", w.desired.id, s.error().message);
   }
 }
 

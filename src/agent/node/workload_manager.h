@@ -108,6 +108,8 @@ class WorkloadManager {
   void Stop(Workload& w);
   void RemoveContainer(const Workload& w);
   void PollOne(Workload& w);
+  // Moves `pid` into w's own cgroup, with w's host limits where it has them.
+  void PlaceInCgroup(Workload& w, int pid);
   void Probe(Workload& w);
   void AddEvent(std::string event);
   std::string DirOf(const std::string& id) const;

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "agent/launch/process_launcher.h"
 #include "agent/node/test_support.h"
@@ -227,6 +229,78 @@ TEST_F(WorkloadManagerTest, EveryWorkloadRunsInACgroupOfItsOwnLimitedOrNot) {
   ASSERT_FALSE(limited_cg.empty());
   EXPECT_FALSE(std::filesystem::exists(plain_cg + "/memory.max"));
   EXPECT_EQ(ReadFile(limited_cg + "/memory.max"), std::to_string(512LL << 20));
+}
+
+// A launcher whose Start returns late, as on an agent busy with other work: whatever the manager
+// does only after Start returns happens after the program already ran.
+class LateLauncher : public launch::Launcher {
+ public:
+  Result<launch::ProcessId> Start(const launch::LaunchRequest& request) override {
+    Result<launch::ProcessId> p = real_.Start(request);
+    std::this_thread::sleep_for(500ms);
+    return p;
+  }
+  std::optional<int> TryWait(const launch::ProcessId& p) override { return real_.TryWait(p); }
+  bool Alive(const launch::ProcessId& p) override { return real_.Alive(p); }
+  Result<std::optional<int>> Stop(const launch::ProcessId& p,
+                                  std::chrono::milliseconds grace) override {
+    return real_.Stop(p, grace);
+  }
+
+ private:
+  launch::ProcessLauncher real_;
+};
+
+// The move into the cgroup happens before the program runs (the launch's record hook), so no
+// process the workload forks at its start is born outside it, whatever the agent's timing.
+TEST_F(WorkloadManagerTest, AWorkloadIsInItsCgroupBeforeItsProgramRuns) {
+  const std::string root = dir_ + "/cgroup-v2";
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory";
+  options_.cgroup_root = root;
+  static LateLauncher late;  // outlives the manager, whichever way the test ends
+  manager_ = std::make_unique<WorkloadManager>(options_, late, SystemClock::Get(), *gpus_);
+  // The program's first act: read which pid its cgroup holds, next to its own.
+  auto w = ShellCopy("acct/ic/early", "echo \"$(cat " + root + "/carve/*/cgroup.procs 2>&1)\" > " +
+                                          dir_ + "/seen; echo $$ >> " + dir_ + "/seen; exec sleep 30");
+  Apply({w});
+  ASSERT_TRUE(Eventually([&] { return std::ranges::count(ReadFile(dir_ + "/seen"), '\n') >= 2; }));
+  std::istringstream seen(ReadFile(dir_ + "/seen"));
+  std::string in_cgroup, self;
+  std::getline(seen, in_cgroup);
+  std::getline(seen, self);
+  EXPECT_EQ(in_cgroup, self) << "the program ran before it was placed in its cgroup";
+  manager_->StopAll();
+  manager_.reset();
+}
+
+// A workload whose processes died while no agent ran leaves an empty cgroup behind; the next
+// agent removes it with the workload's directory. On this machine's real hierarchy: an empty
+// directory in a real cgroup tree is what rmdir removes, a plain directory is not.
+TEST_F(WorkloadManagerTest, TheNextAgentRemovesTheCgroupOfAWorkloadThatDiedWithoutOne) {
+  options_.cgroup_root = "/sys/fs/cgroup";
+  auto w = ShellCopy("acct/ic/swept-" + std::to_string(::getpid()), "exec sleep 30");
+  ASSERT_TRUE(Eventually([&] {
+    Apply({w});
+    return Find(w.id)->pid > 0;
+  }));
+  const int pid = Find(w.id)->pid;
+  std::vector<std::string> cgroups;  // the workload's: v2's one, or v1's cpu and memory
+  for (const char* parent : {"/sys/fs/cgroup/carve/", "/sys/fs/cgroup/cpu/carve/",
+                             "/sys/fs/cgroup/memory/carve/"}) {
+    const std::string dir = parent + WorkloadDirName(w.id);
+    if (std::filesystem::exists(dir)) cgroups.push_back(dir);
+  }
+  if (cgroups.empty()) {
+    manager_->StopAll();
+    GTEST_SKIP() << "no cgroup can be created here (not root, or a container)";
+  }
+  RestartAgent();
+  ::kill(-pid, SIGKILL);  // It dies while no agent runs, and its parent (this test) reaps it.
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  Apply({});
+  for (const std::string& dir : cgroups) EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/workloads/" + WorkloadDirName(w.id)));
 }
 
 // The same name under two accounts (or two incarnations) never shares a directory.
