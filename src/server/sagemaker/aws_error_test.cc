@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace carve::server::sagemaker {
 namespace {
 
@@ -26,10 +28,37 @@ TEST(AwsError, CapacityShortfallIsResourceLimitExceeded) {
   EXPECT_EQ(r.error_type, "ResourceLimitExceeded");
 }
 
-TEST(AwsError, WrongStateIsResourceInUse) {
-  ApiResponse r = ToAwsError(FailedPrecondition("busy"));
+// botocore's model lists ResourceInUse for none of the operations carve serves; SageMaker
+// answers "Cannot update in-progress endpoint" with ValidationException.
+TEST(AwsError, WrongStateIsAValidationException) {
+  ApiResponse r = ToAwsError(FailedPrecondition("Cannot update in-progress endpoint"));
   EXPECT_EQ(r.http_status, 400);
-  EXPECT_EQ(r.error_type, "ResourceInUse");
+  EXPECT_EQ(r.error_type, "ValidationException");
+}
+
+// ResourceLimitExceeded only where botocore's model lists it for the operation.
+TEST(AwsError, ResourceLimitExceededOnlyOnOperationsThatListIt) {
+  EXPECT_EQ(ToAwsError(ResourceExhausted("x"), "CreateInferenceComponent").error_type,
+            "ResourceLimitExceeded");
+  EXPECT_EQ(ToAwsError(ResourceExhausted("x"), "UpdateEndpointWeightsAndCapacities").error_type,
+            "ResourceLimitExceeded");
+  EXPECT_EQ(ToAwsError(ResourceExhausted("x"), "DeleteEndpoint").error_type,
+            "ValidationException");
+  EXPECT_EQ(ToAwsError(ResourceExhausted("x"), "DescribeInferenceComponent").error_type,
+            "ValidationException");
+}
+
+// The table has one row per refusal kind, each with a source, and ToAwsError follows it.
+TEST(AwsError, TheTableHasOneRowPerKindWithASource) {
+  std::set<ErrorCode> kinds;
+  for (const AwsErrorRow& row : SageMakerErrorTable()) {
+    EXPECT_TRUE(kinds.insert(row.kind).second) << ErrorCodeName(row.kind) << " twice";
+    EXPECT_FALSE(row.source.empty()) << ErrorCodeName(row.kind);
+    const ApiResponse r = ToAwsError(Error{row.kind, "m"}, "CreateEndpoint");
+    EXPECT_EQ(r.http_status, row.http_status) << ErrorCodeName(row.kind);
+    EXPECT_EQ(r.error_type, row.code) << ErrorCodeName(row.kind);
+  }
+  EXPECT_EQ(kinds.size(), 8u);
 }
 
 TEST(AwsError, DeterministicFailuresNeverGetA5xx) {

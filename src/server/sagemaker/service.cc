@@ -211,7 +211,7 @@ ApiResponse SageMakerService::Handle(const ApiRequest& request) {
       spdlog::error("{} for account {} failed: {}", request.operation, request.account_id,
                     out.error().message);
     }
-    return ToAwsError(out.error());
+    return ToAwsError(out.error(), request.operation);
   }
   return JsonOk(*out);
 }
