@@ -11,6 +11,7 @@ import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
 import botocore.exceptions
+import botocore.session
 
 from carve_harness import (REGION, CarveServer, SEED_LAYOUT, add_account, component_spec, poll,
                            seed_variant)
@@ -23,11 +24,29 @@ def partitions(carve):
                   for n in carve["nodes"] for g in n["gpus"] for p in g["partitions"])
 
 
+# The codes any SageMaker action may answer, beside the ones botocore's model lists for each
+# operation: the API Reference's "Common Errors", and SigV4's refusals.
+COMMON_ERRORS = {"ValidationException", "ServiceUnavailable", "InternalFailure",
+                 "ThrottlingException", "UnknownOperationException", "AccessDeniedException",
+                 "IncompleteSignature", "InvalidSignatureException", "MissingAuthenticationToken",
+                 "RequestExpired", "UnrecognizedClientException"}
+SAGEMAKER_MODEL = botocore.session.get_session().get_service_model("sagemaker")
+
+
 def error_of(call, *args, **kwargs):
+    """The code and message of a boto3 call expected to fail, which must be a code botocore's
+    model lets that operation answer."""
     try:
         call(*args, **kwargs)
     except botocore.exceptions.ClientError as e:
-        return e.response["Error"]["Code"], e.response["Error"]["Message"]
+        code = e.response["Error"]["Code"]
+        operation = e.operation_name
+        listed = {shape.name for shape in
+                  SAGEMAKER_MODEL.operation_model(operation).error_shapes}
+        if code not in COMMON_ERRORS | listed:
+            raise AssertionError(f"{operation} answered {code}, which botocore's model does not "
+                                 f"list for it ({sorted(listed)}) and is not a common error")
+        return code, e.response["Error"]["Message"]
     raise AssertionError("call succeeded; expected an error")
 
 
@@ -275,13 +294,27 @@ class SageMakerRulesTest(unittest.TestCase):
         self.assertEqual(partitions(carve_after), partitions(carve_before))
         self.assertTrue(partitions(carve_after))
 
-    def test_an_endpoint_with_components_is_in_use(self):
+    def test_an_endpoint_with_components_is_not_deleted(self):
         self.sm.create_inference_component(
             InferenceComponentName="pin", EndpointName="seed",
             Specification=component_spec("m", "mig-2g.10gb"), RuntimeConfig={"CopyCount": 1})
+        # ValidationException: botocore's model lists no ResourceInUse for DeleteEndpoint.
         code, msg = error_of(self.sm.delete_endpoint, EndpointName="seed")
-        self.assertEqual(code, "ResourceInUse")
-        self.assertIn("pin", msg)
+        self.assertEqual(code, "ValidationException")
+        # Other tests of this class may leave components of their own on "seed".
+        self.assertRegex(msg, r"still hosts inference components \[([^]]*, )?pin(, [^]]*)?\]")
+
+    def test_a_variant_named_twice_in_one_capacity_update_is_refused(self):
+        code, msg = error_of(
+            self.sm.update_endpoint_weights_and_capacities, EndpointName="seed",
+            DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredWeight": 1.0},
+                                         {"VariantName": "AllTraffic", "DesiredWeight": 2.0}])
+        self.assertEqual(code, "ValidationException")
+        self.assertIn("Value 'AllTraffic' at 'desiredWeightsAndCapacities.2.member.variantName' "
+                      "failed to satisfy constraint: Member must name each variant at most once",
+                      msg)
+        self.assertEqual(
+            self.sm.describe_endpoint(EndpointName="seed")["EndpointStatus"], "InService")
 
     def test_too_few_nodes_fail_the_endpoint_naming_what_is_missing(self):
         self.sm.create_endpoint_config(

@@ -3,6 +3,9 @@
 // record the wanted state, under the service's state lock.
 #include <fmt/format.h>
 
+#include <set>
+#include <string>
+
 #include "server/sagemaker/endpoint_record.h"
 #include "server/sagemaker/ops.h"
 
@@ -213,6 +216,15 @@ Result<json> DeleteEndpoint(const OpContext& ctx, const ApiRequest& req, const j
         fmt::format("Endpoint \"{}\" still hosts inference components [{}]; delete them first.",
                     ctx.Arn(req.account_id, kEndpoint, *name), JoinNodes(attached)));
   }
+  // As SageMaker: an endpoint being created or changed is not deleted under the work. Neither
+  // waits forever: a carve that nodes do not report within its timeout fails the endpoint.
+  if (ep.status == EndpointStatus::kCreating || ep.status == EndpointStatus::kUpdating ||
+      ep.status == EndpointStatus::kSystemUpdating || ep.status == EndpointStatus::kRollingBack) {
+    return FailedPrecondition(
+        fmt::format("Cannot delete in-progress endpoint \"{}\" (status {}); retry once it is "
+                    "InService or Failed.",
+                    ctx.Arn(req.account_id, kEndpoint, *name), Name(ep.status)));
+  }
   ep.status = EndpointStatus::kDeleting;
   ep.status_since_ms = ctx.clock().UnixMillis();
   CARVE_RETURN_IF_ERROR(ctx.store().Update(rec.key, ep.ToJson().dump(), rec.version));
@@ -301,6 +313,7 @@ Result<json> UpdateEndpointWeightsAndCapacities(const OpContext& ctx, const ApiR
     std::optional<int64_t> count;
   };
   std::vector<Change> changes;
+  std::set<std::string> named;  // A variant named twice would silently keep one of the two.
   if (const json* list = v.List(in, "DesiredWeightsAndCapacities", "", 1, 10, true)) {
     for (size_t i = 0; i < list->size(); ++i) {
       const std::string path = ElementPath("desiredWeightsAndCapacities", i);
@@ -311,8 +324,12 @@ Result<json> UpdateEndpointWeightsAndCapacities(const OpContext& ctx, const ApiR
       auto count = v.Integer(item, "DesiredInstanceCount", path, {0, {}}, false);
       if (count && *count == 0) {
         v.Fail(MemberPath(path, "DesiredInstanceCount"), "0",
-               "carve keeps at least one instance per variant (scaling to zero needs "
-               "ManagedInstanceScaling, which carve does not implement)");
+               "carve keeps at least one instance per variant (ManagedInstanceScaling with "
+               "MinInstanceCount 0, which scales a variant to zero, is not implemented)");
+      }
+      if (variant && !named.insert(*variant).second) {
+        v.Fail(MemberPath(path, "VariantName"), *variant,
+               "Member must name each variant at most once in DesiredWeightsAndCapacities");
       }
       if (variant) changes.push_back({*variant, weight, count});
     }

@@ -205,6 +205,78 @@ TEST_F(ServiceTest, DeletingAnEndpointReleasesItsNodes) {
   for (const auto& n : fleet["nodes"]) EXPECT_TRUE(n["claim"].is_null());
 }
 
+// As SageMaker: an endpoint being created is not deleted under the work (ValidationException,
+// which is what botocore's model allows DeleteEndpoint); once it serves, it is.
+TEST_F(ServiceTest, AnEndpointBeingCreatedIsNotDeletedUntilItServes) {
+  SeedEndpoint();
+  ApiResponse r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("Cannot delete in-progress endpoint"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("(status Creating)"), std::string::npos) << r.body;
+  Settle();
+  EXPECT_EQ(Status("ep"), "InService");
+  Ok("DeleteEndpoint", {{"EndpointName", "ep"}});
+}
+
+// An endpoint that still hosts components answers ValidationException, never ResourceInUse,
+// which botocore's model lists for none of the endpoint operations.
+TEST_F(ServiceTest, AnEndpointHostingComponentsIsRefusedWithAValidationException) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("c", "mig-1g.5gb", 1));
+  ApiResponse r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("still hosts inference components [c]"), std::string::npos) << r.body;
+}
+
+// The same variant twice would keep one of the two entries silently: refused, naming it.
+TEST_F(ServiceTest, UpdateEndpointWeightsAndCapacitiesNamesEachVariantOnce) {
+  SeedEndpoint();
+  Settle();
+  ApiResponse r = Call("UpdateEndpointWeightsAndCapacities",
+                       {{"EndpointName", "ep"},
+                        {"DesiredWeightsAndCapacities",
+                         {{{"VariantName", "AllTraffic"}, {"DesiredWeight", 1}},
+                          {{"VariantName", "AllTraffic"}, {"DesiredInstanceCount", 2}}}}});
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("Value 'AllTraffic' at "
+                        "'desiredWeightsAndCapacities.2.member.variantName' failed to satisfy "
+                        "constraint: Member must name each variant at most once"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(Status("ep"), "InService");  // Nothing was recorded.
+}
+
+// A SageMaker instance type without a GPU (a CPU type) is told apart from a name AWS does not
+// have: only the second is an enum violation.
+TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
+  auto refusal = [&](const std::string& type) {
+    ApiResponse r = Call("CreateEndpointConfig",
+                         {{"EndpointConfigName", "c"},
+                          {"ProductionVariants",
+                           {{{"VariantName", "v"},
+                             {"InstanceType", type},
+                             {"InitialInstanceCount", 1}}}}});
+    EXPECT_EQ(r.error_type, "ValidationException") << type;
+    return r.body;
+  };
+  const std::string cpu = refusal("ml.c5.xlarge");
+  EXPECT_NE(cpu.find("Value 'ml.c5.xlarge' at 'productionVariants.1.member.instanceType' failed "
+                     "to satisfy constraint: carve serves the GPU instance types of its catalog, "
+                     "[ml."),
+            std::string::npos)
+      << cpu;
+  EXPECT_NE(cpu.find("ml.p4d.24xlarge"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("a CPU type, has nothing to carve"), std::string::npos) << cpu;
+  const std::string bogus = refusal("p4d");
+  EXPECT_NE(bogus.find("Value 'p4d' at 'productionVariants.1.member.instanceType' failed to "
+                       "satisfy constraint: Member must satisfy enum value set: [ml."),
+            std::string::npos)
+      << bogus;
+}
+
 TEST_F(ServiceTest, AFailedCommitLeavesNoEndpointBehind) {
   Ok("CreateEndpointConfig",
      {{"EndpointConfigName", "c"},

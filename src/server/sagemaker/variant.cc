@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "catalog/catalog.h"
 #include "core/layout_validator.h"
 #include "server/sagemaker/inference_ami.h"
@@ -116,8 +118,14 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
     if (strategy) spec.routing_strategy = *strategy;
   }
   if (type && !catalog::FindInstanceType(*type).has_value()) {
+    // A name shaped like SageMaker's (ml.FAMILY.SIZE) may be one AWS serves that carve does not:
+    // a CPU type has no GPU to carve. Only a name of another shape gets the enum constraint.
+    static const std::regex kShaped("ml\\.[a-z0-9-]+\\.[a-z0-9-]+");
     v.Fail(MemberPath(path, "InstanceType"), *type,
-           "Member must satisfy enum value set: " + InstanceTypeEnum());
+           std::regex_match(*type, kShaped)
+               ? "carve serves the GPU instance types of its catalog, " + InstanceTypeEnum() +
+                     " (a type without a GPU, such as a CPU type, has nothing to carve)"
+               : "Member must satisfy enum value set: " + InstanceTypeEnum());
     type.reset();
   }
   if (v.Object(in, "ServerlessConfig", path, false) != nullptr) {
