@@ -26,7 +26,9 @@ namespace {
 
 constexpr std::string_view kNamespaces[] = {kNamespace};
 constexpr std::string_view kDimensions[] = {kCopyCount, kInstanceCount};
-constexpr std::string_view kPolicyTypes[] = {"TargetTrackingScaling", "StepScaling"};
+// PolicyType's enum as AWS states it (the value set its message lists), and what carve runs.
+constexpr std::string_view kPolicyTypes[] = {"PredictiveScaling", "StepScaling",
+                                             "TargetTrackingScaling"};
 constexpr std::string_view kAdjustmentTypes[] = {"ChangeInCapacity", "PercentChangeInCapacity",
                                                  "ExactCapacity"};
 constexpr std::string_view kAggregations[] = {"Average", "Minimum", "Maximum"};
@@ -475,6 +477,11 @@ Result<json> AutoScalingService::PutScalingPolicy(const std::string& account, co
   auto type = v.String(in, "PolicyType", "", EnumRule(kPolicyTypes), false);
   v.Unsupported(in, kUnsupportedPolicy, "");
   const std::string policy_type = type.value_or("StepScaling");  // The service's default.
+  if (policy_type == "PredictiveScaling") {
+    v.Fail("policyType", policy_type,
+           "carve implements the policy types StepScaling and TargetTrackingScaling, not "
+           "PredictiveScaling");
+  }
   const json* tracking = v.Object(in, "TargetTrackingScalingPolicyConfiguration", "", false);
   const json* step = v.Object(in, "StepScalingPolicyConfiguration", "", false);
   CARVE_RETURN_IF_ERROR(v.ToStatus());

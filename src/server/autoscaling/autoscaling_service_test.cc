@@ -200,6 +200,40 @@ TEST_F(AutoScalingServiceTest, RegisteringBringsTheCapacityWithinTheBoundsAndUpd
   EXPECT_FALSE(t[0].contains("Carve"));
 }
 
+// RoleARN as AWS shows it: the caller's service-linked role for SageMaker, with its account.
+TEST_F(AutoScalingServiceTest, ATargetsRoleIsTheCallersServiceLinkedRole) {
+  Register(1, 2);
+  json t = Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}})["ScalableTargets"];
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["RoleARN"],
+            "arn:aws:iam::111111111111:role/aws-service-role/"
+            "sagemaker.application-autoscaling.amazonaws.com/"
+            "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint");
+}
+
+// PolicyType's enum message lists AWS's value set; a value AWS has and carve does not run is
+// refused on its own, saying which carve runs.
+TEST_F(AutoScalingServiceTest, APolicyTypeOutsideTheEnumAndOneCarveDoesNotRunAreToldApart) {
+  Register(1, 2);
+  json b = Key();
+  b["PolicyName"] = "p";
+  b["PolicyType"] = "Bogus";
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_NE(msg.find("Value 'Bogus' at 'policyType' failed to satisfy constraint: Member must "
+                     "satisfy enum value set: [PredictiveScaling, StepScaling, "
+                     "TargetTrackingScaling]"),
+            std::string::npos)
+      << msg;
+  b["PolicyType"] = "PredictiveScaling";
+  std::tie(type, msg) = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_NE(msg.find("Value 'PredictiveScaling' at 'policyType' failed to satisfy constraint: "
+                     "carve implements the policy types StepScaling and TargetTrackingScaling"),
+            std::string::npos)
+      << msg;
+}
+
 TEST_F(AutoScalingServiceTest, PoliciesAreCheckedAgainstTheirTarget) {
   json b = Key();
   b["PolicyName"] = "p";

@@ -98,6 +98,16 @@ ScalableKey KeyFrom(const json& j) {
   return {j.at("ScalableDimension").get<std::string>(), j.at("ResourceId").get<std::string>()};
 }
 
+// The role AWS shows on a SageMaker scalable target: the service-linked role, in the account
+// that the target's own ARN (arn:aws:application-autoscaling:REGION:ACCOUNT:...) names.
+std::string ServiceLinkedRoleArn(const std::string& target_arn) {
+  const std::vector<std::string> parts = Split(target_arn, ':');
+  return fmt::format(
+      "arn:aws:iam::{}:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
+      "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
+      parts.size() > 4 ? parts[4] : "");
+}
+
 int64_t Millis(const json& j, const char* member) {
   return static_cast<int64_t>(j.at(member).get<double>() * 1000.0 + 0.5);
 }
@@ -167,8 +177,8 @@ json ScalableTarget::ToJson() const {
   json j = KeyJson(key);
   j["MinCapacity"] = min;
   j["MaxCapacity"] = max;
-  // carve assumes no IAM role; the service-linked role's ARN is what AWS would show.
-  j["RoleARN"] = "arn:aws:iam::role/carve-application-autoscaling";
+  // carve assumes no IAM role; AWS shows the caller's service-linked role for SageMaker.
+  j["RoleARN"] = ServiceLinkedRoleArn(arn);
   j["CreationTime"] = EpochSeconds(created_ms);
   j["SuspendedState"] = {{"DynamicScalingInSuspended", scale_in_suspended},
                          {"DynamicScalingOutSuspended", scale_out_suspended},
