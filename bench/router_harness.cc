@@ -22,8 +22,8 @@ class OneCopyDirectory final : public CopyDirectory {
     route_.component = "bench";
     route_.copies = {{"copy-0", std::move(address)}};
   }
-  carve::Result<RouteInfo> Resolve(const std::string&, const std::string&,
-                                   const std::string&) override {
+  carve::Result<RouteInfo> Resolve(const std::string&, const std::string&, const std::string&,
+                                   carve::server::runtime::Unnamed) override {
     return route_;
   }
 

@@ -102,8 +102,11 @@ json FragmentationJson(const std::vector<server::nodes::ShapeFragmentation>& sha
 
 Result<server::runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::string& account,
                                                                  const std::string& endpoint,
-                                                                 const std::string& component) {
-  CARVE_ASSIGN_OR_RETURN(auto r, table_.Resolve(account, endpoint, component));
+                                                                 const std::string& component,
+                                                                 server::runtime::Unnamed unnamed) {
+  CARVE_ASSIGN_OR_RETURN(
+      auto r, table_.Resolve(account, endpoint, component,
+                             unnamed == server::runtime::Unnamed::kTheOnlyComponent));
   server::runtime::RouteInfo out;
   out.variant = r.variant;
   out.component = r.component;

@@ -21,7 +21,8 @@ class ServiceCopyDirectory final : public server::runtime::CopyDirectory {
   explicit ServiceCopyDirectory(const server::sagemaker::RouteTable& table) : table_(table) {}
   Result<server::runtime::RouteInfo> Resolve(const std::string& account,
                                              const std::string& endpoint,
-                                             const std::string& component) override;
+                                             const std::string& component,
+                                             server::runtime::Unnamed unnamed) override;
 
  private:
   const server::sagemaker::RouteTable& table_;

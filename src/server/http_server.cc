@@ -167,7 +167,7 @@ std::vector<std::string> SplitPath(std::string_view path) {
 
 struct Route {
   std::string method;
-  std::vector<std::string> pattern;  // Segments; "{x}" captures.
+  std::vector<std::string> pattern;  // Segments; "{x}" captures one, a last "{x+}" the rest.
   std::string text;                  // The pattern as registered.
   Access access;
   NativeHandler handler;  // One of the two is set.
@@ -176,11 +176,20 @@ struct Route {
 
   bool Match(const std::string& m, const std::vector<std::string>& segs,
              std::map<std::string, std::string>& params) const {
-    if (m != method || segs.size() != pattern.size()) return false;
+    // A last segment "{x+}" (API Gateway's greedy parameter) takes one or more segments.
+    const bool greedy = !pattern.empty() && pattern.back().ends_with("+}");
+    if (m != method) return false;
+    if (greedy ? segs.size() < pattern.size() : segs.size() != pattern.size()) return false;
     std::map<std::string, std::string> captured;
-    for (size_t i = 0; i < segs.size(); ++i) {
+    for (size_t i = 0; i < pattern.size(); ++i) {
       const std::string& p = pattern[i];
-      if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
+      if (greedy && i + 1 == pattern.size()) {
+        std::string rest;
+        for (size_t j = i; j < segs.size(); ++j) {
+          rest += (j == i ? "" : "/") + aws::sigv4::UriDecode(segs[j], false);
+        }
+        captured[p.substr(1, p.size() - 3)] = std::move(rest);
+      } else if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
         if (segs[i].empty()) return false;
         captured[p.substr(1, p.size() - 2)] = aws::sigv4::UriDecode(segs[i], false);
       } else if (p != segs[i]) {

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <random>
 
 namespace carve::testmodel {
 namespace {
@@ -56,6 +57,16 @@ Result<GenerationRequest> ParseRequest(Api api, std::string_view body) {
     if (!j["stream"].is_boolean()) return InvalidArgument("field \"stream\" must be a boolean");
     req.stream = j["stream"].get<bool>();
   }
+  if (api != Api::kSageMaker && j.contains("stream_options") && !j["stream_options"].is_null()) {
+    const json& options = j["stream_options"];
+    if (!options.is_object()) return InvalidArgument("field \"stream_options\" must be an object");
+    if (options.contains("include_usage")) {
+      if (!options["include_usage"].is_boolean()) {
+        return InvalidArgument("field \"stream_options.include_usage\" must be a boolean");
+      }
+      req.include_usage = options["include_usage"].get<bool>();
+    }
+  }
   std::string prompt;
   switch (api) {
     case Api::kSageMaker: {
@@ -105,27 +116,47 @@ std::string GeneratedText(int64_t tokens) {
   return s;
 }
 
+AnswerId NewAnswerId(Api api, int64_t created_unix_s) {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1);
+  std::string id = api == Api::kChat ? "chatcmpl-" : api == Api::kCompletions ? "cmpl-" : "";
+  if (api != Api::kSageMaker) {
+    for (int i = 0; i < 29; ++i) id += kAlphabet[pick(random)];
+  }
+  return {std::move(id), created_unix_s};
+}
+
 std::string FinalResponse(const GenerationRequest& req, int64_t completion_tokens,
-                          std::string_view id) {
+                          const AnswerId& answer) {
   const std::string text = GeneratedText(completion_tokens);
   json usage = Usage(req.prompt_tokens, completion_tokens);
   switch (req.api) {
     case Api::kSageMaker:
       return json{{"generated_text", text}, {"usage", usage}}.dump();
     case Api::kCompletions:
-      return json{{"id", id},
+      return json{{"id", answer.id},
                   {"object", "text_completion"},
-                  {"model", req.model},
-                  {"choices", {{{"index", 0}, {"text", text}, {"finish_reason", "length"}}}},
-                  {"usage", usage}}
-          .dump();
-    case Api::kChat:
-      return json{{"id", id},
-                  {"object", "chat.completion"},
+                  {"created", answer.created},
                   {"model", req.model},
                   {"choices",
                    {{{"index", 0},
-                     {"message", {{"role", "assistant"}, {"content", text}}},
+                     {"text", text},
+                     {"logprobs", nullptr},
+                     {"finish_reason", "length"}}}},
+                  {"usage", usage}}
+          .dump();
+    case Api::kChat:
+      return json{{"id", answer.id},
+                  {"object", "chat.completion"},
+                  {"created", answer.created},
+                  {"model", req.model},
+                  {"choices",
+                   {{{"index", 0},
+                     {"message",
+                      {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}}},
+                     {"logprobs", nullptr},
                      {"finish_reason", "length"}}}},
                   {"usage", usage}}
           .dump();
@@ -134,8 +165,9 @@ std::string FinalResponse(const GenerationRequest& req, int64_t completion_token
 }
 
 std::string StreamChunk(const GenerationRequest& req, int64_t index, bool last,
-                        std::string_view id) {
+                        const AnswerId& answer) {
   const std::string text = TokenText(index);
+  const json finish = last ? json("length") : json();
   json j;
   switch (req.api) {
     case Api::kSageMaker:  // TGI's shape, which SageMaker LLM containers stream
@@ -146,28 +178,44 @@ std::string StreamChunk(const GenerationRequest& req, int64_t index, bool last,
       }
       break;
     case Api::kCompletions:
-      j = {{"id", id},
+      j = {{"id", answer.id},
            {"object", "text_completion"},
+           {"created", answer.created},
            {"model", req.model},
            {"choices",
-            {{{"index", 0}, {"text", text}, {"finish_reason", last ? json("length") : json()}}}}};
+            {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}}}}};
       break;
-    case Api::kChat:
-      j = {{"id", id},
+    case Api::kChat: {
+      json delta = {{"content", text}};
+      if (index == 0) delta["role"] = "assistant";  // The first delta says who speaks.
+      j = {{"id", answer.id},
            {"object", "chat.completion.chunk"},
+           {"created", answer.created},
            {"model", req.model},
            {"choices",
-            {{{"index", 0},
-              {"delta", {{"content", text}}},
-              {"finish_reason", last ? json("length") : json()}}}}};
+            {{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}}}}};
       break;
+    }
   }
-  if (last && req.api != Api::kSageMaker) j["usage"] = Usage(req.prompt_tokens, index + 1);
+  if (req.api != Api::kSageMaker && req.include_usage) j["usage"] = nullptr;
   return "data: " + j.dump() + "\n\n";
 }
 
-std::string StreamEnd(const GenerationRequest& req) {
-  return req.api == Api::kSageMaker ? std::string() : std::string("data: [DONE]\n\n");
+std::string StreamEnd(const GenerationRequest& req, int64_t completion_tokens,
+                      const AnswerId& answer) {
+  if (req.api == Api::kSageMaker) return {};
+  std::string out;
+  if (req.include_usage) {
+    const json usage = {{"id", answer.id},
+                        {"object", req.api == Api::kChat ? "chat.completion.chunk"
+                                                         : "text_completion"},
+                        {"created", answer.created},
+                        {"model", req.model},
+                        {"choices", json::array()},
+                        {"usage", Usage(req.prompt_tokens, completion_tokens)}};
+    out = "data: " + usage.dump() + "\n\n";
+  }
+  return out + "data: [DONE]\n\n";
 }
 
 std::string StreamError(std::string_view message) {

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -143,7 +144,10 @@ void TestmodelServer::Routes() {
       Result<std::shared_ptr<Sequence>> seq =
           engine_->Submit(gen.prompt_tokens, gen.max_new_tokens);
       if (!seq) return ErrorReply(res, 400, seq.error().message);
-      const std::string id = "cmpl-" + std::to_string(next_id_++);
+      const AnswerId id = NewAnswerId(
+          api, std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count());
       if (!gen.stream) {
         Sequence::Progress p = seq.value()->WaitFinished(kTokenWait * gen.max_new_tokens);
         if (!p.finished) {
@@ -181,7 +185,7 @@ void TestmodelServer::Routes() {
               }
             }
             if (p.finished) {
-              const std::string end = StreamEnd(gen);
+              const std::string end = StreamEnd(gen, p.generated, id);
               if (!end.empty()) sink.write(end.data(), end.size());
               sink.done();
             }

@@ -71,7 +71,6 @@ class TestmodelServer {
   const TestmodelOptions options_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<httplib::Server> http_;
-  std::atomic<int64_t> next_id_{1};
   std::atomic<int64_t> exit_countdown_{0};  // > 0: generation requests left before the kill
 };
 

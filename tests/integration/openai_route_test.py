@@ -113,7 +113,8 @@ class OpenAiRouteTest(unittest.TestCase):
             expected = r.read()
 
         def normal(b):
-            return re.sub(rb'"id":"[^"]*"', b'"id":""', b)
+            b = re.sub(rb'"id":"[^"]*"', b'"id":""', b)
+            return re.sub(rb'"created":[0-9]+', b'"created":0', b)
         self.assertEqual(normal(body), normal(expected))
         events = [line for line in body.decode().split("\n\n") if line]
         self.assertEqual(events[-1], "data: [DONE]")
@@ -178,6 +179,68 @@ class OpenAiRouteTest(unittest.TestCase):
         self.assertOpenAiError(status, body, 400, "ValidationError")
         status, _, body = self.post({"model": "ic", "messages": MESSAGES}, token, endpoint="nope")
         self.assertOpenAiError(status, body, 400, "ValidationError")
+
+    def test_the_models_own_name_is_served_by_the_only_component(self):
+        # OpenAI clients send the model's name, not a component's: the only component serves.
+        status, _, body = self.post({"model": "meta-llama/Llama-3.1-8B-Instruct",
+                                     "messages": MESSAGES, "max_tokens": 3},
+                                    self.bearer(self.token()))
+        self.assertEqual(status, 200, body)
+        out = json.loads(body)
+        self.assertEqual(out["usage"]["completion_tokens"], 3)
+        # OpenAI's ChatCompletion: every required member, an OpenAI-shaped id.
+        self.assertRegex(out["id"], r"^chatcmpl-[A-Za-z0-9]{29}$")
+        self.assertEqual(out["object"], "chat.completion")
+        self.assertIsInstance(out["created"], int)
+        self.assertEqual(out["model"], "meta-llama/Llama-3.1-8B-Instruct")
+        choice = out["choices"][0]
+        self.assertEqual(set(choice), {"index", "message", "logprobs", "finish_reason"})
+        self.assertEqual(choice["message"]["role"], "assistant")
+        self.assertIn("refusal", choice["message"])
+
+    def test_a_stream_reports_usage_only_when_asked(self):
+        token = self.bearer(self.token())
+        req = {"model": "ic", "messages": MESSAGES, "max_tokens": 3, "stream": True}
+        for asked in (False, True):
+            if asked:
+                req["stream_options"] = {"include_usage": True}
+            status, _, body = self.post(req, token)
+            self.assertEqual(status, 200, body)
+            events = [e[len("data: "):] for e in body.decode().split("\n\n") if e]
+            self.assertEqual(events[-1], "[DONE]")
+            chunks = [json.loads(e) for e in events[:-1]]
+            self.assertEqual(chunks[0]["choices"][0]["delta"]["role"], "assistant")
+            for c in chunks:
+                self.assertEqual(c["object"], "chat.completion.chunk")
+                self.assertIsInstance(c["created"], int)
+            if asked:
+                self.assertEqual(chunks[-1]["choices"], [])
+                self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 3)
+                self.assertTrue(all(c["usage"] is None for c in chunks[:-1]))
+            else:
+                self.assertEqual(len(chunks), 3)
+                self.assertTrue(all("usage" not in c for c in chunks))
+
+    def test_other_paths_under_openai_get_openais_404(self):
+        token = self.bearer(self.token())
+        for method, path in (("GET", "/openai/v1/models"), ("POST", "/openai/v1/embeddings"),
+                             ("GET", "/openai/v1/chat/completions")):
+            req = urllib.request.Request(f"{self.server.url}/endpoints/ep{path}", headers=token,
+                                         data=b"{}" if method == "POST" else None, method=method)
+            with self.subTest(method=method, path=path):
+                with self.assertRaises(urllib.error.HTTPError) as caught:
+                    urllib.request.urlopen(req, timeout=30)
+                err = json.loads(caught.exception.read())["error"]
+                self.assertEqual(caught.exception.code, 404)
+                self.assertEqual(err["type"], "invalid_request_error")
+                self.assertTrue(err["message"].startswith(f"Invalid URL ({method} /v1/"), err)
+        # Without credentials: OpenAI's shape too, refused before anything is said of the path.
+        req = urllib.request.Request(f"{self.server.url}/endpoints/ep/openai/v1/models")
+        with self.assertRaises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(req, timeout=30)
+        self.assertIn(caught.exception.code, (401, 403))
+        self.assertEqual(json.loads(caught.exception.read())["error"]["type"],
+                         "authentication_error")
 
     def test_carve_token_refuses_more_than_12_hours(self):
         out = subprocess.run(

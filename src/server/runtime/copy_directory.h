@@ -22,14 +22,21 @@ struct RouteInfo {
   std::chrono::milliseconds timeout{60000};
   std::vector<CopyTarget> copies;  // copies in rotation (running + healthy) only
 };
+// What an empty component name means on an endpoint that hosts components.
+enum class Unnamed {
+  kRefused,           // InvokeEndpoint: SageMaker requires the component header.
+  kTheOnlyComponent,  // The OpenAI route: the endpoint's only component, if it has one.
+};
+
 class CopyDirectory {
  public:
   virtual ~CopyDirectory() = default;
   // NotFound: endpoint unknown for this account (message names it). InvalidArgument: the
-  // endpoint has components and `component` is empty, or names no component of the endpoint
-  // (message as SageMaker words it). FailedPrecondition: endpoint not InService.
+  // endpoint has components and `component` is empty (unless `unnamed` is kTheOnlyComponent
+  // and it has exactly one), or names no component of the endpoint (message as SageMaker words
+  // it). FailedPrecondition: endpoint not InService.
   virtual Result<RouteInfo> Resolve(const std::string& account, const std::string& endpoint,
-                                    const std::string& component) = 0;
+                                    const std::string& component, Unnamed unnamed) = 0;
 };
 
 }  // namespace carve::server::runtime

@@ -32,7 +32,7 @@ class FakeCopyDirectory final : public CopyDirectory {
   }
 
   Result<RouteInfo> Resolve(const std::string& account, const std::string& endpoint,
-                            const std::string& component) override {
+                            const std::string& component, Unnamed unnamed) override {
     std::lock_guard lock(mu_);
     ++resolve_calls_;
     auto it = endpoints_.find({account, endpoint});
@@ -43,6 +43,9 @@ class FakeCopyDirectory final : public CopyDirectory {
     if (e.error) return *e.error;
     auto plain = e.routes.find("");
     if (plain != e.routes.end()) return plain->second;
+    if (component.empty() && unnamed == Unnamed::kTheOnlyComponent && e.routes.size() == 1) {
+      return e.routes.begin()->second;
+    }
     if (component.empty()) {
       return InvalidArgument(
           "Inference Component Name header is required for endpoints to which you plan to "

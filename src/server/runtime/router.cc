@@ -104,7 +104,7 @@ void Router::Begin(const NativeRequest& request, Call& call) {
   call.labels[0] = request.account_id;
 }
 
-Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
+Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call, Unnamed unnamed) {
   auto it = request.path_params.find("EndpointName");
   call.endpoint = it == request.path_params.end() ? "" : it->second;
   if (!IsResourceName(call.endpoint))
@@ -122,7 +122,7 @@ Result<RouteInfo> Router::Prepare(const NativeRequest& request, Call& call) {
         " bytes)");
   }
   CARVE_ASSIGN_OR_RETURN(RouteInfo route,
-                         directory_.Resolve(request.account_id, call.endpoint, component));
+                         directory_.Resolve(request.account_id, call.endpoint, component, unnamed));
   call.labels = {request.account_id, call.endpoint, route.component};
   in_flight_.Add(call.labels, 1);
   call.counted_in_flight = true;
@@ -294,9 +294,14 @@ void RegisterRuntimeRoutes(HttpServer& server, Router& router) {
       AsyncRouteRuns::kOnLoop);
   server.AddRoute("POST", "/endpoints/{EndpointName}/invocations-response-stream", kForTenants,
                   [&router](const NativeRequest& r) { return router.InvokeStream(r); });
-  server.AddRoute("POST", "/endpoints/{EndpointName}/openai/v1/chat/completions",
-                  Access{Principal::kTenant, /*endpoint_tokens=*/true},
+  const Access openai{Principal::kTenant, /*endpoint_tokens=*/true};
+  server.AddRoute("POST", "/endpoints/{EndpointName}/openai/v1/chat/completions", openai,
                   [&router](const NativeRequest& r) { return router.ChatCompletions(r); });
+  // Every other path under /openai/ gets OpenAI's 404, once the caller is known, so an OpenAI
+  // client shows why instead of "no body".
+  for (const char* method : {"GET", "POST", "PUT", "PATCH", "DELETE"}) {
+    server.AddRoute(method, "/endpoints/{EndpointName}/openai/{Path+}", openai, &OpenAiUnrouted);
+  }
 }
 
 }  // namespace carve::server::runtime

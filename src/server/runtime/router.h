@@ -128,7 +128,8 @@ class Router {
   // True when no byte of an answer arrived (refused, or broken before the status line): the
   // request may move to another copy.
   static bool FailedBeforeAnswering(const CopyReply& reply);
-  Result<RouteInfo> Prepare(const NativeRequest& request, Call& call);
+  Result<RouteInfo> Prepare(const NativeRequest& request, Call& call,
+                            Unnamed unnamed = Unnamed::kRefused);
   NativeResponse Finish(Call& call, NativeResponse response);
   // Counts one try on `copy` (and a retry when it was not the request's first).
   void CountAttempt(const Call& call, const std::string& copy, int attempt, const char* outcome);
@@ -154,8 +155,13 @@ class Router {
   CopyClient client_;
 };
 
+// The answer to any path under /endpoints/{EndpointName}/openai/ other than chat completions:
+// OpenAI's 404 ("Invalid URL (METHOD /path)", invalid_request_error).
+NativeResponse OpenAiUnrouted(const NativeRequest& request);
+
 // Adds the runtime routes to `server` (InvokeEndpoint and its stream for tenants, the
-// OpenAI-compatible route accepting endpoint tokens); call before server.Start().
+// OpenAI-compatible route accepting endpoint tokens, OpenAI's 404 for the rest of its paths);
+// call before server.Start().
 void RegisterRuntimeRoutes(HttpServer& server, Router& router);
 
 }  // namespace carve::server::runtime

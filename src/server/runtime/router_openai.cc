@@ -37,21 +37,40 @@ std::string_view OpenAiType(int status) {
   return "invalid_request_error";
 }
 
-NativeResponse OpenAiError(int status, const std::string& code, const std::string& message) {
+NativeResponse OpenAiError(int status, const std::string& code, const std::string& message,
+                           std::string_view type) {
   NativeResponse r;
   r.http_status = status;
   r.content_type = "application/json";
+  // A message may quote the caller's bytes (a path): never let them throw.
   r.body = json{{"error",
-                 {{"message", message},
-                  {"type", OpenAiType(status)},
-                  {"param", nullptr},
-                  {"code", code}}}}
-               .dump();
+                 {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}
+               .dump(-1, ' ', false, json::error_handler_t::replace);
   r.headers.emplace_back("X-Amzn-ErrorType", code);
   return r;
 }
 
+NativeResponse OpenAiError(int status, const std::string& code, const std::string& message) {
+  return OpenAiError(status, code, message, OpenAiType(status));
+}
+
 }  // namespace
+
+NativeResponse OpenAiUnrouted(const NativeRequest& request) {
+  // OpenAI answers a path it does not have with 404 invalid_request_error "Invalid URL (GET
+  // /v1/models)"; the SageMaker route serves chat completions only. The path is the caller's:
+  // quoted, cut to a bounded length.
+  auto rest = request.path_params.find("Path");
+  std::string path = "/" + (rest == request.path_params.end() ? std::string() : rest->second);
+  constexpr size_t kQuoted = 200;
+  if (path.size() > kQuoted) path = path.substr(0, kQuoted) + "...";
+  return OpenAiError(404, "UnknownOperationException",
+                     "Invalid URL (" + request.method + " " + path +
+                         "): carve's OpenAI-compatible route serves POST "
+                         "/endpoints/{EndpointName}/openai/v1/chat/completions only, as SageMaker "
+                         "does",
+                     "invalid_request_error");
+}
 
 NativeResponse Router::OpenAiFail(Call& call, const RuntimeError& error) {
   return Finish(call, OpenAiError(error.http_status, error.type, error.message));
@@ -83,11 +102,14 @@ NativeResponse Router::ChatCompletions(const NativeRequest& request) {
   if (Header(request, kComponentHeader).empty() && body.contains("model") &&
       body["model"].is_string() && ep != request.path_params.end()) {
     const std::string model = body["model"];
-    if (!model.empty() && directory_.Resolve(request.account_id, ep->second, model).has_value()) {
+    if (!model.empty() &&
+        directory_.Resolve(request.account_id, ep->second, model, Unnamed::kRefused)) {
       routed.headers[kComponentHeader] = model;
     }
   }
-  auto resolved = Prepare(routed, *call);
+  // Clients send the model's own name ("meta-llama/..."), which names no component: then the
+  // endpoint's only component serves, as docs/api.md says.
+  auto resolved = Prepare(routed, *call, Unnamed::kTheOnlyComponent);
   if (!resolved) return OpenAiFail(*call, FromError(resolved.error()));
   const RouteInfo& route = *resolved;
   auto strategy = ParseStrategy(route.strategy);

@@ -273,6 +273,11 @@ TEST_F(AgentModeTest, ACopyCountsOnlyOnceItsProcessServes) {
   auto missing = service_->routes().Resolve(kAccount, "ep", "");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code, ErrorCode::kInvalidArgument);
+  // The OpenAI route's selector: no name means the endpoint's only component.
+  auto sole = service_->routes().Resolve(kAccount, "ep", "", /*sole_if_unnamed=*/true);
+  ASSERT_TRUE(sole.has_value()) << sole.error().message;
+  EXPECT_EQ(sole->component, "ic");
+  EXPECT_EQ(sole->copies.size(), 2u);
   auto unknown = service_->routes().Resolve(kAccount, "ep", "nope");
   EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(service_->routes().Resolve("222222222222", "ep", "ic").error().code,

@@ -22,7 +22,8 @@ void RouteTable::Erase(const Key& key) {
 }
 
 Result<ResolvedRoute> RouteTable::Resolve(const std::string& account, const std::string& endpoint,
-                                          const std::string& component) const {
+                                          const std::string& component,
+                                          bool sole_if_unnamed) const {
   std::shared_lock lock(mu_);
   auto it = table_.find({account, endpoint});
   if (it == table_.end()) {
@@ -35,6 +36,11 @@ Result<ResolvedRoute> RouteTable::Resolve(const std::string& account, const std:
                     e.status));
   }
   ResolvedRoute out{e.variant, component, e.strategy, e.timeout, {}};
+  if (component.empty() && sole_if_unnamed && e.components.size() == 1) {
+    out.component = e.components.begin()->first;
+    out.copies = e.components.begin()->second;
+    return out;
+  }
   if (component.empty()) {
     if (!e.components.empty()) {
       return InvalidArgument(fmt::format(

@@ -51,8 +51,10 @@ class RouteTable {
   // One endpoint's entry, for a pass that changed only some.
   void Set(const Key& key, RouteEndpoint endpoint);
   void Erase(const Key& key);
+  // `sole_if_unnamed`: an empty `component` on an endpoint with exactly one means that one (the
+  // OpenAI route's selector); otherwise an empty name is refused as SageMaker refuses it.
   Result<ResolvedRoute> Resolve(const std::string& account, const std::string& endpoint,
-                                const std::string& component) const;
+                                const std::string& component, bool sole_if_unnamed = false) const;
 
  private:
   mutable std::shared_mutex mu_;

@@ -7,6 +7,7 @@
 
 #include "common/fake_clock.h"
 #include "server/sagemaker/resources.h"
+#include "server/sagemaker/route_table.h"
 #include "store/fake_store.h"
 
 namespace carve::server::sagemaker {
@@ -177,6 +178,29 @@ TEST_F(WorkloadPublisherTest, ACopyWhoseModelIsGoneIsNotStarted) {
   ASSERT_TRUE(store_.Delete({kAccount, std::string(kModel), "m"}).ok());
   Pass();
   EXPECT_TRUE(Desired().workloads.empty());
+}
+
+// The OpenAI route's selector: an endpoint's only component serves a request that names none;
+// with two, the name is still required, and InvokeEndpoint's resolve never guesses.
+TEST(RouteTableTest, AnUnnamedComponentIsTheOnlyOneOnlyWhenAskedAndOnlyWhenThereIsOne) {
+  RouteTable routes;
+  RouteEndpoint ep;
+  ep.status = "InService";
+  ep.variant = "AllTraffic";
+  ep.components["ic"] = {{"c1", "127.0.0.1:1"}};
+  routes.Set({"111111111111", "ep"}, ep);
+  auto sole = routes.Resolve("111111111111", "ep", "", /*sole_if_unnamed=*/true);
+  ASSERT_TRUE(sole.has_value()) << sole.error().message;
+  EXPECT_EQ(sole->component, "ic");
+  ASSERT_EQ(sole->copies.size(), 1u);
+  EXPECT_EQ(sole->copies[0].address, "127.0.0.1:1");
+  EXPECT_EQ(routes.Resolve("111111111111", "ep", "", false).error().code,
+            ErrorCode::kInvalidArgument);
+  ep.components["ic2"] = {};
+  routes.Set({"111111111111", "ep"}, ep);
+  auto two = routes.Resolve("111111111111", "ep", "", true);
+  ASSERT_FALSE(two.has_value());
+  EXPECT_THAT(two.error().message, ::testing::HasSubstr("has 2 inference components"));
 }
 
 }  // namespace
