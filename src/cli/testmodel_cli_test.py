@@ -120,12 +120,15 @@ class TestmodelServesBothApis(unittest.TestCase):
 
     def test_completions_stream_server_sent_events(self):
         events = [e for _, e in self.tm.stream(
-            "/v1/completions", {"prompt": "hello", "max_tokens": 6, "stream": True})]
+            "/v1/completions", {"prompt": "hello", "max_tokens": 6, "stream": True,
+                                "stream_options": {"include_usage": True}})]
         self.assertEqual(events[-1], "[DONE]")
         chunks = [json.loads(e) for e in events[:-1]]
-        self.assertEqual(len(chunks), 6)
+        # Six tokens, then (asked for with include_usage) one chunk with the usage, as OpenAI's.
+        self.assertEqual(len(chunks), 7)
+        self.assertEqual(chunks[-1]["choices"], [])
         self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 6)
-        self.assertEqual(chunks[-1]["choices"][0]["finish_reason"], "length")
+        self.assertEqual(chunks[-2]["choices"][0]["finish_reason"], "length")
 
     def test_chat_completions_answer_with_usage(self):
         status, data = self.tm.request("POST", "/v1/chat/completions", {
