@@ -234,6 +234,15 @@ class OpenAiRouteTest(unittest.TestCase):
                 self.assertEqual(caught.exception.code, 404)
                 self.assertEqual(err["type"], "invalid_request_error")
                 self.assertTrue(err["message"].startswith(f"Invalid URL ({method} /v1/"), err)
+        # A hostile path: bytes that are not UTF-8 and a long one are quoted safely, cut short.
+        for path, most in (("/openai/v1/%FF%FE", 400), ("/openai/v1/" + "a" * 5000, 400)):
+            req = urllib.request.Request(f"{self.server.url}/endpoints/ep{path}", headers=token)
+            with self.subTest(path=path[:40]):
+                with self.assertRaises(urllib.error.HTTPError) as caught:
+                    urllib.request.urlopen(req, timeout=30)
+                self.assertEqual(caught.exception.code, 404)
+                err = json.loads(caught.exception.read())["error"]
+                self.assertLess(len(err["message"]), most, err)
         # Without credentials: OpenAI's shape too, refused before anything is said of the path.
         req = urllib.request.Request(f"{self.server.url}/endpoints/ep/openai/v1/models")
         with self.assertRaises(urllib.error.HTTPError) as caught:
