@@ -2,6 +2,7 @@
 ($CARVE_BIN) on a free loopback port with a temporary data dir, and drives it with the stock
 aws CLI and boto3 as a user would. Nothing sleeps to wait: every wait polls with a deadline."""
 
+import atexit
 import configparser
 import json
 import os
@@ -23,6 +24,8 @@ import botocore.awsrequest
 import botocore.config
 import botocore.credentials
 
+import wire_shapes
+
 SOURCE_DIR = os.environ.get(
     "CARVE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 AWS_DATA_PATH = os.path.join(SOURCE_DIR, "contrib", "aws")
@@ -32,6 +35,14 @@ REGION = "us-east-1"
 # start sign for the test servers' region whatever the developer's shell says.
 os.environ["AWS_REGION"] = REGION
 os.environ["AWS_DEFAULT_REGION"] = REGION
+
+# The aws CLI's configuration for every command the suites run: no profile settings, and
+# wire_shapes as a plugin, which checks each answer against botocore's model.
+_AWS_CONFIG_DIR = tempfile.mkdtemp(prefix="carve-awscfg-")
+atexit.register(shutil.rmtree, _AWS_CONFIG_DIR, True)
+_AWS_CONFIG = os.path.join(_AWS_CONFIG_DIR, "config")
+with open(_AWS_CONFIG, "w", encoding="utf-8") as _f:
+    _f.write("[plugins]\nwire_shapes = wire_shapes\n")
 
 # A small fleet for tests, run by the server's embedded agent with simulated GPUs. Every image
 # the tests name is served by the simulator (`carve testmodel`), as in the default config.
@@ -370,11 +381,11 @@ class CarveServer:
             access_key, secret_key = self.profile_keys(profile)
         os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH  # Teach boto3 the partition members.
         session = boto3.session.Session()
-        return session.client(
+        return wire_shapes.watch(session.client(
             "sagemaker", endpoint_url=self.url, region_name=region,
             aws_access_key_id=access_key, aws_secret_access_key=secret_key,
             verify=self.ca_bundle if self.ca_bundle else None,
-            config=botocore.config.Config(retries={"max_attempts": 1}))
+            config=botocore.config.Config(retries={"max_attempts": 1})))
 
     def boto_client(self, service, profile="default", attempts=1, max_pool_connections=10,
                     read_timeout=60):
@@ -382,19 +393,21 @@ class CarveServer:
         server, making `attempts` attempts per call (1: no retry)."""
         ak, sk = self.profile_keys(profile)
         os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
-        return boto3.session.Session().client(
+        return wire_shapes.watch(boto3.session.Session().client(
             service, endpoint_url=self.url, region_name=REGION, aws_access_key_id=ak,
             aws_secret_access_key=sk, verify=self.ca_bundle if self.ca_bundle else None,
             config=botocore.config.Config(
                 retries={"total_max_attempts": attempts},
-                max_pool_connections=max_pool_connections, read_timeout=read_timeout))
+                max_pool_connections=max_pool_connections, read_timeout=read_timeout)))
 
     def aws_env(self, profile="default"):
         env = dict(os.environ)
         env.update({"AWS_SHARED_CREDENTIALS_FILE": self.credentials_file,
                     "AWS_DATA_PATH": AWS_DATA_PATH, "AWS_DEFAULT_REGION": REGION,
-                    "AWS_PROFILE": profile, "AWS_CONFIG_FILE": os.devnull,
+                    "AWS_PROFILE": profile, "AWS_CONFIG_FILE": _AWS_CONFIG,
                     "AWS_MAX_ATTEMPTS": "1"})
+        here = os.path.dirname(os.path.abspath(__file__))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
         return env
 
     def aws(self, *args, profile="default", check=True, service="sagemaker"):
@@ -402,8 +415,13 @@ class CarveServer:
         cmd = ["aws", service, *args, "--endpoint-url", self.url, "--output", "json"]
         if self.ca_bundle:
             cmd += ["--ca-bundle", self.ca_bundle]
-        p = subprocess.run(cmd, env=self.aws_env(profile), capture_output=True, text=True,
-                           timeout=120)
+        env = self.aws_env(profile)
+        with tempfile.NamedTemporaryFile(prefix="carve-wire-") as violations:
+            env["CARVE_WIRE_VIOLATIONS"] = violations.name
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            found = violations.read().decode()
+        if found:
+            raise wire_shapes.WireViolation(f"aws {service} {' '.join(args)}: {found}")
         if check and p.returncode != 0:
             raise AssertionError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr}")
         if p.returncode != 0:

@@ -20,6 +20,7 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
+import wire_shapes
 from carve_harness import (AWS_DATA_PATH, REGION, SEED_LAYOUT, CarveServer, component_spec,
                            pid_alive, poll, seed_variant)
 
@@ -57,10 +58,10 @@ class RuntimeTest(unittest.TestCase):
         cls.sm = cls.server.client()
         ak, sk = cls.server.profile_keys()
         os.environ["AWS_DATA_PATH"] = AWS_DATA_PATH
-        cls.rt = boto3.session.Session().client(
+        cls.rt = wire_shapes.watch(boto3.session.Session().client(
             "sagemaker-runtime", endpoint_url=cls.server.url, region_name=REGION,
             aws_access_key_id=ak, aws_secret_access_key=sk,
-            config=botocore.config.Config(retries={"max_attempts": 1}, max_pool_connections=16))
+            config=botocore.config.Config(retries={"max_attempts": 1}, max_pool_connections=16)))
         models = {"m": {"CARVE_TESTMODEL_SPEED": "4"},
                   "m-fail": {"CARVE_TESTMODEL_FAIL_INVOCATIONS": "1"},
                   "m-cut": {"CARVE_TESTMODEL_SPEED": "20", "CARVE_TESTMODEL_FAIL_AFTER_TOKENS": "3"},

@@ -13,6 +13,7 @@ import botocore.credentials
 import botocore.exceptions
 import botocore.session
 
+import wire_shapes
 from carve_harness import (REGION, CarveServer, SEED_LAYOUT, add_account, component_spec, poll,
                            seed_variant)
 
@@ -24,12 +25,6 @@ def partitions(carve):
                   for n in carve["nodes"] for g in n["gpus"] for p in g["partitions"])
 
 
-# The codes any SageMaker action may answer, beside the ones botocore's model lists for each
-# operation: the API Reference's "Common Errors", and SigV4's refusals.
-COMMON_ERRORS = {"ValidationException", "ServiceUnavailable", "InternalFailure",
-                 "ThrottlingException", "UnknownOperationException", "AccessDeniedException",
-                 "IncompleteSignature", "InvalidSignatureException", "MissingAuthenticationToken",
-                 "RequestExpired", "UnrecognizedClientException"}
 SAGEMAKER_MODEL = botocore.session.get_session().get_service_model("sagemaker")
 
 
@@ -43,7 +38,7 @@ def error_of(call, *args, **kwargs):
         operation = e.operation_name
         listed = {shape.name for shape in
                   SAGEMAKER_MODEL.operation_model(operation).error_shapes}
-        if code not in COMMON_ERRORS | listed:
+        if code not in wire_shapes.COMMON_ERRORS | listed:
             raise AssertionError(f"{operation} answered {code}, which botocore's model does not "
                                  f"list for it ({sorted(listed)}) and is not a common error")
         return code, e.response["Error"]["Message"]
