@@ -1,9 +1,9 @@
 """The OpenAI-compatible route, POST /endpoints/{name}/openai/v1/chat/completions, against the
-real `carve server` with a stdlib HTTP client (no OpenAI SDK on these machines): unary and
-streamed chat completions through the router, bearer tokens from `carve token` and from a
-generator built the way AWS's are (botocore's SigV4QueryAuth), an expired token, a token of
-another account, a token limited to another endpoint, SigV4 instead of a token, and errors in
-OpenAI's shape."""
+real `carve server` with a stdlib HTTP client: unary and streamed chat completions through the
+router, bearer tokens from `carve token` and from a generator built the way AWS's are
+(botocore's SigV4QueryAuth), an expired token, a token of another account, a token limited to
+another endpoint, SigV4 instead of a token, and errors in OpenAI's shape. The answers are
+type-checked against the `openai` npm package's own types (openai_types)."""
 
 import base64
 import json
@@ -19,6 +19,7 @@ import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
 
+import openai_types
 from carve_harness import (REGION, SEED_LAYOUT, CarveServer, add_account, carve_bin,
                            component_spec, poll, seed_variant)
 
@@ -220,6 +221,40 @@ class OpenAiRouteTest(unittest.TestCase):
             else:
                 self.assertEqual(len(chunks), 3)
                 self.assertTrue(all("usage" not in c for c in chunks))
+
+    def test_answers_are_of_the_openai_clients_own_types(self):
+        token = self.bearer(self.token())
+        answers = []
+        status, _, body = self.post({"model": "ic", "messages": MESSAGES, "max_tokens": 3},
+                                    token)
+        self.assertEqual(status, 200, body)
+        answers.append(("unary", "ChatCompletion", json.loads(body)))
+        for usage in (False, True):
+            req = {"model": "ic", "messages": MESSAGES, "max_tokens": 3, "stream": True}
+            if usage:
+                req["stream_options"] = {"include_usage": True}
+            status, _, body = self.post(req, token)
+            self.assertEqual(status, 200, body)
+            events = [e[len("data: "):] for e in body.decode().split("\n\n") if e]
+            chunks = [json.loads(e) for e in events[:-1]]
+            answers.append((f"chunks_{usage}".lower(), "ChatCompletionChunk[]", chunks))
+        passed, output = openai_types.type_check(answers)
+        self.assertTrue(passed, output)
+
+        # The check can fail: the ways an answer used to differ from the schema, one each.
+        unary = answers[0][2]
+        broken = [dict(unary, created=None), dict(unary, object="chat.completions"),
+                  dict(unary, choices=[dict(unary["choices"][0],
+                                            message={"role": "bot", "content": "x",
+                                                     "refusal": None})]),
+                  dict(unary, logprobs=None)]
+        del broken[0]["created"]
+        passed, output = openai_types.type_check(
+            [(f"broken{i}", "ChatCompletion", b) for i, b in enumerate(broken)])
+        self.assertFalse(passed)
+        for want in ("Property 'created' is missing", '"chat.completions"', '"bot"',
+                     "'\"logprobs\"' does not exist in type 'ChatCompletion'"):
+            self.assertIn(want, output)
 
     def test_other_paths_under_openai_get_openais_404(self):
         token = self.bearer(self.token())
