@@ -255,8 +255,9 @@ Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& re
     return InvalidArgument(fmt::format("Endpoint {} has no variant {}; its variants: [{}].",
                                        *endpoint, *variant, JoinNodes(names)));
   }
+  std::optional<store::Record> model;
   if (!reqs->model_name.empty()) {
-    CARVE_RETURN_IF_ERROR(ctx.Get(req.account_id, kModel, reqs->model_name));
+    CARVE_ASSIGN_OR_RETURN(model, ctx.Get(req.account_id, kModel, reqs->model_name));
   }
   CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, *endpoint));
 
@@ -269,6 +270,7 @@ Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   c.desired = static_cast<int>(*copies);
   c.status = ComponentStatus::kCreating;
   c.tags = tags.value_or(json::array());
+  if (model) c.KeepModelContainer(c.spec_version, model->body);
   CARVE_RETURN_IF_ERROR(ctx.CheckRoomFor(req.account_id, kInferenceComponent));
   auto rec = ctx.store().Create({req.account_id, std::string(kInferenceComponent), *name},
                                 c.ToJson().dump());
@@ -367,8 +369,9 @@ Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& re
     CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(ep_rec));
     const VariantSpec* var = FindVariant(ep, c.variant);
     if (var == nullptr) return Internal("component's variant vanished from its endpoint");
+    std::optional<store::Record> model;
     if (!reqs->model_name.empty()) {
-      CARVE_RETURN_IF_ERROR(ctx.Get(req.account_id, kModel, reqs->model_name));
+      CARVE_ASSIGN_OR_RETURN(model, ctx.Get(req.account_id, kModel, reqs->model_name));
     }
     CARVE_RETURN_IF_ERROR(CheckPartitionRules(*reqs, *var, c.endpoint));
     if (in.at("Specification") != c.specification) {
@@ -397,6 +400,7 @@ Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& re
         c.status = ComponentStatus::kCreating;
         c.status_message.clear();
       }
+      if (model) c.KeepModelContainer(c.spec_version, model->body);
     }
   }
   if (copies) c.desired = static_cast<int>(*copies);

@@ -151,6 +151,8 @@ class ComponentPlacement {
   void ReleaseCopy(LiveCopy& copy, const nodes::Owner& owner);
   Status MigrateV1(const EndpointRecord* endpoint, ComponentEntry& entry);
   void ReconcileOne(const EndpointEntry* endpoint, ComponentEntry& entry);
+  // Why no new copy of c can start because its model was deleted; "" when it can.
+  std::string DeletedModel(const std::string& account, const ComponentRecord& c) const;
   void DropRemoved(std::span<const ComponentEntry> components);
   // Placed copies that serve, why the others do not yet (the first one found), and, for a
   // component never InService, why it failed ("" when it has not).

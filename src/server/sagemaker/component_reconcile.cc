@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "server/sagemaker/component_placement.h"
+#include "server/sagemaker/resources.h"
 
 namespace carve::server::sagemaker {
 namespace {
@@ -168,6 +169,18 @@ ComponentPlacement::ServingState ComponentPlacement::Serving(const std::string& 
   return out;
 }
 
+std::string ComponentPlacement::DeletedModel(const std::string& account,
+                                             const ComponentRecord& c) const {
+  const std::string model = c.ModelName();
+  if (model.empty()) return "";
+  auto rec = store_.Get({account, std::string(kModel), model});
+  if (rec.has_value() || rec.error().code != ErrorCode::kNotFound) return "";
+  return fmt::format(
+      "its model {} was deleted (DeleteModel): the copies that run keep serving, and no new "
+      "copy can start until UpdateInferenceComponent names a model that exists",
+      model);
+}
+
 void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& entry) {
   ComponentRecord c = entry.component;
   const std::string& account = entry.record.key.account;
@@ -283,6 +296,7 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
     // Copies beyond the count are released, the highest numbers first (keep is in index order).
     while (static_cast<int>(keep.size()) > c.desired && budget() > 0) stop(keep.back());
     wanted = c.desired - static_cast<int>(keep.size());
+    if (wanted > 0 && blocked.empty()) blocked = DeletedModel(account, c);
     if (wanted > 0 && blocked.empty()) place(wanted);
   }
   if (!blocked.empty()) reason = blocked;

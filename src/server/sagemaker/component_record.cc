@@ -1,5 +1,8 @@
 #include "server/sagemaker/component_record.h"
 
+#include <charconv>
+#include <iterator>
+
 namespace carve::server::sagemaker {
 
 using nlohmann::json;
@@ -28,6 +31,35 @@ const json* ComponentRecord::SpecificationOf(int64_t version) const {
   return nullptr;
 }
 
+void ComponentRecord::KeepModelContainer(int64_t version, const std::string& model_body) {
+  for (auto it = model_containers.begin(); it != model_containers.end();) {
+    int64_t kept = 0;
+    const bool runnable = std::from_chars(it.key().data(), it.key().data() + it.key().size(),
+                                          kept)
+                              .ec == std::errc{} &&
+                          kept != version && SpecificationOf(kept) != nullptr;
+    it = runnable ? std::next(it) : model_containers.erase(it);
+  }
+  const json model = json::parse(model_body, nullptr, false);
+  if (!model.is_object()) return;
+  if (model.contains("PrimaryContainer")) {
+    model_containers[std::to_string(version)] = model["PrimaryContainer"];
+  } else if (model.contains("Containers") && model["Containers"].is_array() &&
+             !model["Containers"].empty()) {
+    model_containers[std::to_string(version)] = model["Containers"][0];
+  }
+}
+
+const json* ComponentRecord::ModelContainerOf(int64_t version) const {
+  auto it = model_containers.find(std::to_string(version));
+  return it == model_containers.end() ? nullptr : &*it;
+}
+
+std::string ComponentRecord::ModelName() const {
+  auto it = specification.find("ModelName");
+  return it != specification.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 json ComponentRecord::ToJson() const {
   json j = {{"InferenceComponentName", name},
             {"EndpointName", endpoint},
@@ -48,6 +80,7 @@ json ComponentRecord::ToJson() const {
             {"SpecificationVersion", spec_version}};
   if (deployment) j["Deployment"] = deployment->ToJson();
   if (!last_deployment_config.is_null()) j["LastDeploymentConfig"] = last_deployment_config;
+  if (!model_containers.empty()) j["ModelContainers"] = model_containers;
   return j;
 }
 
@@ -99,6 +132,9 @@ Result<ComponentRecord> ComponentRecord::FromRecord(const store::Record& record)
       c.deployment = std::move(d);
     }
     if (j.contains("LastDeploymentConfig")) c.last_deployment_config = j["LastDeploymentConfig"];
+    if (j.contains("ModelContainers") && j["ModelContainers"].is_object()) {
+      c.model_containers = j["ModelContainers"];
+    }
     return c;
   } catch (const json::exception& e) {
     return Internal("stored inference component '" + record.key.name +

@@ -54,6 +54,11 @@ struct ComponentRecord {
   std::optional<Deployment> deployment;    // A rolling update in progress.
   nlohmann::json last_deployment_config;   // DescribeInferenceComponent's; null before the first.
   std::vector<V1CopyPlacement> v1_copies;  // Non-empty only in a record not yet migrated.
+  // The container of the model each specification version named, as it was when the version
+  // was created ({"<version>": {"Image": ..., ...}}). A copy runs it once the model is
+  // deleted: DeleteModel removes only the model's entry, and what is deployed keeps serving
+  // (docs/endpoint-lifecycle.md). Records written before it have none.
+  nlohmann::json model_containers = nlohmann::json::object();
 
   // What one copy asks the variant's pool for.
   core::Request CopyRequest() const;
@@ -63,6 +68,13 @@ struct ComponentRecord {
   // The specification copies of `version` run: the current one, or the one a deployment
   // replaces; nullptr for any other.
   const nlohmann::json* SpecificationOf(int64_t version) const;
+  // Keeps the container of `model_body` (a model record's body: its PrimaryContainer, else the
+  // first of its Containers) for `version`, and drops those of versions no copy can run.
+  void KeepModelContainer(int64_t version, const std::string& model_body);
+  // The container kept for `version`; nullptr when none was.
+  const nlohmann::json* ModelContainerOf(int64_t version) const;
+  // The model the current specification names; "" when it names none.
+  std::string ModelName() const;
   nlohmann::json ToJson() const;  // Never writes v1 placements.
   // Internal when the stored body is malformed.
   static Result<ComponentRecord> FromRecord(const store::Record& record);

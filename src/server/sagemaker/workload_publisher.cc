@@ -39,11 +39,15 @@ void ReadContainer(const json& c, ContainerSpec& out) {
 }
 
 // The container of one specification version of c (copies of either version run during a
-// deployment).
+// deployment): the model's container as it was when the version was created, which the
+// component keeps, so that copies keep running after DeleteModel (the placement starts no new
+// copy of a deleted model). A record written before components kept it reads the model.
 Result<ContainerSpec> ContainerOf(store::Store& store, const std::string& account,
-                                  const ComponentRecord& c, const json& spec) {
+                                  const ComponentRecord& c, int64_t version, const json& spec) {
   ContainerSpec out;
-  if (spec.contains("ModelName") && spec["ModelName"].is_string()) {
+  if (const json* kept = c.ModelContainerOf(version)) {
+    ReadContainer(*kept, out);
+  } else if (spec.contains("ModelName") && spec["ModelName"].is_string()) {
     const std::string model = spec["ModelName"];
     auto rec = store.Get({account, std::string(kModel), model});
     if (!rec.has_value()) {
@@ -186,7 +190,7 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
       const json* spec = c.SpecificationOf(version);
       found = containers
                   .emplace(version, spec != nullptr
-                                        ? ContainerOf(store_, account, c, *spec)
+                                        ? ContainerOf(store_, account, c, version, *spec)
                                         : Result<ContainerSpec>(NotFound(fmt::format(
                                               "specification version {} is gone", version))))
                   .first;

@@ -57,12 +57,18 @@ class WorkloadPublisherTest : public ::testing::Test {
     auto rec = store_.Create({kAccount, std::string(kEndpoint), "ep"}, ep.ToJson().dump());
     endpoints_ = {{rec.value(), ep}};
   }
-  void Component(const std::string& name, const std::string& type, int copies) {
+  // keep_model: the component keeps its model's container, as CreateInferenceComponent does;
+  // without it, a record written before components kept one.
+  void Component(const std::string& name, const std::string& type, int copies,
+                 bool keep_model = false) {
     ComponentRecord c;
     c.name = name;
     c.endpoint = "ep";
     c.variant = "AllTraffic";
     c.specification = {{"ModelName", "m"}};
+    if (keep_model) {
+      c.KeepModelContainer(1, store_.Get({kAccount, std::string(kModel), "m"}).value().body);
+    }
     c.partition_type = type;
     c.cpu_milli = 1500;
     c.memory_mib = 2048;
@@ -125,6 +131,39 @@ TEST_F(WorkloadPublisherTest, ACopyIsAProcessWithTheModelsContainerAndItsHostLim
   EXPECT_EQ(w.environment.at("CARVE_INFERENCE_COMPONENT"), "ic");
   EXPECT_EQ(w.environment.at("CARVE_TARGET"), "a100-40gb:mig-2g.10gb");
   EXPECT_FALSE(w.command.empty());  // carve/testmodel is a built-in runtime.
+}
+
+// DeleteModel removes the model's entry only: a server that starts after it (a new publisher)
+// still builds the running copy's workload, from the container its component kept.
+TEST_F(WorkloadPublisherTest, ACopyOfADeletedModelRunsTheContainerItsComponentKept) {
+  Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
+  Component("ic", "mig-2g.10gb", 1, /*keep_model=*/true);
+  Pass();
+  const auto before = Desired().workloads;
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_TRUE(store_.Delete({kAccount, std::string(kModel), "m"}).ok());
+
+  WorkloadPublisher restarted{store_, registry_, runtimes_, routes_};
+  restarted.Publish(endpoints_, components_, placement_, PassChanges{});
+  const auto after = Desired().workloads;
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].id, before[0].id);
+  EXPECT_EQ(after[0].environment, before[0].environment);
+  EXPECT_EQ(after[0].environment.at("MODEL_ID"), "llama-3.1-8b");
+  EXPECT_EQ(after[0].command, before[0].command);
+}
+
+// A record that kept no container still reads its model, and without one its copy cannot be
+// built: what components kept is what keeps copies of a deleted model running.
+TEST_F(WorkloadPublisherTest, ACopyWithoutAKeptContainerNeedsItsModel) {
+  Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
+  Component("ic", "mig-2g.10gb", 1);
+  Pass();
+  ASSERT_EQ(Desired().workloads.size(), 1u);
+  ASSERT_TRUE(store_.Delete({kAccount, std::string(kModel), "m"}).ok());
+  WorkloadPublisher restarted{store_, registry_, runtimes_, routes_};
+  restarted.Publish(endpoints_, components_, placement_, PassChanges{});
+  EXPECT_TRUE(Desired().workloads.empty());
 }
 
 // The agent names a copy's partition by its position in the GPU's desired partitions, which are
