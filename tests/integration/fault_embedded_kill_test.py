@@ -18,11 +18,12 @@ same for a `carve agent` process killed with SIGKILL and started again on its da
 import os
 import re
 import signal
+import time
 import unittest
 import uuid
 
 from carve_harness import (CarveAgent, CarveServer, SEED_LAYOUT, free_port, live_processes,
-                           poll, proc_stat, seed_variant, workload_records)
+                           pid_alive, poll, proc_stat, seed_variant, workload_records)
 
 FLEET = """
 fleet:
@@ -31,6 +32,16 @@ fleet:
     - instance_type: ml.p4d.24xlarge
       count: 1
     - instance_type: ml.g5.xlarge
+      count: 1
+runtimes:
+  default_runtime: carve/testmodel
+"""
+# One simulated node whose GPUs take 3 s each to carve.
+ONE_P4D_SLOW_CARVE = """
+fleet:
+  carve_time_ms: 3000
+  nodes:
+    - instance_type: ml.p4d.24xlarge
       count: 1
 runtimes:
   default_runtime: carve/testmodel
@@ -222,6 +233,34 @@ class SeparateAgentKillTest(unittest.TestCase):
         self.assertEqual(running(), before, "the restarted agent did not adopt its copies")
         self.assertEqual(processes(), before, "a copy runs twice")
         self.agent.stop()
+
+
+class PromptStopTest(unittest.TestCase):
+    """SIGTERM while an embedded agent carves a simulated node: the server does not finish the
+    carve first (8 GPUs at 3 s each here), it stops at once and leaves no process."""
+
+    def test_sigterm_during_a_simulated_carve_stops_the_server_at_once(self):
+        server = CarveServer(config=ONE_P4D_SLOW_CARVE)
+        self.addCleanup(server.cleanup)
+        server.start()
+        sm = server.client()
+        sm.create_model(ModelName="m", PrimaryContainer={"Image": "img"})
+        sm.create_endpoint_config(EndpointConfigName="c",
+                                  ProductionVariants=[seed_variant(SEED_LAYOUT)])
+        sm.create_endpoint(EndpointName="e", EndpointConfigName="c")
+        # The node's desired state names the layout: its agent is carving GPU after GPU.
+        poll(lambda: any(n["DesiredVersion"] > n["AppliedVersion"]
+                         for n in server.nodes().values()), what="a carve under way")
+        self.assertEqual(sm.describe_endpoint(EndpointName="e")["EndpointStatus"], "Creating")
+        pid = server.proc.pid
+        started = time.monotonic()
+        self.assertEqual(server.stop(signal.SIGTERM), 0)
+        took = time.monotonic() - started
+        print(f"SIGTERM during a carve: the server exited after {took:.2f} s")
+        # 24 s of carving were left; the bound leaves room for a loaded machine.
+        self.assertLess(took, 6.0)
+        self.assertFalse(pid_alive(pid))
+        self.assertEqual(live_processes("cmdline", lambda b: server.data_dir.encode() in b), [])
 
 
 if __name__ == "__main__":

@@ -103,7 +103,9 @@ Status Agent::Init() {
       {options_.node_id, instance_type, driver_, host, options_.data_dir}, inventory);
 
   gpus_ = std::make_unique<GpuApplier>(*nvml_, clock_, options_.gpu_retry_after);
-  if (driver_ == "sim") gpus_->set_carve_delay(options_.sim_carve_time);
+  if (driver_ == "sim") {
+    gpus_->set_carve_delay(options_.sim_carve_time, [this](auto d) { return SleepFor(d); });
+  }
   CARVE_RETURN_IF_ERROR(gpus_->Init());
   launch::Launcher* launcher = options_.launcher;
   if (launcher == nullptr) {

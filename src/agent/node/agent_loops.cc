@@ -87,6 +87,7 @@ void Agent::ApplyOnce() {
     for (std::string& e : gpus_->Apply(d->gpus, workloads_->BusyGpus())) {
       events.push_back(std::move(e));
     }
+    if (stopping_) return;  // Apply gave up mid-carve: start nothing on a half-carved node.
     workloads_->StartMissing(d->workloads);
   }
   workloads_->Poll();

@@ -61,10 +61,16 @@ std::vector<std::string> GpuApplier::Apply(const std::vector<protocol::GpuDesire
         clock_.Now() - gpu.failed_at < retry_after_) {
       continue;  // Reported already; wait for a change or the long retry.
     }
+    if (carve_delay_.count() > 0) {
+      if (!carve_wait_) {
+        std::this_thread::sleep_for(carve_delay_);
+      } else if (!carve_wait_(carve_delay_)) {
+        break;  // Stopping: this GPU and the rest stay as they were.
+      }
+    }
     gpu.applied.reset();
     gpu.carved.clear();
     gpu.pending_reset = false;
-    if (carve_delay_.count() > 0) std::this_thread::sleep_for(carve_delay_);
     Status s = ApplyOne(want.index, gpu, want, blockers);
     if (s.ok()) {
       gpu.applied = want;

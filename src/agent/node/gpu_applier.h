@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,7 +55,13 @@ class GpuApplier {
 
   // Simulated drivers only: how long each GPU's re-carve takes (a real MIG reconfiguration
   // takes seconds; demos and restart tests need to observe an endpoint while it carves).
-  void set_carve_delay(std::chrono::milliseconds d) { carve_delay_ = d; }
+  // `wait` spends it and answers false when the agent is stopping: Apply then returns at once,
+  // leaving the GPUs it has not reached as they were (a stop never waits for a simulated carve).
+  using Waiter = std::function<bool(std::chrono::milliseconds)>;
+  void set_carve_delay(std::chrono::milliseconds d, Waiter wait = {}) {
+    carve_delay_ = d;
+    carve_wait_ = std::move(wait);
+  }
 
  private:
   struct Gpu {
@@ -80,6 +87,7 @@ class GpuApplier {
   const Clock& clock_;
   const std::chrono::milliseconds retry_after_;
   std::chrono::milliseconds carve_delay_{0};
+  Waiter carve_wait_;
   Carver carver_;
   std::vector<Gpu> gpus_;
 };

@@ -53,6 +53,30 @@ TEST(GpuApplier, ApplyingTheSameStateTwiceChangesNothing) {
   EXPECT_EQ(f.gpus.PartitionUuid(0, 1).value(), uuid);
 }
 
+TEST(GpuApplier, AStopDuringASimulatedCarveReturnsAtOnceAndTouchesNoGpuLeft) {
+  Fixture f;
+  const std::vector<GpuDesired> want{Mig(0, {{"1g.5gb", 0}}), Mig(1, {{"1g.5gb", 0}})};
+  int waits = 0;
+  bool stopping = false;
+  f.gpus.set_carve_delay(std::chrono::seconds(30), [&](std::chrono::milliseconds d) {
+    EXPECT_EQ(d, std::chrono::seconds(30));
+    ++waits;
+    return !stopping;  // Each wait stands for the 30 s a carve would take.
+  });
+  (void)f.gpus.Apply({want[0]}, {});
+  EXPECT_EQ(waits, 1);
+  EXPECT_TRUE(f.gpus.PartitionUuid(0, 0).has_value());
+  const size_t journal = f.nvml->core().journal().size();
+
+  stopping = true;  // The agent stops while GPU 1 waits for its carve.
+  EXPECT_TRUE(f.gpus.Apply(want, {}).empty());
+  EXPECT_EQ(waits, 2);  // GPU 0 was applied already; GPU 1 waited once, then gave up.
+  EXPECT_EQ(f.nvml->core().journal().size(), journal);
+  EXPECT_FALSE(f.gpus.AllApplied());
+  EXPECT_TRUE(f.gpus.PartitionUuid(0, 0).has_value());
+  EXPECT_FALSE(f.gpus.Statuses(false)[1].applied);
+}
+
 TEST(GpuApplier, AnotherApplierAdoptsTheLiveCarveWithoutChanges) {
   Fixture f;
   const std::vector<GpuDesired> want{Mig(0, {{"3g.20gb", 0}})};
