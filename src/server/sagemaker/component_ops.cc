@@ -212,6 +212,22 @@ const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name
   return nullptr;
 }
 
+// The Specification as DescribeInferenceComponent returns it: an
+// InferenceComponentSpecificationSummary, whose Container reports the image as
+// DeployedImage.SpecifiedImage. carve runs the reference as given and resolves no digest, so it
+// leaves ResolvedImage and ResolutionTime out rather than invent them.
+json SpecificationSummary(const json& spec) {
+  json out = spec;
+  auto container = out.find("Container");
+  if (container == out.end() || !container->is_object()) return out;
+  if (auto image = container->find("Image"); image != container->end()) {
+    json deployed = {{"SpecifiedImage", *image}};
+    container->erase(image);
+    (*container)["DeployedImage"] = std::move(deployed);
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
@@ -296,13 +312,13 @@ Result<json> DescribeInferenceComponent(const OpContext& ctx, const ApiRequest& 
               {"EndpointName", c.endpoint},
               {"EndpointArn", ctx.Arn(req.account_id, kEndpoint, c.endpoint)},
               {"VariantName", c.variant},
-              {"Specification", c.specification},
+              {"Specification", SpecificationSummary(c.specification)},
               {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.running}}},
               {"InferenceComponentStatus", Name(c.status)},
               {"CreationTime", EpochSeconds(rec.created_ms)},
               {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
-  if (!c.status_message.empty()) out["StatusMessage"] = c.status_message;
-  if (!c.failure_reason.empty()) out["FailureReason"] = c.failure_reason;
+  if (!c.status_message.empty()) out["StatusMessage"] = FitUtf8(c.status_message, kMaxMessage);
+  if (!c.failure_reason.empty()) out["FailureReason"] = FitUtf8(c.failure_reason, kMaxMessage);
   if (!c.last_deployment_config.is_null()) out["LastDeploymentConfig"] = c.last_deployment_config;
   return out;
 }

@@ -213,6 +213,10 @@ TEST_F(RollingUpdateTest, EveryCopyIsReplacedOneBatchAtATimeAfterTheWaitInterval
   EXPECT_EQ(d["InferenceComponentStatus"], "InService") << d.dump();
   EXPECT_FALSE(d.contains("FailureReason")) << d.dump();
   EXPECT_EQ(d["Specification"]["Container"]["Environment"]["VERSION"], "2");
+  // The summary shape: the image as DeployedImage, never the request's Image member.
+  EXPECT_EQ(d["Specification"]["Container"]["DeployedImage"],
+            json({{"SpecifiedImage", "carve/testmodel"}}));
+  EXPECT_FALSE(d["Specification"]["Container"].contains("Image")) << d.dump();
   EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 4);
   EXPECT_EQ(RunningVersions(), (std::multiset<std::string>{"2", "2", "2", "2"}));
   const json view = Copies();
