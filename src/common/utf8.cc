@@ -51,4 +51,14 @@ std::optional<size_t> FirstNonTextByte(std::string_view text) {
   return FirstInvalidUtf8(text);
 }
 
+std::string FitUtf8(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  constexpr std::string_view kCut = "...";
+  if (max_bytes < kCut.size()) return std::string(kCut.substr(0, max_bytes));
+  size_t end = max_bytes - kCut.size();
+  // Back off continuation bytes (10xxxxxx) to the start of the character the cut falls in.
+  while (end > 0 && (static_cast<uint8_t>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end)) + std::string(kCut);
+}
+
 }  // namespace carve

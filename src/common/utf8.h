@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace carve {
@@ -15,5 +16,10 @@ std::optional<size_t> FirstInvalidUtf8(std::string_view text);
 // The same, also stopping at a control character other than tab, LF and CR (NUL included):
 // what a text format such as YAML may not contain (YAML 1.2, c-printable).
 std::optional<size_t> FirstNonTextByte(std::string_view text);
+
+// `text` cut to at most `max_bytes` bytes, never inside a character, ending in "..." when it was
+// cut: a message that must fit a wire field's maximum length (a SageMaker FailureReason is at
+// most 1024 characters; bytes bound characters from above).
+std::string FitUtf8(std::string_view text, size_t max_bytes);
 
 }  // namespace carve

@@ -36,5 +36,18 @@ TEST(FirstNonTextByte, StopsAtControlCharactersAndBadUtf8Alike) {
   EXPECT_EQ(FirstNonTextByte("\xC3\xA9 ok"), std::nullopt);
 }
 
+TEST(FitUtf8, CutsLongTextAtACharacterBoundaryAndSaysSo) {
+  EXPECT_EQ(FitUtf8("short", 10), "short");
+  EXPECT_EQ(FitUtf8("0123456789", 10), "0123456789");
+  EXPECT_EQ(FitUtf8("0123456789ab", 10), "0123456...");
+  // U+20AC is three bytes: a cut after byte 7 falls inside the third euro sign.
+  const std::string euros = "\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC";
+  const std::string fit = FitUtf8(euros, 10);
+  EXPECT_EQ(fit, "\xE2\x82\xAC\xE2\x82\xAC...");
+  EXPECT_EQ(FirstInvalidUtf8(fit), std::nullopt);
+  EXPECT_EQ(FitUtf8(std::string(5000, 'x'), 1024).size(), 1024u);
+  EXPECT_EQ(FitUtf8("abcdef", 2), "..");
+}
+
 }  // namespace
 }  // namespace carve

@@ -30,6 +30,10 @@ COMMON_ERRORS = frozenset({
     "UnrecognizedClientException", "InvalidClientTokenId", "NotAuthorized",
 })
 
+# Refusals of the HTTP layer, made before any operation is read (the body is too large to parse,
+# the headers too long): no service model lists them, and each has exactly one status.
+TRANSPORT_ERRORS = {"RequestEntityTooLarge": 413, "RequestHeaderFieldsTooLarge": 431}
+
 # Members whose location is not the body (rest-json): they travel in headers, the URI or the
 # status line.
 _NOT_IN_BODY = {"header", "headers", "uri", "querystring", "statusCode"}
@@ -172,7 +176,13 @@ def check_response(operation, status, body, headers):
     listed = {}
     for shape in operation.error_shapes:
         listed[shape.metadata.get("error", {}).get("code", shape.name)] = shape
-    if code not in listed and code not in COMMON_ERRORS:
+    if code in TRANSPORT_ERRORS and code not in listed:
+        if TRANSPORT_ERRORS[code] != status:
+            _fail(where, f"{code} is the HTTP layer's {TRANSPORT_ERRORS[code]}, not {status}")
+        listed_or_common = True
+    else:
+        listed_or_common = code in listed or code in COMMON_ERRORS
+    if not listed_or_common:
         _fail(where, f"{code} is neither listed for {operation.name} ({sorted(listed)}) nor a "
                      f"common error")
     message = parsed.get("message", parsed.get("Message"))

@@ -92,6 +92,12 @@ class ShapesTest(unittest.TestCase):
         self.assertIn("an error without a code",
                       self.violation(SAGEMAKER, "DescribeEndpoint", 400, b'{"message": "x"}'))
 
+    def test_a_refusal_of_the_http_layer_must_carry_its_own_status(self):
+        big = json.dumps({"__type": "RequestEntityTooLarge", "message": "over"}).encode()
+        self.assertEqual(check(SAGEMAKER, "CreateModel", 413, big), "RequestEntityTooLarge")
+        self.assertIn("is the HTTP layer's 413, not 400",
+                      self.violation(SAGEMAKER, "CreateModel", 400, big))
+
     def test_an_errors_own_members_are_checked(self):
         # ModelError's members, located by x-amzn-ErrorType as botocore reads rest-json.
         headers = {"x-amzn-ErrorType": "ModelError:http://internal.amazon.com/coral/"}

@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "common/utf8.h"
 #include "server/sagemaker/component_placement.h"
 #include "server/sagemaker/resources.h"
 
@@ -318,7 +319,7 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
     remove_record = release.size() == cc.copies.size();
   } else if (c.status == ComponentStatus::kFailed || !fail_now.empty()) {
     if (!fail_now.empty() && c.status != ComponentStatus::kFailed) {
-      c.failure_reason = fail_now.substr(0, kMaxFailureReason);
+      c.failure_reason = FitUtf8(fail_now, kMaxFailureReason);
       spdlog::warn("component {}/{} failed: {}", account, c.name, c.failure_reason);
     }
     c.status = ComponentStatus::kFailed;

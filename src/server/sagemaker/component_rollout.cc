@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/utf8.h"
 #include "server/sagemaker/component_placement.h"
 
 namespace carve::server::sagemaker {
@@ -48,7 +49,7 @@ std::string ComponentPlacement::RollOut(const std::string& account, ComponentRec
     }
     if (step.kind == DeploymentStep::Kind::kDone) {
       if (d.phase == DeploymentPhase::kRollingBack) {
-        c.failure_reason = ("The update was rolled back: " + d.reason).substr(0, kMaxFailureReason);
+        c.failure_reason = FitUtf8("The update was rolled back: " + d.reason, kMaxFailureReason);
       } else {
         c.failure_reason.clear();
       }

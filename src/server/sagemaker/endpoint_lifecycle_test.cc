@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/fake_clock.h"
+#include "server/sagemaker/endpoint_record.h"
 #include "server/sagemaker/resources.h"
 #include "store/fake_store.h"
 
@@ -135,6 +136,16 @@ class EndpointLifecycleTest : public ::testing::Test {
   int wakes_ = 0;
   EndpointLifecycle lifecycle_{store_, claims_, driver_, clock_, mu_, [this] { ++wakes_; }};
 };
+
+TEST(JoinNodes, NamesAFewAndCountsTheRest) {
+  EXPECT_EQ(JoinNodes({}), "");
+  EXPECT_EQ(JoinNodes({"a", "b"}), "a, b");
+  std::vector<std::string> fleet;
+  for (int i = 0; i < 5000; ++i) fleet.push_back("node-" + std::to_string(i));
+  const std::string joined = JoinNodes(fleet);
+  EXPECT_TRUE(joined.starts_with("node-0, node-1, ")) << joined;
+  EXPECT_TRUE(joined.ends_with(", node-9 and 4990 more")) << joined;
+}
 
 TEST_F(EndpointLifecycleTest, ClaimsRecordsAndCarvesEveryGpuThenGoesInService) {
   CreateEndpoint("ep", 2);

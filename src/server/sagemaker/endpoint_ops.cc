@@ -131,7 +131,7 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
               {"EndpointStatus", Name(ep.status)},
               {"CreationTime", EpochSeconds(rec.created_ms)},
               {"LastModifiedTime", EpochSeconds(rec.updated_ms)}};
-  if (!ep.failure_reason.empty()) out["FailureReason"] = ep.failure_reason;
+  if (!ep.failure_reason.empty()) out["FailureReason"] = FitUtf8(ep.failure_reason, kMaxMessage);
   json variants = json::array();
   const bool running = IsCarved(ep.status);
   nodes::NodeRegistry* registry = ctx.registry();
@@ -160,9 +160,11 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
       vs["VariantStatus"] = json::array(
           {{{"Status", "Updating"},
             {"StatusMessage",
-             fmt::format("{} of {} instances NotReady: {}. Their copies are rescheduled onto "
-                         "free partitions of the other instances, or wait for room.",
-                         lost.size(), var.nodes.size(), JoinNodes(lost))},
+             FitUtf8(fmt::format("{} of {} instances NotReady: {}. Their copies are "
+                                 "rescheduled onto free partitions of the other instances, or "
+                                 "wait for room.",
+                                 lost.size(), var.nodes.size(), JoinNodes(lost)),
+                     kMaxMessage)},
             {"StartTime", EpochSeconds(ep.status_since_ms)}}});
     }
     if (ep.status == EndpointStatus::kCreating || ep.status == EndpointStatus::kUpdating ||
@@ -187,7 +189,7 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
                                var.instance_count - staying == 1 ? "" : "s");
       }
       vs["VariantStatus"] = json::array({{{"Status", Name(ep.status)},
-                                          {"StatusMessage", message},
+                                          {"StatusMessage", FitUtf8(message, kMaxMessage)},
                                           {"StartTime", EpochSeconds(ep.status_since_ms)}}});
     }
     variants.push_back(vs);

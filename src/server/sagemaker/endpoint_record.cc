@@ -1,5 +1,9 @@
 #include "server/sagemaker/endpoint_record.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace carve::server::sagemaker {
 
 using nlohmann::json;
@@ -51,7 +55,9 @@ Status MigrateEndpoints(store::Store& store, std::vector<EndpointEntry>& endpoin
 
 std::string JoinNodes(const std::vector<std::string>& names) {
   std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  const size_t shown = std::min(names.size(), kJoinedNodes);
+  for (size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : ", ") + names[i];
+  if (shown < names.size()) out += fmt::format(" and {} more", names.size() - shown);
   return out;
 }
 

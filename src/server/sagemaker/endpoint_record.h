@@ -38,7 +38,9 @@ struct EndpointEntry {
 // VariantFromJson placed it on load), so every later read finds the layout in the record.
 Status MigrateEndpoints(store::Store& store, std::vector<EndpointEntry>& endpoints);
 
-// "a, b, c".
+// "a, b, c"; past kJoinedNodes names, "a, b, ... and 12 more", so that a status message about a
+// large fleet stays readable and inside the wire's 1024 characters.
+inline constexpr size_t kJoinedNodes = 10;
 std::string JoinNodes(const std::vector<std::string>& names);
 
 }  // namespace carve::server::sagemaker

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/utf8.h"
 #include "server/api.h"
 #include "server/sagemaker/op_context.h"
 #include "server/sagemaker/resources.h"
@@ -18,6 +19,10 @@
 namespace carve::server::sagemaker {
 
 using nlohmann::json;
+
+// The most characters SageMaker's models allow a FailureReason, a VariantStatus StatusMessage
+// and an inference component's StatusMessage; Describe answers cut longer text with FitUtf8.
+inline constexpr size_t kMaxMessage = 1024;
 
 using Handler = Result<json> (*)(const OpContext&, const ApiRequest&, const json&);
 // nullptr for an operation this service does not implement.
