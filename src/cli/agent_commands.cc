@@ -37,6 +37,7 @@ struct AgentFlags {
   std::vector<std::string> cdi_spec_dirs;
   std::string log_level = "info";
   int64_t log_max_mib = 16;
+  int64_t share_memory_slack_mib = 1024;
   int64_t sim_carve_ms = 0;
   bool no_fence = false;
   std::string sandbox = "auto";
@@ -67,6 +68,7 @@ int RunAgent(const AgentFlags& f) {
   o.interposer_path =
       f.interposer.empty() ? launch::FindInterposerLibrary(carve.string()) : f.interposer;
   o.log_max_bytes = static_cast<uint64_t>(f.log_max_mib) << 20;
+  o.share_memory_slack_mib = f.share_memory_slack_mib;
   o.sim_carve_time = std::chrono::milliseconds(f.sim_carve_ms);
   o.fence = !f.no_fence;
   o.cdi_spec_dirs = f.cdi_spec_dirs;
@@ -216,6 +218,11 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--log-max-mib", flags->log_max_mib,
                   "Cap of each workload's stdout and stderr log; past it the newest part moves "
                   "to <log>.1 (0: no cap)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--share-memory-slack-mib", flags->share_memory_slack_mib,
+                  "An mGPU share whose processes hold more device memory than its quota plus "
+                  "this, as NVML counts it, is stopped as failed (a CUDA context's size; "
+                  "carve_mgpu_memory_accounting_mib{kind=\"gap\"} shows it for this node's cards)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--sandbox", flags->sandbox,
                   "auto: run tenant processes as per-account uids in a bubblewrap sandbox when "

@@ -46,6 +46,16 @@ struct Ledger::Shared {
   } slots[kSlots];
 };
 
+LedgerSettings Ledger::SettingsIn(const Shared& sh) {
+  LedgerSettings s;
+  s.worker_id.assign(sh.worker_id, strnlen(sh.worker_id, sizeof(sh.worker_id)));
+  s.memory_limit_bytes = sh.memory_limit_bytes;
+  s.core_percent = sh.core_percent;
+  s.window_ms = sh.window_ms;
+  s.burstable = sh.burstable != 0;
+  return s;
+}
+
 class Ledger::Lock {
  public:
   explicit Lock(pthread_mutex_t* m) : m_(m) {
@@ -192,14 +202,10 @@ Result<std::unique_ptr<Ledger>> Ledger::Map(int fd, std::shared_ptr<const Proces
     ::close(own);
     return InvalidArgument("file is not a version-" + std::to_string(kVersion) + " carve ledger");
   }
-  LedgerSettings s;
-  s.worker_id.assign(sh->worker_id, strnlen(sh->worker_id, sizeof(sh->worker_id)));
-  s.memory_limit_bytes = sh->memory_limit_bytes;
-  s.core_percent = sh->core_percent;
-  s.window_ms = sh->window_ms;
-  s.burstable = sh->burstable != 0;
-  return std::unique_ptr<Ledger>(new Ledger(own, sh, std::move(s), std::move(probe)));
+  return std::unique_ptr<Ledger>(new Ledger(own, sh, SettingsIn(*sh), std::move(probe)));
 }
+
+LedgerSettings Ledger::StoredSettings() const { return SettingsIn(*shared_); }
 
 std::optional<int> Ledger::FindInheritedFd() {
   DIR* dir = ::opendir("/proc/self/fd");

@@ -79,7 +79,11 @@ class Ledger {
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
 
+  // The settings as they were when this process created or opened the file.
   const LedgerSettings& settings() const { return settings_; }
+  // The settings the file holds now. Every process of the worker can write the file, so the
+  // agent compares these with settings() to see a worker that rewrote its own limits.
+  LedgerSettings StoredSettings() const;
   int fd() const { return fd_; }
   // Clears FD_CLOEXEC so that children exec'd by this process inherit the ledger.
   Status KeepAcrossExec();
@@ -102,6 +106,7 @@ class Ledger {
   Ledger(int fd, Shared* shared, LedgerSettings settings,
          std::shared_ptr<const ProcessProbe> probe);
   static Result<std::unique_ptr<Ledger>> Map(int fd, std::shared_ptr<const ProcessProbe> probe);
+  static LedgerSettings SettingsIn(const Shared& shared);
   class Lock;
   int OwnSlotLocked();           // requires the mutex; -1 when the table is full of live pids
   uint64_t SumLocked() const;    // requires the mutex

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
@@ -118,6 +119,18 @@ bool CgroupManager::ApplyOrWarn(const std::string& workload, int pid,
       "runs without cgroup limits.",
       workload, pid, s.error().message);
   return false;
+}
+
+std::vector<int> CgroupManager::Members(const std::string& workload) const {
+  std::vector<int> pids;
+  if (!PlainName(workload)) return pids;
+  for (const fs::path& dir :
+       {fs::path(root_) / parent_ / workload, fs::path(root_) / "memory" / parent_ / workload}) {
+    std::ifstream procs(dir / "cgroup.procs");
+    for (int pid = 0; procs >> pid;) pids.push_back(pid);
+    if (!pids.empty()) break;
+  }
+  return pids;
 }
 
 Status CgroupManager::Remove(const std::string& workload) const {

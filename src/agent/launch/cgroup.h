@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -34,6 +35,10 @@ class CgroupManager {
   Status Apply(const std::string& workload, int pid, const HostLimits& limits) const;
   // Apply, but a failure only logs a warning. True when the limits are in force.
   bool ApplyOrWarn(const std::string& workload, int pid, const HostLimits& limits) const;
+  // The pids in the workload's cgroup (v2, or v1's memory hierarchy); none when it has no
+  // cgroup. A process cannot leave its cgroup without privilege, so this finds what left the
+  // process group and cleared its environment too.
+  std::vector<int> Members(const std::string& workload) const;
   // Removes the workload's (empty) cgroup directories; missing ones are fine.
   Status Remove(const std::string& workload) const;
 

@@ -126,6 +126,7 @@ Status Agent::Init() {
   w.max_backoff = options_.restart_max_backoff;
   w.probe_interval = options_.probe_interval;
   w.log_max_bytes = options_.log_max_bytes;
+  w.share_memory_slack_mib = options_.share_memory_slack_mib;
   CARVE_ASSIGN_OR_RETURN(w.sandbox, WorkloadSandbox::Create(options_.sandbox, options_.data_dir,
                                                             w.command.search_path));
   workloads_ = std::make_unique<WorkloadManager>(std::move(w), *launcher, clock_, *gpus_);

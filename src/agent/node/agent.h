@@ -73,6 +73,8 @@ struct AgentOptions {
   std::chrono::milliseconds gpu_retry_after{std::chrono::minutes(5)};
   std::chrono::milliseconds sim_carve_time{0};  // sim driver: time each GPU's carve takes
   uint64_t log_max_bytes = uint64_t{16} << 20;  // per stream and copy (launch::CapLog)
+  // What an mGPU share may hold past its memory quota before it is stopped (share_guard.h).
+  int64_t share_memory_slack_mib = 1024;
   // Start the fence watchdog (fence.h; needs carve_binary) and beat its heartbeat this often.
   bool fence = false;
   // Who tenant processes run as and what they see (workload_sandbox.h, docs/security.md).

@@ -104,6 +104,11 @@ void Agent::ApplyOnce() {
   const bool metrics_due = clock_.Now() - last_metrics_ >= Heartbeat();
   if (metrics_due) last_metrics_ = clock_.Now();
   std::vector<protocol::GpuStatus> gpus = gpus_->Statuses(metrics_due);
+  if (metrics_due) {
+    workloads_->HoldShareQuotas(gpus);
+    for (std::string& e : workloads_->TakeEvents()) events.push_back(std::move(e));
+    changed = workloads_->TakeChanged() || changed || !events.empty();
+  }
   std::vector<protocol::WorkloadStatus> workloads = workloads_->Statuses();
   bool all_placed = true;
   for (const auto& w : workloads) {

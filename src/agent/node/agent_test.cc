@@ -156,6 +156,30 @@ TEST_F(AgentTest, ACrashedCopyIsRestartedAndTheEventReported) {
   }));
 }
 
+// The agent's loop holds mGPU shares to their memory quota with NVML's per-process counts: a
+// share whose process holds more than its quota plus the slack is stopped and reported failed.
+TEST_F(AgentTest, AShareOverItsMemoryQuotaIsStoppedAndReportedFailed) {
+  AgentOptions o = Options();
+  o.interposer_path = CARVE_MGPU_LIB_PATH;
+  o.share_memory_slack_mib = 256;
+  StartAgent(o);
+  auto w = testing::ShellCopy("acct/ic-greedy/1", "exec sleep 30");
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  control_.SetDesired({}, {w});
+  ASSERT_TRUE(Eventually([&] { return Running(w.id); })) << Reported(w.id)->message;
+  const int pid = Reported(w.id)->pid;
+  nvml_->AddProcess(0, static_cast<uint32_t>(pid), 1024 + 256 + 1);
+  ASSERT_TRUE(Eventually([&] {
+    auto r = Reported(w.id);
+    return r && r->state == "failed";
+  }));
+  EXPECT_NE(Reported(w.id)->message.find("held 1281 MiB"), std::string::npos)
+      << Reported(w.id)->message;
+  EXPECT_TRUE(EventSeen("held 1281 MiB of device memory on GPU 0"));
+  EXPECT_TRUE(Eventually([&] { return !testing::ProcessExists(pid); }));
+}
+
 TEST_F(AgentTest, ABusyGpuIsNotReCarvedAndItsErrorIsReportedOnce) {
   Agent& agent = StartAgent(Options());
   auto w = testing::ShellCopy("acct/ic/4", "exec sleep 30");

@@ -15,10 +15,12 @@
 #include <thread>
 
 #include "agent/launch/health.h"
+#include "agent/launch/process_launcher.h"
 #include "agent/launch/pid_file.h"
 #include "agent/launch/workload_logs.h"
 #include "agent/launch/workload_spec.h"
 #include "agent/mps/enforcement.h"
+#include "agent/node/share_guard.h"
 #include "interposer/process_probe.h"
 
 namespace carve::agent::node {
@@ -311,17 +313,28 @@ Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
                                           unenforced, lib, std::strerror(errno)));
   }
   const std::string ledger_path = w.dir + "/ledger";
+  interposer::LedgerSettings settings;
+  settings.worker_id = "carve-" + w.dir.substr(w.dir.size() - 8);
+  settings.memory_limit_bytes = static_cast<uint64_t>(mib) * kMiB;
+  settings.core_percent = static_cast<uint32_t>(share.core_percent);
+  settings.burstable = share.burstable;
   auto probe = std::make_shared<interposer::ProcfsProcessProbe>();
   if (auto open = interposer::Ledger::Open(ledger_path, probe); open.has_value() && w.process) {
-    w.ledger = std::move(open).value();  // Adopted worker: keep its ledger and its charges.
+    // Adopted worker: keep its ledger and its charges, if the limits in it are still the ones
+    // this agent set. The worker can write the file; one that raised its own limits is not
+    // adopted (Start stops the process when adoption fails).
+    const interposer::LedgerSettings& found = (*open)->settings();
+    if (!(found == settings)) {
+      return FailedPrecondition(fmt::format(
+          "{}: its ledger {} holds memory {} MiB, core {}%, burstable {}, not the share's {} MiB, "
+          "{}%, {}: the worker rewrote its own limits, so it is not adopted",
+          w.desired.id, ledger_path, found.memory_limit_bytes / kMiB, found.core_percent,
+          found.burstable, mib, share.core_percent, share.burstable));
+    }
+    w.ledger = std::move(open).value();
   } else {
     std::error_code ec;
     fs::remove(ledger_path, ec);
-    interposer::LedgerSettings settings;
-    settings.worker_id = "carve-" + w.dir.substr(w.dir.size() - 8);
-    settings.memory_limit_bytes = static_cast<uint64_t>(mib) * kMiB;
-    settings.core_percent = static_cast<uint32_t>(share.core_percent);
-    settings.burstable = share.burstable;
     CARVE_ASSIGN_OR_RETURN(w.ledger, launch::CreateWorkerLedger(ledger_path, settings));
   }
   return launch::DeviceBinding{launch::MgpuBinding{uuid, lib, ledger_path}};
@@ -640,6 +653,50 @@ std::map<int, std::vector<std::string>> WorkloadManager::BusyGpus() const {
     for (int g : w->desired.device.gpus) busy[g].push_back(id);
   }
   return busy;
+}
+
+void WorkloadManager::HoldShareQuotas(const std::vector<protocol::GpuStatus>& gpus) {
+  std::vector<ShareHolding> shares;
+  for (const auto& [id, w] : workloads_) {
+    const std::optional<protocol::ShareSpec>& share = w->desired.device.share;
+    // Only quotas something enforces: a queue with enforcement "none" asked for none.
+    if (!share || share->memory_mib <= 0 || share->enforcement == "none") continue;
+    if (!w->supervisor || w->desired.device.gpus.size() != 1) continue;
+    const std::optional<launch::ProcessId> process = w->supervisor->process();
+    if (!process) continue;
+    std::vector<int> pids = launch::LiveMembers(*process);
+    for (int pid : cgroups_.Members(fs::path(w->dir).filename().string())) pids.push_back(pid);
+    shares.push_back({id, w->desired.device.gpus[0], share->memory_mib, std::move(pids)});
+  }
+  const int64_t slack = options_.share_memory_slack_mib;
+  std::vector<std::pair<std::string, std::string>> stops;  // id, why
+  for (const ShareOverrun& o : FindShareOverruns(shares, gpus, slack)) {
+    stops.emplace_back(o.workload, DescribeOverrun(o, slack));
+  }
+  for (const auto& [id, w] : workloads_) {
+    if (!w->ledger || !w->supervisor) continue;
+    const interposer::LedgerSettings stored = w->ledger->StoredSettings();
+    const interposer::LedgerSettings& set = w->ledger->settings();
+    if (stored == set) continue;
+    stops.emplace_back(
+        id, fmt::format("rewrote the limits in its ledger (memory {} MiB, core {}%, burstable "
+                        "{}; the share's are {} MiB, {}%, {}); stopped",
+                        stored.memory_limit_bytes / kMiB, stored.core_percent, stored.burstable,
+                        set.memory_limit_bytes / kMiB, set.core_percent, set.burstable));
+  }
+  for (const auto& [id, why] : stops) {
+    Workload& w = *workloads_.at(id);
+    if (!w.failed.empty()) continue;  // Both rules caught it.
+    spdlog::warn("{} ({}) {}", Label(w.desired), id, why);
+    Stop(w);
+    w.supervisor.reset();
+    w.process.reset();
+    // Terminal until the desired entry changes, as a start that failed.
+    w.failed = why;
+    w.message = why;
+    AddEvent(fmt::format("{} ({}) {}", Label(w.desired), id, why));
+    changed_ = true;
+  }
 }
 
 std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {

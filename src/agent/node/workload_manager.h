@@ -57,6 +57,10 @@ struct WorkloadOptions {
   int unhealthy_after = 3;
   // Each stdout/stderr log is capped at this (launch::CapLog), checked on every Poll(); 0: no cap.
   uint64_t log_max_bytes = uint64_t{16} << 20;
+  // An mGPU share whose processes hold more device memory than its quota plus this, as NVML
+  // counts it, is stopped (share_guard.h). It covers the CUDA context, which NVML counts and
+  // the interposer does not: carve's ledger-gap metric shows what that is on a node's cards.
+  int64_t share_memory_slack_mib = 1024;
   // Wraps each tenant process launch (workload_sandbox.h); null: processes run as the agent.
   std::shared_ptr<WorkloadSandbox> sandbox;
 };
@@ -84,6 +88,12 @@ class WorkloadManager {
   int RemoveUnlistedLogs(const std::vector<protocol::WorkloadDesired>& desired,
                          const std::vector<std::string>& kept);
   void Poll();
+
+  // Stops, as failed, every mGPU share whose processes hold more device memory than its quota
+  // plus options.share_memory_slack_mib, as `gpus` (NVML's per-process lists) say, and every
+  // interposer share whose ledger no longer holds the limits this agent wrote into it; an event
+  // says which and why. GPUs without process lists hold nothing against anyone.
+  void HoldShareQuotas(const std::vector<protocol::GpuStatus>& gpus);
 
   // Our workloads per GPU index (by id), for the carver's "never re-carve busy GPUs" rule.
   std::map<int, std::vector<std::string>> BusyGpus() const;

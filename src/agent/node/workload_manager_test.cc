@@ -652,6 +652,108 @@ TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
   EXPECT_EQ(Find(whole.id)->core_used_percent, -1) << "core 100 is not limited, so not measured";
 }
 
+// Gone, or a zombie nobody has reaped yet: either way it holds nothing.
+bool Gone(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+// A hostile worker allocates around the interposer (the fake NVML says what the driver would:
+// its processes hold 4096 MiB against a 1024 MiB quota), from a child that left the process
+// group. The agent stops the worker and the child, as failed, naming what NVML counted; a
+// share on the other card within its quota plus the slack keeps running.
+TEST_F(WorkloadManagerTest, AShareHoldingMoreDeviceMemoryThanItsQuotaIsStopped) {
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
+  options_.share_memory_slack_mib = 512;
+  auto hostile = ShellCopy("acct/ic-greedy/1",
+                           "setsid sh -c 'echo $$ > {out}; exec sleep 30' & exec sleep 30");
+  hostile.values["out"] = dir_ + "/child.pid";
+  hostile.device.gpus = {0};
+  hostile.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  auto fair = ShellCopy("acct/ic-fair/1", "exec sleep 30");
+  fair.device.gpus = {1};
+  fair.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  Apply({hostile, fair});
+  const int worker = Find(hostile.id)->pid;
+  const int fair_pid = Find(fair.id)->pid;
+  ASSERT_NE(worker, 0) << Find(hostile.id)->message;
+  ASSERT_NE(fair_pid, 0) << Find(fair.id)->message;
+  ASSERT_TRUE(Eventually([&] { return !ReadFile(dir_ + "/child.pid").empty(); }));
+  const int child = std::stoi(ReadFile(dir_ + "/child.pid"));
+  nvml_->core().AddProcess(0, static_cast<uint32_t>(worker), 300);
+  nvml_->core().AddProcess(0, static_cast<uint32_t>(child), 3796);
+  nvml_->core().AddProcess(0, 1, 30000);  // not carve's: counts against nobody
+  nvml_->core().AddProcess(1, static_cast<uint32_t>(fair_pid), 1024 + 512);
+
+  Manager().HoldShareQuotas(gpus_->Statuses(true));
+  auto s = Find(hostile.id);
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->pid, 0);
+  EXPECT_NE(s->message.find("held 4096 MiB of device memory on GPU 0 (pids " +
+                            std::to_string(worker) + ", " + std::to_string(child) + ")"),
+            std::string::npos)
+      << s->message;
+  EXPECT_NE(s->message.find("quota of 1024 MiB plus the 512 MiB"), std::string::npos)
+      << s->message;
+  EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "held 4096 MiB"));
+  EXPECT_TRUE(Eventually([&] { return Gone(worker) && Gone(child); }))
+      << "the worker or its child outlived the stop";
+  EXPECT_EQ(Find(fair.id)->state, "running") << Find(fair.id)->message;
+  EXPECT_FALSE(Gone(fair_pid));
+  Apply({hostile, fair});  // Terminal until its desired entry changes: not started again.
+  EXPECT_EQ(Find(hostile.id)->state, "failed");
+  EXPECT_EQ(Find(hostile.id)->pid, 0);
+}
+
+// The worker can write its ledger (the interposer charges it), so a hostile one raises its own
+// quota there. The agent compares the file with the limits it wrote: the running worker is
+// stopped, and one that did it before an agent restart is not adopted.
+const char kRaiseOwnQuota[] =
+    "python3 -c \"import os, struct; f = os.open(os.environ['CARVE_MGPU_LEDGER'], os.O_RDWR); "
+    "os.pwrite(f, struct.pack('<Q', 64 << 30), 80)\" && touch {out} && exec sleep 30";
+
+TEST_F(WorkloadManagerTest, AWorkerThatRewritesItsLedgerLimitsIsStopped) {
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
+  auto w = ShellCopy("acct/ic-rewrite/1", kRaiseOwnQuota);
+  w.values["out"] = dir_ + "/rewritten";
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  Apply({w});
+  const int worker = Find(w.id)->pid;
+  ASSERT_NE(worker, 0) << Find(w.id)->message;
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(dir_ + "/rewritten"); }));
+  Manager().HoldShareQuotas(gpus_->Statuses(true));
+  auto s = Find(w.id);
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_NE(s->message.find("rewrote the limits in its ledger (memory 65536 MiB"),
+            std::string::npos)
+      << s->message;
+  EXPECT_TRUE(Eventually([&] { return Gone(worker); }));
+}
+
+TEST_F(WorkloadManagerTest, AWorkerThatRewroteItsLedgerLimitsIsNotAdopted) {
+  options_.interposer_path = CARVE_MGPU_LIB_PATH;
+  auto w = ShellCopy("acct/ic-rewrite/2", kRaiseOwnQuota);
+  w.values["out"] = dir_ + "/rewritten";
+  w.device.gpus = {0};
+  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  Apply({w});
+  const int worker = Find(w.id)->pid;
+  ASSERT_NE(worker, 0) << Find(w.id)->message;
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(dir_ + "/rewritten"); }));
+  RestartAgent();
+  Apply({w});
+  auto s = Find(w.id);
+  EXPECT_EQ(s->state, "failed");
+  EXPECT_NE(s->message.find("the worker rewrote its own limits, so it is not adopted"),
+            std::string::npos)
+      << s->message;
+  EXPECT_TRUE(Eventually([&] { return Gone(worker); })) << "the unadopted worker still runs";
+}
+
 TEST_F(WorkloadManagerTest, AnMpsShareWithoutTheControlBinaryFailsNamingIt) {
   options_.mps_control_path = dir_ + "/nvidia-cuda-mps-control";
   auto w = ShellCopy("acct/ic-mps/1", "exec sleep 30");

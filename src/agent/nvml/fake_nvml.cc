@@ -191,8 +191,14 @@ Result<GpuUtilization> FakeNvml::Utilization(GpuIndex gpu) {
   return GpuUtilization{u.gpu, u.memory};
 }
 
+void FakeNvml::AddProcess(uint32_t gpu, uint32_t pid, uint64_t used_mib) {
+  std::lock_guard lock(processes_mu_);
+  core_.AddProcess(gpu, pid, used_mib);
+}
+
 Result<std::vector<GpuProcess>> FakeNvml::ComputeProcesses(GpuIndex gpu) {
   std::vector<nvmlProcessInfo_t> raw;
+  std::lock_guard lock(processes_mu_);
   CARVE_RETURN_IF_ERROR(
       Check(core_.Processes(gpu.value(), &raw),
             fmt::format("nvmlDeviceGetComputeRunningProcesses_v3(gpu {})", gpu.value())));

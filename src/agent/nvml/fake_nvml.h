@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string_view>
 
 #include "agent/nvml/fake_node_config.h"
@@ -23,6 +24,9 @@ class FakeNvml final : public Nvml {
 
   FakeNvmlCore& core() { return core_; }
   const FakeNvmlCore& core() const { return core_; }
+  // core().AddProcess, safe beside an agent thread that lists processes (ComputeProcesses): the
+  // one change a test makes while an agent runs. Everything else in core() is not thread-safe.
+  void AddProcess(uint32_t gpu, uint32_t pid, uint64_t used_mib);
 
   Status Init() override;
   Status Shutdown() override;
@@ -45,6 +49,7 @@ class FakeNvml final : public Nvml {
 
  private:
   FakeNvmlCore core_;
+  std::mutex processes_mu_;  // core_'s process lists
 };
 
 }  // namespace carve::agent
