@@ -41,13 +41,16 @@ void ComponentRecord::KeepModelContainer(int64_t version, const std::string& mod
     it = runnable ? std::next(it) : model_containers.erase(it);
   }
   const json model = json::parse(model_body, nullptr, false);
-  if (!model.is_object()) return;
-  if (model.contains("PrimaryContainer")) {
-    model_containers[std::to_string(version)] = model["PrimaryContainer"];
-  } else if (model.contains("Containers") && model["Containers"].is_array() &&
-             !model["Containers"].empty()) {
-    model_containers[std::to_string(version)] = model["Containers"][0];
+  if (const json* container = ServingContainer(model)) {
+    model_containers[std::to_string(version)] = *container;
   }
+}
+
+const json* ServingContainer(const json& model) {
+  if (!model.is_object()) return nullptr;
+  if (auto it = model.find("PrimaryContainer"); it != model.end()) return &*it;
+  auto all = model.find("Containers");
+  return all != model.end() && all->is_array() && !all->empty() ? &all->front() : nullptr;
 }
 
 const json* ComponentRecord::ModelContainerOf(int64_t version) const {

@@ -85,6 +85,10 @@ struct ComponentRecord {
   }
 };
 
+// The container a model runs (a model record's body): its PrimaryContainer, else the first of
+// its Containers; nullptr when it has neither.
+const nlohmann::json* ServingContainer(const nlohmann::json& model);
+
 // A record and its parsed body, read once per reconcile pass.
 struct ComponentEntry {
   store::Record record;

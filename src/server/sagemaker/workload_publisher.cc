@@ -53,13 +53,8 @@ Result<ContainerSpec> ContainerOf(store::Store& store, const std::string& accoun
     if (!rec.has_value()) {
       return NotFound("model " + model + " of inference component " + c.name + " no longer exists");
     }
-    json body = json::parse(rec->body, nullptr, false);
-    if (body.contains("PrimaryContainer")) {
-      ReadContainer(body["PrimaryContainer"], out);
-    } else if (body.contains("Containers") && body["Containers"].is_array() &&
-               !body["Containers"].empty()) {
-      ReadContainer(body["Containers"][0], out);
-    }
+    const json body = json::parse(rec->body, nullptr, false);
+    if (const json* container = ServingContainer(body)) ReadContainer(*container, out);
   }
   if (spec.contains("Container")) ReadContainer(spec["Container"], out);
   if (out.image.empty()) {
