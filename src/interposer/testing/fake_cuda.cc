@@ -59,6 +59,9 @@ State::State() {
   if (const char* v = std::getenv("CARVE_FAKE_TOTAL_BYTES")) {
     total_bytes = std::strtoull(v, nullptr, 10);
   }
+  if (const char* v = std::getenv("CARVE_FAKE_OTHERS_BYTES")) {
+    others_bytes = std::strtoull(v, nullptr, 10);
+  }
   if (const char* v = std::getenv("CARVE_FAKE_PITCH_ALIGN")) {
     pitch_align = std::strtoull(v, nullptr, 10);
   }

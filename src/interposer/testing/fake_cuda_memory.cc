@@ -15,6 +15,11 @@ uint64_t DeviceBytesLocked(int device) {
   return d.plain_bytes + d.vmm_bytes + pools + d.graph_reserved;
 }
 
+uint64_t CardFreeLocked(int device) {
+  const uint64_t held = DeviceBytesLocked(device) + S().others_bytes;
+  return S().total_bytes - std::min(S().total_bytes, held);
+}
+
 }  // namespace carve::fake_cuda
 
 using namespace carve::fake_cuda;  // NOLINT: a C ABI shim
@@ -23,9 +28,7 @@ namespace {
 
 constexpr uint64_t kVmmGranularity = 2ULL << 20;
 
-bool Fits(int device, uint64_t bytes) {
-  return bytes <= S().total_bytes - std::min(S().total_bytes, DeviceBytesLocked(device));
-}
+bool Fits(int device, uint64_t bytes) { return bytes <= CardFreeLocked(device); }
 
 CuResult Allocate(CuDevicePtr* ptr, size_t bytes) {
   State& s = S();
@@ -160,7 +163,7 @@ FAKE_API uint64_t carveFakeGraphReservedBytes(int device) {
 FAKE_API CuResult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
   std::lock_guard<std::mutex> lock(S().mu);
   *total = S().total_bytes;
-  *free_bytes = S().total_bytes - std::min(S().total_bytes, DeviceBytesLocked(CurrentDevice()));
+  *free_bytes = CardFreeLocked(CurrentDevice());
   return kCudaSuccess;
 }
 FAKE_API CuResult cuMemGetInfo(unsigned int* free_bytes, unsigned int* total) {

@@ -107,6 +107,7 @@ struct State {
   std::mutex mu;
   int64_t kernel_ns = 1'000'000;
   uint64_t total_bytes = 80ULL << 30;
+  uint64_t others_bytes = 0;  // held on every card by other processes (CARVE_FAKE_OTHERS_BYTES)
   uint64_t pitch_align = 256;
   bool proc_internal = false;     // cuGetProcAddress hands out internal entry points
   bool stream_get_device = true;  // false: cuStreamGetDevice fails like a pre-12.8 driver
@@ -161,6 +162,8 @@ int StreamDevice(CuStream stream);
 
 // Requires mu. Device memory in use on `device`, every kind together.
 uint64_t DeviceBytesLocked(int device);
+// What the card really has free: its total less this process's bytes and the other processes'.
+uint64_t CardFreeLocked(int device);
 // Requires mu. A fresh device address range of `bytes`.
 uint64_t NewAddressLocked(uint64_t bytes);
 

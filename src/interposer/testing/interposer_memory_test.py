@@ -96,6 +96,20 @@ class MemoryReportTest(PreloadTest):
         r = self.probe(self.env(ledger), "procaddress", "getinfo")
         self.assertEqual(r.stdout.strip(), "free=700000 total=1000000")
 
+    def test_mem_get_info_never_reports_more_free_than_the_card_has(self):
+        # Other processes hold all but 400,000 bytes of the card: the share's free room is what
+        # the card has, not its quota's 1,000,000; its total stays the quota.
+        ledger = self.ledger(1_000_000)
+        env = self.env(ledger)
+        env["CARVE_FAKE_TOTAL_BYTES"] = "10000000"
+        env["CARVE_FAKE_OTHERS_BYTES"] = "9600000"
+        r = self.probe(env, "procaddress", "getinfo")
+        self.assertEqual(r.stdout.strip(), "free=400000 total=1000000", r.stderr)
+        # Without the others the quota bounds it, so the card's figure is what made the difference.
+        del env["CARVE_FAKE_OTHERS_BYTES"]
+        r = self.probe(env, "procaddress", "getinfo")
+        self.assertEqual(r.stdout.strip(), "free=1000000 total=1000000", r.stderr)
+
     def test_device_total_mem_reports_the_share(self):
         ledger = self.ledger(1_000_000)
         for mode in MODES:
