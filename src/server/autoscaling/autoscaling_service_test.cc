@@ -321,6 +321,55 @@ TEST_F(AutoScalingServiceTest, NoLoadScalesInToTheMinimumAndDisableScaleInHoldsI
   EXPECT_TRUE(resources_.sets.empty());
 }
 
+// Each direction waits its own cooldown, so the two get different values here: a second
+// scale-out 30 s after the first (ScaleOutCooldown 30, not ScaleInCooldown's 600), and a second
+// scale-in once the load has been low for the window, well inside ScaleOutCooldown's 600.
+TEST_F(AutoScalingServiceTest, EachDirectionWaitsItsOwnCooldown) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10, {{"ScaleOutCooldown", 30}, {"ScaleInCooldown", 600}});
+  Traffic(5, 4);  // 30 per minute on one copy.
+  ASSERT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(60, 3);  // 360 per minute on 3 copies, for the 30 s window: past the 30 s cooldown.
+  EXPECT_EQ(resources_.sets, (std::vector<int>{3, 10}));
+
+  clock_.Advance(600s);  // A scale-out's cooldown holds scale-in too: let it pass.
+  resources_.capacity[kIc] = {8, 8, "ep", ""};
+  resources_.sets.clear();
+  TrackInvocations(10, {{"ScaleOutCooldown", 600}, {"ScaleInCooldown", 30}});
+  Traffic(5, 7);  // 30 per minute on 8 copies: 3.75 per copy, below 90 % of 10.
+  ASSERT_EQ(resources_.sets, std::vector<int>{3});  // ceil(30 / 10)
+  Traffic(1, 6);  // 6 per minute on 3 copies: 2 per copy, low for the whole 60 s window.
+  EXPECT_EQ(resources_.sets, (std::vector<int>{3, 1}));
+}
+
+// Application Auto Scaling scales in only when every target-tracking policy of the target
+// wants to; a policy at its target holds the others back. When all agree, the largest capacity
+// any of them wants wins.
+TEST_F(AutoScalingServiceTest, ScaleInWaitsUntilEveryTrackingPolicyWantsIt) {
+  Register(1, 10);
+  resources_.capacity[kIc] = {4, 4, "ep", ""};
+  resources_.sets.clear();
+  TrackInvocations(10);  // No traffic: this one wants the minimum.
+  json b = Key();
+  b["PolicyName"] = "queue";
+  b["PolicyType"] = "TargetTrackingScaling";
+  b["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 10},
+      {"CustomizedMetricSpecification",
+       {{"Namespace", "carve"},
+        {"MetricName", "carve_test_queue_depth"},
+        {"Dimensions", {{{"Name", "component"}, {"Value", "ic"}}}},
+        {"Statistic", "Average"}}}};
+  Ok("PutScalingPolicy", b);
+  depth_.Set({kAccount, "ic"}, 10);  // Exactly at its target: neither high nor low.
+  Traffic(0, 12);
+  EXPECT_TRUE(resources_.sets.empty());
+  depth_.Set({kAccount, "ic"}, 5);  // Now both want fewer copies.
+  Traffic(0, 7);
+  EXPECT_EQ(resources_.sets, std::vector<int>{2});  // max(1, ceil(4 * 5 / 10))
+}
+
 TEST_F(AutoScalingServiceTest, AnInvocationThatFindsNoCopyScalesOutFromZeroByStepScaling) {
   Register(0, 4);
   resources_.capacity[kIc] = {0, 0, "ep", ""};
