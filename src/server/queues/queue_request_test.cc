@@ -283,5 +283,23 @@ TEST(PlanTasks, FailsARayClusterGroupBreakingARuleNamingTheGroupField) {
   EXPECT_NE(p.failure.find("worker_groups[0].core=3"), std::string::npos);
 }
 
+// memory_mib alone is a share of core 100, and the seed forbids memory there: the job fails
+// naming the field, rather than keeping the job's worker share and dropping the memory.
+TEST(PlanTasks, MemoryWithoutCoreFailsNamingTheGroupOrHeadField) {
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.parameters = "serverless.ray.worker.mgpu.core=30;";
+  s.worker_groups = {{"small", 1, 20, {}}, {"big", 1, {}, 4096}};
+  auto p = PlanTasks(s, Queue(true));
+  EXPECT_NE(p.failure.find("worker_groups[1].memory_mib=4096: memory cannot be set when core is "
+                           "100 or above"),
+            std::string::npos)
+      << p.failure;
+  s.worker_groups = {{"small", 1, 20, {}}};
+  s.head = GroupRequest{"head", 1, {}, 2048};
+  p = PlanTasks(s, Queue(true));
+  EXPECT_NE(p.failure.find("head.memory_mib=2048"), std::string::npos) << p.failure;
+}
+
 }  // namespace
 }  // namespace carve::server::queues

@@ -238,6 +238,28 @@ TEST_F(QueueServiceTest, PlacesTwentyTasksOfCore30ThreeToACardAndPublishesTheirS
   EXPECT_EQ(desired[0].environment.at("CARVE_MGPU_CORE_PERCENT"), "30");
 }
 
+// A share given only a core percentage gets memory in proportion to it (docs/mgpu.md), and the
+// agent is told that quota: a share published with memory 0 would get the whole card.
+TEST_F(QueueServiceTest, ACoreOnlyShareIsPublishedWithMemoryInProportionToItsCore) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  Submit("q1", "emr.serverless.mgpu.core=25;", 1);
+  Submit("q1", "emr.serverless.mgpu.core=50;", 1);
+  service_->ReconcileOnce();
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 2u);
+  std::map<int, int64_t> memory;  // core percent -> published memory quota
+  for (const auto& w : desired) {
+    ASSERT_TRUE(w.device.share.has_value()) << w.id;
+    memory[w.device.share->core_percent] = w.device.share->memory_mib;
+    EXPECT_EQ(w.environment.at("CARVE_MGPU_MEMORY_MIB"),
+              std::to_string(w.device.share->memory_mib));
+  }
+  ASSERT_EQ(memory.size(), 2u);
+  EXPECT_GT(memory[25], 1024);  // A quarter of an A10G's 24 GiB, less carve's reserve.
+  EXPECT_LT(memory[25], 6144);
+  EXPECT_NEAR(static_cast<double>(memory[50]), 2.0 * memory[25], 1.0);
+}
+
 // A queue that asked for unenforced shares says so to the agent, which then runs them without
 // the interposer; it survives a restart like every queue setting.
 TEST_F(QueueServiceTest, AQueueWithEnforcementNonePublishesUnenforcedShares) {
