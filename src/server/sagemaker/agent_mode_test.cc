@@ -391,6 +391,33 @@ TEST_F(AgentModeTest, ASteadyComponentSeesACopyThatStopsServing) {
   EXPECT_EQ(service_->routes().Resolve(kAccount, "ep", "ic")->copies.size(), 2u);
 }
 
+// Scale-in with the copy count unchanged: the leaving instance still holds a copy, which must
+// move to the staying one before the instance is released (a draining node is not Ready for
+// placement, or its copy would stay and the endpoint would stay Updating).
+TEST_F(AgentModeTest, ScalingInMovesTheLeavingInstancesCopiesThenReleasesIt) {
+  Deploy("carve/testmodel", 2);
+  ASSERT_EQ(Workloads("node-a").size(), 1u);
+  ASSERT_EQ(Workloads("node-b").size(), 1u);  // Spread: one copy on each instance.
+  Ok("UpdateEndpointWeightsAndCapacities",
+     {{"EndpointName", "ep"},
+      {"DesiredWeightsAndCapacities",
+       {{{"VariantName", "AllTraffic"}, {"DesiredInstanceCount", 1}}}}});
+  Settle();
+  Settle();
+  json ep = Ok("DescribeEndpoint", {{"EndpointName", "ep"}});
+  EXPECT_EQ(ep["EndpointStatus"], "InService") << ep.dump();
+  const json& v = ep["ProductionVariants"][0];
+  EXPECT_EQ(v["CurrentInstanceCount"], 1) << v.dump();
+  EXPECT_EQ(v["DesiredInstanceCount"], 1) << v.dump();
+  // Of equal loads the last-named instance leaves; both copies now run on the other.
+  EXPECT_EQ(Workloads("node-a").size(), 2u);
+  EXPECT_TRUE(Workloads("node-b").empty());
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "InService") << d.dump();
+  EXPECT_EQ(d["RuntimeConfig"]["CurrentCopyCount"], 2);
+  EXPECT_EQ(service_->routes().Resolve(kAccount, "ep", "ic")->copies.size(), 2u);
+}
+
 // Records are kept parsed between passes and re-read through the Store's change feed, so a
 // write that did not come through this service's handlers (another replica's, issue 15) is
 // still acted on at the next pass.

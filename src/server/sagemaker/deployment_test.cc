@@ -42,14 +42,35 @@ TEST(DeploymentTest, TheConfigAsGivenIsTheLastDeploymentConfig) {
                   {{"MaximumBatchSize", {{"Type", "CAPACITY_PERCENT"}, {"Value", 25}}},
                    {"WaitIntervalInSeconds", 30},
                    {"MaximumExecutionTimeoutInSeconds", 900},
-                   {"RollbackMaximumBatchSize", {{"Type", "COPY_COUNT"}, {"Value", 2}}}}}};
+                   {"RollbackMaximumBatchSize", {{"Type", "COPY_COUNT"}, {"Value", 3}}}}}};
   StartedDeployment s = StartDeployment(config, CopySpec{}, kT0);
   EXPECT_EQ(s.last_config, config);
-  EXPECT_EQ(s.deployment.BatchSize(8), 2);
+  EXPECT_EQ(s.deployment.BatchSize(8), 2);  // 25 % of 8
   EXPECT_EQ(s.deployment.wait_s, 30);
   EXPECT_EQ(s.deployment.timeout_s, 900);
   s.deployment.phase = DeploymentPhase::kRollingBack;
-  EXPECT_EQ(s.deployment.BatchSize(8), 2);
+  EXPECT_EQ(s.deployment.BatchSize(8), 3);  // RollbackMaximumBatchSize, not MaximumBatchSize
+}
+
+// The two batch sizes mean different things and get different values: a rollout places
+// MaximumBatchSize copies at a time, a rollback RollbackMaximumBatchSize, and a rollback
+// without one puts every copy back at once.
+TEST(DeploymentTest, ARollbackPlacesItsOwnBatchSize) {
+  json policy = {{"MaximumBatchSize", {{"Type", "COPY_COUNT"}, {"Value", 1}}},
+                 {"WaitIntervalInSeconds", 0},
+                 {"RollbackMaximumBatchSize", {{"Type", "CAPACITY_PERCENT"}, {"Value", 50}}}};
+  Deployment d = StartDeployment({{"RollingUpdatePolicy", policy}}, CopySpec{}, kT0).deployment;
+  EXPECT_EQ(NextDeploymentStep(d, {6, 0, 0, 6}, "", kT0).place, 1);
+  d.phase = DeploymentPhase::kRollingBack;
+  d.reason = "copy 7 on node-a could not start";
+  // Rolling back, the "new" copies are the previous specification's: none yet, 6 failed ones.
+  DeploymentStep step = NextDeploymentStep(d, {6, 0, 0, 6}, "", kT0);
+  EXPECT_EQ(step.place, 3);  // 50 % of 6
+  EXPECT_NE(step.progress.find("batches of 3"), std::string::npos) << step.progress;
+  policy.erase("RollbackMaximumBatchSize");
+  d = StartDeployment({{"RollingUpdatePolicy", policy}}, CopySpec{}, kT0).deployment;
+  d.phase = DeploymentPhase::kRollingBack;
+  EXPECT_EQ(NextDeploymentStep(d, {6, 0, 0, 6}, "", kT0).place, 6);
 }
 
 TEST(DeploymentTest, ABatchIsPlacedBesideTheOldCopiesWhichStopOnlyOnceItServes) {
