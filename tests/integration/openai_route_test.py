@@ -286,6 +286,34 @@ class OpenAiRouteTest(unittest.TestCase):
         self.assertEqual(json.loads(caught.exception.read())["error"]["type"],
                          "authentication_error")
 
+    def test_a_valid_token_opens_only_the_openai_route(self):
+        """A bearer token is a key to one endpoint's OpenAI route: every signed route refuses
+        it, however valid, and says which principals it serves instead."""
+        token = self.bearer(self.token())
+        status, _, body = self.post({"model": "ic", "messages": MESSAGES, "max_tokens": 1}, token)
+        self.assertEqual(status, 200, body)  # The token is good where it belongs.
+        # The AWS protocol routes refuse it as AWS does (IncompleteSignature); carve's own routes
+        # name themselves and whom they serve.
+        aws = (403, "Unsupported Authorization Type; only AWS4-HMAC-SHA256 is accepted")
+        native = (401, "does not take this bearer token; it serves")
+        json11 = {"Content-Type": "application/x-amz-json-1.1"}
+        for method, path, extra, body, (want_status, want) in (
+                ("POST", "/", {"X-Amz-Target": "SageMaker.ListEndpoints", **json11}, b"{}", aws),
+                ("POST", "/", {"X-Amz-Target": "AnyScaleFrontendService.DescribeScalableTargets",
+                               **json11}, b'{"ServiceNamespace":"sagemaker"}', aws),
+                ("POST", "/endpoints/ep/invocations", {"Content-Type": "application/json"},
+                 json.dumps({"inputs": "hi"}).encode(), native),
+                ("GET", "/v1/queues", {}, None, native),
+                ("GET", "/v1/fleet", {}, None, native)):
+            req = urllib.request.Request(f"{self.server.url}{path}", data=body, method=method,
+                                         headers={**token, **extra})
+            with self.subTest(method=method, path=path, target=extra.get("X-Amz-Target")):
+                with self.assertRaises(urllib.error.HTTPError) as caught:
+                    urllib.request.urlopen(req, timeout=30)
+                text = caught.exception.read().decode()
+                self.assertEqual(caught.exception.code, want_status, text)
+                self.assertIn(want, text)
+
     def test_carve_token_refuses_more_than_12_hours(self):
         out = subprocess.run(
             [carve_bin(), "token", "--credentials", self.server.credentials_file,
