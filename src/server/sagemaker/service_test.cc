@@ -295,6 +295,43 @@ TEST_F(ServiceTest, AccountsDoNotSeeEachOther) {
   EXPECT_NE(r.body.find("222222222222:endpoint/ep"), std::string::npos);
 }
 
+// The fleet view (GET /v1/fleet, the dashboard's Fleet page) shows another account's instance
+// as taken, and nothing of what runs on it: no owner, no carve, no partition, no copy. The
+// owner's own view of the same node shows all of it, so the other's blank is not a blank view.
+TEST_F(ServiceTest, TheFleetViewShowsAnotherAccountsInstanceAsTakenAndNothingOnIt) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("secret-model", "mig-2g.10gb", 2));
+  Settle();
+  auto claimed = [](const json& fleet) {
+    for (const auto& n : fleet["nodes"]) {
+      if (!n["claim"].is_null()) return n;
+    }
+    return json();
+  };
+  const json mine = claimed(service_->FleetJson(kAccount));
+  ASSERT_FALSE(mine.is_null());
+  EXPECT_EQ(mine["claim"]["endpoint"], "ep");
+  EXPECT_TRUE(mine["carved"]);
+  EXPECT_NE(mine.dump().find("secret-model"), std::string::npos) << mine.dump();
+
+  const json theirs = claimed(service_->FleetJson("222222222222"));
+  ASSERT_FALSE(theirs.is_null());
+  EXPECT_EQ(theirs["name"], mine["name"]);
+  EXPECT_EQ(theirs["claim"]["kind"], "other");
+  EXPECT_TRUE(theirs["claim"]["account"].is_null());
+  EXPECT_FALSE(theirs["carved"]);
+  EXPECT_EQ(theirs["vcpus_used"], 0.0);
+  for (const auto& g : theirs["gpus"]) {
+    EXPECT_EQ(g["mode"], "unassigned");
+    EXPECT_TRUE(g["partitions"].empty()) << g.dump();
+  }
+  const std::string text = theirs.dump();
+  for (const char* leak : {"secret-model", "\"ep\"", kAccount, "mig-2g"}) {
+    EXPECT_EQ(text.find(leak), std::string::npos) << leak << " in " << text;
+  }
+}
+
 // Past the per-account cap a create is refused saying why, nothing is stored, another account is
 // unaffected, and a delete makes room again.
 TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
