@@ -142,7 +142,11 @@ std::string EtcdStore::EtcdKey(const Key& key) const {
 }
 
 std::optional<Key> EtcdStore::KeyOf(std::string_view etcd_key) const {
-  const std::string root = options_.prefix + "/";
+  return RecordKeyOf(options_.prefix, etcd_key);
+}
+
+std::optional<Key> RecordKeyOf(std::string_view prefix, std::string_view etcd_key) {
+  const std::string root = std::string(prefix) + "/";
   if (!etcd_key.starts_with(root)) return std::nullopt;
   etcd_key.remove_prefix(root.size());
   const size_t a = etcd_key.find('/');
@@ -586,14 +590,17 @@ bool EtcdStore::TakeOwnRevision(int64_t revision) {
   return own_revisions_.contains(revision);
 }
 
-void EtcdStore::FeedCache(const json& message) {
+std::optional<int64_t> ProgressRevision(const json& message) {
+  if (!message.value("events", json::array()).empty() || message.value("created", false)) {
+    return std::nullopt;
+  }
+  return JsonInt(message.value("header", json::object()), "revision");
+}
+
+void FeedWatchResponse(RecordCache& cache, std::string_view prefix, const json& message) {
   const json events = message.value("events", json::array());
   if (events.empty()) {
-    // A progress notification says every event up to its revision was sent; the answer to the
-    // watch's creation says nothing about events still to come.
-    if (!message.value("created", false)) {
-      cache_->Advance(JsonInt(message.value("header", json::object()), "revision"));
-    }
+    if (auto progress = ProgressRevision(message)) cache.Advance(*progress);
     return;
   }
   std::vector<CacheEvent> changes;
@@ -602,7 +609,7 @@ void EtcdStore::FeedCache(const json& message) {
     const json kv = event.value("kv", json::object());
     revision = std::max(revision, JsonInt(kv, "mod_revision"));
     auto etcd_key = JsonBytes(kv, "key");
-    auto key = etcd_key ? KeyOf(*etcd_key) : std::nullopt;
+    auto key = etcd_key ? RecordKeyOf(prefix, *etcd_key) : std::nullopt;
     if (!key) continue;  // PREFIX/_ha/...: not a record.
     if (event.value("type", "PUT") == "DELETE") {
       changes.push_back({std::move(*key), std::nullopt});
@@ -617,7 +624,7 @@ void EtcdStore::FeedCache(const json& message) {
     changes.push_back({std::move(*key), std::move(stored->record)});
   }
   // A response holds whole revisions, so the cache now reflects the last one in it.
-  cache_->Apply(changes, revision);
+  cache.Apply(changes, revision);
 }
 
 Status EtcdStore::ResumeAfterCompaction(int64_t& next_revision) {
@@ -657,7 +664,7 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
             return false;
           }
           if (message.value("canceled", false)) return false;
-          if (cache_) FeedCache(message);
+          if (cache_) FeedWatchResponse(*cache_, options_.prefix, message);
           std::vector<Key> keys;
           const json events = message.value("events", json::array());
           for (const json& event : events) {
@@ -670,11 +677,10 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
           }
           if (!keys.empty()) {
             NoteChanged(keys);
-          } else if (events.empty() && !message.value("created", false)) {
-            // A progress notification: every event up to its revision has been sent. (A
-            // response with events may carry a later revision while etcd catches a watch up.)
-            next_revision = std::max(
-                next_revision, JsonInt(message.value("header", json::object()), "revision") + 1);
+          } else if (auto progress = ProgressRevision(message)) {
+            // Every event up to it has been sent. (A response with events may carry a later
+            // header revision while etcd catches a watch up, so only these move the start.)
+            next_revision = std::max(next_revision, *progress + 1);
           }
           return true;
         },

@@ -38,8 +38,10 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "common/clock.h"
@@ -145,8 +147,6 @@ class EtcdStore final : public Store {
   // Whether this read may come from the cache: cached reads are on, and the cache caught up
   // with etcd's current revision within cache_wait.
   bool CacheCaughtUp();
-  // The events of one watch response, into the cache.
-  void FeedCache(const nlohmann::json& message);
   void WatchLoop(int64_t next_revision);
   // After a compaction the watch could not resume across: lists again (the cache, when there is
   // one), tells watchers to re-list, and sets where the watch resumes.
@@ -173,5 +173,21 @@ class EtcdStore final : public Store {
   std::atomic<bool> stopping_{false};
   std::thread watcher_;
 };
+
+// The record key of an etcd key under `prefix`; nullopt for what is not a record
+// (PREFIX/_ha/..., or outside the prefix).
+std::optional<Key> RecordKeyOf(std::string_view prefix, std::string_view etcd_key);
+
+// The revision a watch response vouches for without events: a progress notification's header
+// revision (every event up to it was sent). nullopt for a response with events, and for the
+// answer to the watch's creation, whose header is etcd's current revision while the events up
+// to it may still be on their way: a cache that took it as reached would answer a read from
+// before those writes (docs/ha.md, "Reads on a standby").
+std::optional<int64_t> ProgressRevision(const nlohmann::json& message);
+
+// One watch response into `cache`: its events, applied together at the last one's revision, or
+// a progress notification's revision. EtcdStore's watch feeds its cache with it; etcd_store_test
+// replays the messages of an interleaving the real watch shows only now and then.
+void FeedWatchResponse(RecordCache& cache, std::string_view prefix, const nlohmann::json& message);
 
 }  // namespace carve::store
