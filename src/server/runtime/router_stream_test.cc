@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "aws/event_stream.h"
@@ -184,6 +186,75 @@ TEST_F(RouterStreamTest, ACopyHangingUpBeforeItsHeadersMovesTheStreamToAnotherCo
     EXPECT_EQ(msgs[0].payload, "data: ok\n\n");
   }
   EXPECT_TRUE(router.balancer().IsQuarantined("gone"));
+}
+
+// Each event reaches the client as the copy produces it, not when the copy finishes: the copy
+// sends its first event, then holds the second until the client, over HTTP through HttpServer,
+// has received the first. A front end that held events back would only deliver the first once
+// the copy gave up waiting (10 s) and finished, and `released` would be false. No clock is
+// read: the copy's wait is released by the client's receipt, or not at all.
+TEST_F(RouterStreamTest, EachEventReachesTheClientBeforeTheCopySendsTheNext) {
+  std::promise<void> first_received;
+  std::shared_future<void> first = first_received.get_future().share();
+  std::atomic<bool> released{false};
+  TestCopy copy([&](const httplib::Request&, httplib::Response& s) {
+    auto step = std::make_shared<int>(0);
+    s.set_chunked_content_provider("text/event-stream", [&, step](size_t, httplib::DataSink& sink) {
+      if (*step == 0) {
+        const std::string e = "data: {\"t\":0}\n\n";
+        sink.write(e.data(), e.size());
+      } else if (*step == 1) {
+        released = first.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        const std::string e = "data: {\"t\":1}\n\n";
+        sink.write(e.data(), e.size());
+      } else {
+        sink.done();
+      }
+      ++*step;
+      return true;
+    });
+  });
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  aws::Credentials creds;
+  HttpServerOptions so;
+  so.insecure_no_auth = true;
+  so.insecure_account_id = kAccount;
+  HttpServer server(so, creds, metrics_);
+  RegisterRuntimeRoutes(server, router);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+
+  bool signalled = false;
+  es::Decoder decoder;
+  std::vector<es::Message> msgs;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/endpoints/ep/invocations-response-stream";
+  req.headers = {{"X-Amzn-SageMaker-Inference-Component", "ic-a"},
+                 {"Content-Type", "application/json"}};
+  req.body = Request().body;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    auto got = decoder.Feed(std::string_view(data, n));
+    if (!got.has_value()) return false;
+    msgs.insert(msgs.end(), got->begin(), got->end());
+    if (!signalled && !msgs.empty()) {
+      signalled = true;
+      first_received.set_value();
+    }
+    return true;
+  };
+  httplib::Client cli("127.0.0.1", *port);
+  auto res = cli.send(req);
+  if (!signalled) first_received.set_value();  // Let the copy finish whatever happened.
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(released) << "the first event reached the client only after the copy finished";
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].payload, "data: {\"t\":0}\n\n");
+  EXPECT_EQ(msgs[1].payload, "data: {\"t\":1}\n\n");
+  server.Stop();
+  server.Wait();
 }
 
 TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
