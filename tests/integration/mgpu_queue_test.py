@@ -22,14 +22,15 @@ SEED = ("-- the seed's CustomJob parameters\n"
 RULES = [
     ("core above 100 must be a multiple of 100", "emr.serverless.mgpu.core=150;",
      ["emr.serverless.mgpu.core=150", "multiples of 100"]),
-    ("core is at least 5", "emr.serverless.mgpu.core=4;", ["emr.serverless.mgpu.core=4", "5"]),
+    ("core is at least 5", "emr.serverless.mgpu.core=4;",
+     ["emr.serverless.mgpu.core=4: core must be at least 5"]),
     ("memory is at least 256 MiB", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=255;",
-     ["emr.serverless.mgpu.memory=255", "256"]),
+     ["emr.serverless.mgpu.memory=255: memory must be at least 256 MiB"]),
     ("memory cannot be set at core 100 or above",
      "emr.serverless.mgpu.core=200;emr.serverless.mgpu.memory=1000;",
-     ["emr.serverless.mgpu.memory=1000", "100"]),
+     ["emr.serverless.mgpu.memory=1000: memory cannot be set when core is 100 or above"]),
     ("ray worker core at least 5", "serverless.ray.worker.mgpu.core=2;",
-     ["serverless.ray.worker.mgpu.core=2"]),
+     ["serverless.ray.worker.mgpu.core=2: core must be at least 5"]),
 ]
 
 

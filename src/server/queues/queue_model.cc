@@ -61,6 +61,9 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
     if (!a.has_value()) throw std::invalid_argument(a.error().message);
     t.allocation = std::move(a).value();
   }
+  if (j.contains("enforcement")) {
+    t.enforcement = EnumOrThrow<Enforcement>(j, "enforcement", kEnforcementNames);
+  }
   t.node = j.value("node", "");
   t.gpus = j.value("gpus", std::vector<int>{});
   t.agent_state = j.value("agent_state", "");
@@ -138,6 +141,7 @@ json ToJson(const TaskRecord& t) {
   if (t.allocation) {
     j["allocation"] = nodes::AllocationToJson(*t.allocation, /*with_id=*/true);
   }
+  if (t.enforcement) j["enforcement"] = EnforcementName(*t.enforcement);
   j["gpus"] = t.gpus;
   if (!t.address.empty()) j["address"] = t.address;
   if (!t.ports.empty()) j["ports"] = t.ports;

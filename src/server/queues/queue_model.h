@@ -78,6 +78,10 @@ struct TaskRecord {
   int attempt = 0;          // Bumped on each placement; part of the workload id.
   std::string workload_id;  // "" until placed.
   std::optional<core::AllocationRecord> allocation;
+  // The queue's enforcement when this attempt was placed: a queue's later change applies to the
+  // tasks placed after it, not to one already running (docs/mgpu.md). nullopt in records from
+  // before it was kept: the queue's current one.
+  std::optional<Enforcement> enforcement;
   std::string node;       // Where it runs (the allocation's node, or the head's node).
   std::vector<int> gpus;  // Cards it was placed on (kept after the allocation is freed).
   // What the agent last reported.

@@ -271,6 +271,7 @@ void QueueService::Schedule(QueueState& q, std::vector<std::string>& changed) {
                                    t.index, t.attempt);
       if (t.workload_id != id) {
         t.workload_id = std::move(id);
+        t.enforcement = q.record.enforcement;  // This attempt keeps it (docs/mgpu.md).
         job_changed = true;
       }
     }
@@ -484,7 +485,7 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
     protocol::ShareSpec s;
     s.core_percent = t.share->core_percent;
     s.memory_mib = t.allocation->memory_mib;
-    s.enforcement = std::string(EnforcementName(q.record.enforcement));
+    s.enforcement = std::string(EnforcementName(t.enforcement.value_or(q.record.enforcement)));
     w.device.share = s;
     // Until the enforcement library binds them itself, the limits are also plain variables.
     w.environment["CARVE_MGPU_CORE_PERCENT"] = std::to_string(s.core_percent);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 
 #include "common/bounded_json.h"
 #include "core/mgpu_params.h"
@@ -50,17 +51,37 @@ Result<std::optional<bool>> OptBool(const json& body, const char* field) {
   return std::optional<bool>(v.get<bool>());
 }
 
+// A worker group ("worker_groups[i]") or the head ("head"): a field it does not have is refused
+// naming it, as at the top level, and every error names the field under `where`.
 Result<GroupRequest> ParseGroup(const json& g, const std::string& where) {
   if (!g.is_object()) return InvalidArgument(where + ": must be an object");
+  const bool head = where == "head";
+  static constexpr std::string_view kGroupKeys[] = {"name", "replicas", "core", "memory_mib"};
+  const std::span<const std::string_view> keys =
+      head ? std::span(kGroupKeys).subspan(2) : std::span(kGroupKeys);
+  for (const auto& [key, value] : g.items()) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      return InvalidArgument(fmt::format("{}.{}: not a field of {}; the fields are {}", where,
+                                         key, head ? "the head" : "a worker group",
+                                         fmt::join(keys, ", ")));
+    }
+  }
+  auto named = [&](const Error& e) { return InvalidArgument(where + "." + e.message); };
   GroupRequest out;
-  CARVE_ASSIGN_OR_RETURN(auto name, OptString(g, "name"));
-  out.name = name.value_or("");
-  CARVE_ASSIGN_OR_RETURN(auto replicas, OptInt(g, "replicas", 1, kMaxTasksPerJob));
-  out.replicas = static_cast<int>(replicas.value_or(1));
+  auto name = OptString(g, "name");
+  if (!name.has_value()) return named(name.error());
+  out.name = name->value_or("");
+  auto replicas = OptInt(g, "replicas", 1, kMaxTasksPerJob);
+  if (!replicas.has_value()) return named(replicas.error());
+  out.replicas = static_cast<int>(replicas->value_or(1));
   // Range rules (5..100, multiples of 100, >= 256 MiB) are share rules: checked by PlanTasks so
   // that breaking them fails the job rather than the request.
-  CARVE_ASSIGN_OR_RETURN(out.core_percent, OptInt(g, "core", INT64_MIN, INT64_MAX));
-  CARVE_ASSIGN_OR_RETURN(out.memory_mib, OptInt(g, "memory_mib", INT64_MIN, INT64_MAX));
+  auto core = OptInt(g, "core", INT64_MIN, INT64_MAX);
+  if (!core.has_value()) return named(core.error());
+  out.core_percent = *core;
+  auto memory = OptInt(g, "memory_mib", INT64_MIN, INT64_MAX);
+  if (!memory.has_value()) return named(memory.error());
+  out.memory_mib = *memory;
   return out;
 }
 
@@ -335,14 +356,16 @@ PlannedJob PlanTasks(const JobSubmission& job, const QueueRecord& queue) {
   } else {
     // Head: the API's "head" wins over serverless.ray.head.*; none means no GPU.
     std::optional<core::MgpuShare> head = resolved->ray_head;
+    std::string head_what =
+        head ? Described(*parsed, "serverless.ray.head.mgpu.core", *head) : std::string();
     if (job.head && (job.head->core_percent || job.head->memory_mib)) {
       auto s = core::ValidateShare(job.head->core_percent.value_or(100), job.head->memory_mib,
                                    {"head.core", "head.memory_mib"});
       if (!s.has_value()) return fail(s.error().message);
       head = *s;
+      head_what = fmt::format("head.core={}", head->core_percent);
     }
-    std::string no = WholeCardsOnly(
-        head, head ? Described(*parsed, "serverless.ray.head.mgpu.core", *head) : "", queue);
+    std::string no = WholeCardsOnly(head, head_what, queue);
     if (!no.empty()) return fail(no);
     out.tasks.push_back(MakeTask("head", head));
 

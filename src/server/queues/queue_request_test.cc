@@ -301,5 +301,90 @@ TEST(PlanTasks, MemoryWithoutCoreFailsNamingTheGroupOrHeadField) {
   EXPECT_NE(p.failure.find("head.memory_mib=2048"), std::string::npos) << p.failure;
 }
 
+// A worker group or the head is refused for a field it does not have, as the top level is: a
+// `memory` meant as `memory_mib` would otherwise leave a core-only share with proportional memory.
+// Every error names the field under its group.
+TEST(ParseJobSubmission, RefusesAFieldAWorkerGroupOrTheHeadDoesNotHaveNamingIt) {
+  auto r = ParseJobSubmission(json::parse(
+      R"({"type":"RayCluster","worker_groups":[{"name":"g","replicas":2,"core":30,"memory":4096}]})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message,
+            "worker_groups[0].memory: not a field of a worker group; the fields are name, "
+            "replicas, core, memory_mib");
+  r = ParseJobSubmission(json::parse(
+      R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"cores":20}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "head.cores: not a field of the head; the fields are core, memory_mib");
+  r = ParseJobSubmission(json::parse(
+      R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"replicas":2}})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("head.replicas: not a field of the head"), std::string::npos);
+  r = ParseJobSubmission(json::parse(
+      R"({"type":"RayCluster","worker_groups":[{"name":"g"},{"name":"h","core":"30"}]})"));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("worker_groups[1].core=\"30\": must be a whole number"),
+            std::string::npos)
+      << r.error().message;
+  r = ParseJobSubmission(json::parse(
+      R"({"type":"RayCluster","worker_groups":[{"name":"g","replicas":3,"core":35,"memory_mib":1536}],"head":{"core":15,"memory_mib":768}})"));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->worker_groups[0].replicas, 3);
+  EXPECT_EQ(r->worker_groups[0].core_percent, 35);
+  EXPECT_EQ(r->worker_groups[0].memory_mib, 1536);
+  EXPECT_EQ(r->head->core_percent, 15);
+  EXPECT_EQ(r->head->memory_mib, 768);
+}
+
+// The API's head share is what the head gets, over serverless.ray.head.*, and the workers keep
+// theirs: three distinct shares, so taking one for another fails.
+TEST(PlanTasks, TheApisHeadShareWinsOverTheHeadParameters) {
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.parameters = "serverless.ray.head.mgpu.core=20;serverless.ray.worker.mgpu.core=60;";
+  s.worker_groups = {{"workers", 1, {}, {}}};
+  s.head = GroupRequest{"head", 1, 35, 1536};
+  auto p = PlanTasks(s, Queue(true));
+  ASSERT_TRUE(p.failure.empty()) << p.failure;
+  ASSERT_EQ(p.tasks.size(), 2u);
+  ASSERT_EQ(p.tasks[0].role, "head");
+  EXPECT_EQ(p.tasks[0].share->core_percent, 35);
+  EXPECT_EQ(p.tasks[0].share->memory_mib, 1536);
+  EXPECT_EQ(p.tasks[1].share->core_percent, 60);
+  EXPECT_FALSE(p.tasks[1].share->memory_mib.has_value());
+  // Without the API's head, the parameters' head share is the head's.
+  s.head.reset();
+  p = PlanTasks(s, Queue(true));
+  ASSERT_TRUE(p.failure.empty()) << p.failure;
+  EXPECT_EQ(p.tasks[0].share->core_percent, 20);
+}
+
+// On a queue without mGPU a fractional Ray share fails naming what asked for it: the head's API
+// field, a group's field, or the worker parameter, each with its own value.
+TEST(PlanTasks, AFractionalRayShareOnAQueueWithoutMgpuNamesTheFieldThatAskedForIt) {
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.parameters = "serverless.ray.head.mgpu.core=20;";
+  s.worker_groups = {{"workers", 1, {}, {}}};
+  s.head = GroupRequest{"head", 1, 15, {}};
+  auto p = PlanTasks(s, Queue(false));
+  EXPECT_NE(p.failure.find("head.core=15: queue 'q1' was created without mGPU"), std::string::npos)
+      << p.failure;
+  EXPECT_EQ(p.failure.find("mgpu.core=20"), std::string::npos) << p.failure;
+
+  s.head.reset();
+  s.parameters = "";
+  s.worker_groups = {{"a", 1, {}, {}}, {"b", 1, 25, {}}};
+  p = PlanTasks(s, Queue(false));
+  EXPECT_NE(p.failure.find("worker_groups[1].core=25: queue 'q1'"), std::string::npos)
+      << p.failure;
+
+  s.parameters = "serverless.ray.worker.mgpu.core=40;";
+  s.worker_groups = {{"a", 1, {}, {}}};
+  p = PlanTasks(s, Queue(false));
+  EXPECT_NE(p.failure.find("serverless.ray.worker.mgpu.core=40: queue 'q1'"), std::string::npos)
+      << p.failure;
+}
+
 }  // namespace
 }  // namespace carve::server::queues

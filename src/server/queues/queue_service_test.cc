@@ -278,6 +278,33 @@ TEST_F(QueueServiceTest, AQueueWithEnforcementNonePublishesUnenforcedShares) {
   EXPECT_EQ(nlohmann::json::parse(stored->body)["enforcement"], "none");
 }
 
+// A change of enforcement applies to the tasks placed after it (docs/mgpu.md): the running task
+// keeps the interposer it started under, through a restart of the service, and only the new one
+// runs unenforced. Republishing the old task with `none` would let the agent restart it open.
+TEST_F(QueueServiceTest, AnEnforcementChangeAppliesOnlyToTasksPlacedAfterIt) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobRecord before = Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;");
+  service_->ReconcileOnce();
+  ASSERT_TRUE(service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"enforcement", "none"}})
+                  .has_value());
+  JobRecord after = Submit("q1", "emr.serverless.mgpu.core=40;emr.serverless.mgpu.memory=2000;");
+  service_->ReconcileOnce();
+  auto enforcement_by_core = [&] {
+    std::map<int, std::string> out;
+    for (const auto& w : Desired("big")) {
+      if (w.device.share) out[w.device.share->core_percent] = w.device.share->enforcement;
+    }
+    return out;
+  };
+  const std::map<int, std::string> want = {{30, "interposer"}, {40, "none"}};
+  EXPECT_EQ(enforcement_by_core(), want);
+  EXPECT_EQ(Get("q1", before.id).tasks[0].enforcement, Enforcement::kInterposer);
+  EXPECT_EQ(Get("q1", after.id).tasks[0].enforcement, Enforcement::kNone);
+  Restart(Options());
+  service_->ReconcileOnce();
+  EXPECT_EQ(enforcement_by_core(), want);
+}
+
 TEST_F(QueueServiceTest, AcceptsAJobWithCore150AndFailsItWithTheRule) {
   MakeQueue("q1", "ml.g5.48xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=150;");
