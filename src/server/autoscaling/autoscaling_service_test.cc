@@ -90,6 +90,38 @@ class AutoScalingServiceTest : public ::testing::Test {
     b["TargetTrackingScalingPolicyConfiguration"] = c;
     Ok("PutScalingPolicy", b);
   }
+  // A target-tracking policy on carve_test_queue_depth (depth_), a customized metric: its value
+  // is not divided by the copy count.
+  void TrackQueueDepth(double target, const std::string& name = "queue") {
+    json b = Key();
+    b["PolicyName"] = name;
+    b["PolicyType"] = "TargetTrackingScaling";
+    b["TargetTrackingScalingPolicyConfiguration"] = {
+        {"TargetValue", target},
+        {"CustomizedMetricSpecification",
+         {{"Namespace", "carve"},
+          {"MetricName", "carve_test_queue_depth"},
+          {"Dimensions", {{{"Name", "component"}, {"Value", "ic"}}}},
+          {"Statistic", "Average"}}},
+        {"ScaleOutCooldown", 60},
+        {"ScaleInCooldown", 60}};
+    Ok("PutScalingPolicy", b);
+  }
+  // A step-scaling policy on NoCapacityInvocationFailures with `config`'s members.
+  void StepOnNoCapacity(json config) {
+    json b = Key();
+    b["PolicyName"] = "steps";
+    b["PolicyType"] = "StepScaling";
+    config["Cooldown"] = 60;
+    b["StepScalingPolicyConfiguration"] = config;
+    Ok("PutScalingPolicy", b);
+  }
+  // `n` invocations that found no copy, then one tick.
+  void NoCapacity(int n) {
+    for (int i = 0; i < n; ++i) stats_.NoCapacity({kAccount, "ep", "ic"});
+    clock_.Advance(10s);
+    service_->Tick();
+  }
   // `per_tick` invocations in each 10 s, for `ticks` ticks.
   void Traffic(int per_tick, int ticks) {
     for (int t = 0; t < ticks; ++t) {
@@ -368,6 +400,111 @@ TEST_F(AutoScalingServiceTest, ScaleInWaitsUntilEveryTrackingPolicyWantsIt) {
   depth_.Set({kAccount, "ic"}, 5);  // Now both want fewer copies.
   Traffic(0, 7);
   EXPECT_EQ(resources_.sets, std::vector<int>{2});  // max(1, ceil(4 * 5 / 10))
+}
+
+// The new capacity is ceil(capacity * mean / TargetValue) both ways (docs/autoscaling.md), with
+// loads whose quotient is not whole: truncating would give 2 both times.
+TEST_F(AutoScalingServiceTest, TheNewCapacityIsRoundedUpInBothDirections) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10);
+  Traffic(4, 4);  // 24 per minute on one copy: 2.4 copies' worth.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+
+  clock_.Advance(600s);
+  resources_.capacity[kIc] = {4, 4, "ep", ""};
+  resources_.sets.clear();
+  Traffic(4, 7);  // 24 per minute on 4 copies: 6 per copy, below 9, for the 60 s window.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});  // ceil(4 * 6 / 10) = ceil(2.4)
+}
+
+// A scale-out's cooldown holds scale-in as well, even when ScaleInCooldown (30 s here, against
+// ScaleOutCooldown's 300 s) has long passed: a load that stops right after a scale-out is not
+// answered by scaling straight back in.
+TEST_F(AutoScalingServiceTest, AScaleOutsCooldownHoldsScaleInToo) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10, {{"ScaleOutCooldown", 300}, {"ScaleInCooldown", 30}});
+  Traffic(5, 4);  // 30 per minute on one copy: scale out to 3, at T.
+  ASSERT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(0, 29);  // T + 290 s: idle for far longer than the 60 s window and the 30 s cooldown.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(0, 2);  // T + 310 s: the scale-out's cooldown is over.
+  EXPECT_EQ(resources_.sets, (std::vector<int>{3, 1}));
+}
+
+// Scale-in needs every datapoint below 90 % of the target, strictly: 95 % and exactly 90 % hold
+// the capacity, 89 % scales in. A customized metric, so the values are the gauge's as set.
+TEST_F(AutoScalingServiceTest, ScaleInNeedsTheMetricBelowNinetyPercentOfTheTarget) {
+  Register(1, 30);
+  resources_.capacity[kIc] = {20, 20, "ep", ""};
+  resources_.sets.clear();
+  TrackQueueDepth(10);
+  depth_.Set({kAccount, "ic"}, 9.5);
+  Traffic(0, 8);
+  EXPECT_TRUE(resources_.sets.empty());
+  depth_.Set({kAccount, "ic"}, 9.0);
+  Traffic(0, 8);
+  EXPECT_TRUE(resources_.sets.empty());
+  depth_.Set({kAccount, "ic"}, 8.9);
+  Traffic(0, 7);
+  EXPECT_EQ(resources_.sets, std::vector<int>{18});  // ceil(20 * 8.9 / 10) = ceil(17.8)
+}
+
+// With two policies high at once, the larger scale-out wins, whichever policy asks for it.
+TEST_F(AutoScalingServiceTest, TheLargestScaleOutOfTwoPoliciesWins) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10);  // "per-copy"
+  TrackQueueDepth(5);    // "queue"
+  depth_.Set({kAccount, "ic"}, 20);
+  Traffic(5, 4);  // per-copy: 30 per minute on 1 copy wants 3; queue: 20 / 5 on 1 copy wants 4.
+  EXPECT_EQ(resources_.sets, std::vector<int>{4});
+
+  clock_.Advance(600s);
+  resources_.capacity[kIc] = {1, 1, "ep", ""};
+  resources_.sets.clear();
+  depth_.Set({kAccount, "ic"}, 10);
+  Traffic(10, 4);  // per-copy: 60 per minute wants 6; queue: 10 / 5 wants 2.
+  EXPECT_EQ(resources_.sets, std::vector<int>{6});
+}
+
+// Step scaling applies the step whose bounds hold the number of failures, by the policy's
+// AdjustmentType: each type from capacity 2 gives a different answer.
+TEST_F(AutoScalingServiceTest, StepScalingAppliesTheStepHoldingTheFailuresByItsAdjustmentType) {
+  Register(0, 10);
+  resources_.capacity[kIc] = {2, 2, "ep", ""};
+  resources_.sets.clear();
+  StepOnNoCapacity({{"AdjustmentType", "ChangeInCapacity"},
+                    {"StepAdjustments",
+                     {{{"MetricIntervalLowerBound", 0},
+                       {"MetricIntervalUpperBound", 3},
+                       {"ScalingAdjustment", 1}},
+                      {{"MetricIntervalLowerBound", 3}, {"ScalingAdjustment", 4}}}}});
+  Traffic(0, 2);
+  NoCapacity(2);  // In [0, 3): +1.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(0, 7);  // Past the 60 s cooldown.
+  NoCapacity(3);  // In [3, inf): +4.
+  EXPECT_EQ(resources_.sets, (std::vector<int>{3, 7}));
+
+  const std::vector<std::pair<json, int>> cases = {
+      {{{"AdjustmentType", "ExactCapacity"}}, 3},
+      {{{"AdjustmentType", "PercentChangeInCapacity"}, {"MinAdjustmentMagnitude", 2}}, 4},
+      {{{"AdjustmentType", "PercentChangeInCapacity"}}, 6},
+  };
+  const std::vector<int> adjustments = {3, 50, 200};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    json config = cases[i].first;
+    config["StepAdjustments"] = {
+        {{"MetricIntervalLowerBound", 0}, {"ScalingAdjustment", adjustments[i]}}};
+    StepOnNoCapacity(config);
+    resources_.capacity[kIc] = {2, 2, "ep", ""};
+    resources_.sets.clear();
+    Traffic(0, 7);
+    NoCapacity(1);
+    EXPECT_EQ(resources_.sets, std::vector<int>{cases[i].second}) << config.dump();
+  }
 }
 
 TEST_F(AutoScalingServiceTest, AnInvocationThatFindsNoCopyScalesOutFromZeroByStepScaling) {
