@@ -192,15 +192,19 @@ Filters FiltersOf(Validator& v, const json& in, std::string_view names_member = 
   return f;
 }
 
-// Creates the record, or updates it at `version`.
+// Creates the record, or updates it at `version` (what the caller read). Either way a refusal
+// of the store's means another writer came first: a create finding the record made since it was
+// read absent, an update finding a newer version. Both are ConcurrentUpdateException, as AWS
+// answers a race; the caller may read again and retry.
 Status Write(store::Store& store, const store::Key& key, const std::string& body,
              std::optional<int64_t> version) {
-  if (version) {
-    CARVE_RETURN_IF_ERROR(store.Update(key, body, *version));
-  } else {
-    CARVE_RETURN_IF_ERROR(store.Create(key, body));
+  auto written = version ? store.Update(key, body, *version) : store.Create(key, body);
+  if (written.has_value()) return OkStatus();
+  if (written.error().code == ErrorCode::kAlreadyExists) {
+    return FailedPrecondition(key.name + " was created by another request meanwhile; read it "
+                              "and try again");
   }
-  return OkStatus();
+  return written.error();
 }
 
 // Removes a target's named record (a policy, a scheduled action); `missing` is the

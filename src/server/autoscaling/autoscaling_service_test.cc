@@ -402,6 +402,38 @@ TEST_F(AutoScalingServiceTest, ScaleInWaitsUntilEveryTrackingPolicyWantsIt) {
   EXPECT_EQ(resources_.sets, std::vector<int>{2});  // max(1, ceil(4 * 5 / 10))
 }
 
+// A writer that lost a race gets ConcurrentUpdateException (docs/autoscaling.md), as AWS
+// answers: its create found the record another request made since it read none, or its update
+// found a newer version. Not a ValidationException, which says the request itself is wrong.
+TEST_F(AutoScalingServiceTest, AWriterThatLostARaceGetsConcurrentUpdateException) {
+  store_.FailNthCommit(1, AlreadyExists("exists"));
+  json b = Key();
+  b["MinCapacity"] = 1;
+  b["MaxCapacity"] = 4;
+  auto [type, msg] = Fails("RegisterScalableTarget", b);
+  EXPECT_EQ(type, "ConcurrentUpdateException");
+  EXPECT_NE(msg.find("was created by another request meanwhile"), std::string::npos) << msg;
+  Register(1, 4);
+
+  store_.FailNthCommit(1, AlreadyExists("exists"));
+  json p = Key();
+  p["PolicyName"] = "per-copy";
+  p["PolicyType"] = "TargetTrackingScaling";
+  p["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 10},
+      {"PredefinedMetricSpecification",
+       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  std::tie(type, msg) = Fails("PutScalingPolicy", p);
+  EXPECT_EQ(type, "ConcurrentUpdateException");
+  EXPECT_NE(msg.find("per-copy"), std::string::npos) << msg;
+  Ok("PutScalingPolicy", p);
+
+  store_.FailNthCommit(1, FailedPrecondition("version 1 is not current"));
+  p["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] = 20;
+  std::tie(type, msg) = Fails("PutScalingPolicy", p);
+  EXPECT_EQ(type, "ConcurrentUpdateException");
+}
+
 // The new capacity is ceil(capacity * mean / TargetValue) both ways (docs/autoscaling.md), with
 // loads whose quotient is not whole: truncating would give 2 both times.
 TEST_F(AutoScalingServiceTest, TheNewCapacityIsRoundedUpInBothDirections) {
