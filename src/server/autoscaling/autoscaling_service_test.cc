@@ -434,6 +434,71 @@ TEST_F(AutoScalingServiceTest, AWriterThatLostARaceGetsConcurrentUpdateException
   EXPECT_EQ(type, "ConcurrentUpdateException");
 }
 
+// An update of one bound is checked against the other as stored, and brings the capacity
+// within the new bounds: MinCapacity 4 against the stored MaxCapacity 3 is refused naming both;
+// MaxCapacity 2 lowers a capacity of 3 to 2.
+TEST_F(AutoScalingServiceTest, UpdatingOneBoundIsCheckedAgainstTheStoredOther) {
+  resources_.capacity[kIc] = {3, 3, "ep", ""};
+  Register(1, 3);
+  resources_.sets.clear();
+  json b = Key();
+  b["MinCapacity"] = 4;
+  auto [type, msg] = Fails("RegisterScalableTarget", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_EQ(msg, "Minimum capacity 4 cannot be greater than maximum capacity 3");
+  b.erase("MinCapacity");
+  b["MaxCapacity"] = 2;
+  Ok("RegisterScalableTarget", b);
+  json t = Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}})["ScalableTargets"];
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["MinCapacity"], 1);
+  EXPECT_EQ(t[0]["MaxCapacity"], 2);
+  EXPECT_EQ(resources_.sets, std::vector<int>{2});
+}
+
+// A target holds at most 50 policies: the 51st is LimitExceededException, while replacing one
+// of the 50 still works.
+TEST_F(AutoScalingServiceTest, AFiftyFirstPolicyIsRefusedButReplacingOneIsNot) {
+  Register(1, 4);
+  json b = Key();
+  b["PolicyType"] = "TargetTrackingScaling";
+  b["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 10},
+      {"PredefinedMetricSpecification",
+       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  for (int i = 1; i <= 50; ++i) {
+    b["PolicyName"] = "p" + std::to_string(i);
+    Ok("PutScalingPolicy", b);
+  }
+  b["PolicyName"] = "p51";
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "LimitExceededException");
+  EXPECT_NE(msg.find("at most 50"), std::string::npos) << msg;
+  b["PolicyName"] = "p50";
+  b["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] = 20;
+  Ok("PutScalingPolicy", b);
+}
+
+// Without ScaleOutCooldown a policy waits the default 300 s between scale-outs.
+TEST_F(AutoScalingServiceTest, ACooldownLeftOutIsThreeHundredSeconds) {
+  Register(1, 10);
+  resources_.sets.clear();
+  json b = Key();
+  b["PolicyName"] = "defaults";
+  b["PolicyType"] = "TargetTrackingScaling";
+  b["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 10},
+      {"PredefinedMetricSpecification",
+       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  Ok("PutScalingPolicy", b);
+  Traffic(5, 4);  // Scale out to 3 at T.
+  ASSERT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(30, 28);  // 180 per minute on 3 copies until T + 280 s: held by the cooldown.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(30, 3);  // T + 310 s.
+  EXPECT_EQ(resources_.sets, (std::vector<int>{3, 10}));
+}
+
 // The new capacity is ceil(capacity * mean / TargetValue) both ways (docs/autoscaling.md), with
 // loads whose quotient is not whole: truncating would give 2 both times.
 TEST_F(AutoScalingServiceTest, TheNewCapacityIsRoundedUpInBothDirections) {
