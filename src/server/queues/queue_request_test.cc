@@ -269,10 +269,16 @@ TEST(PlanTasks, GivesEachRayClusterGroupItsOwnShareThroughTheApi) {
   auto p = PlanTasks(s, Queue(true));
   ASSERT_TRUE(p.failure.empty()) << p.failure;
   ASSERT_EQ(p.tasks.size(), 4u);
-  EXPECT_EQ(p.tasks[1].group, "small");
-  EXPECT_EQ(p.tasks[2].share->core_percent, 20);
-  EXPECT_EQ(p.tasks[3].group, "big");
-  EXPECT_EQ(p.tasks[3].share->memory_mib, 8192);
+  const std::vector<std::tuple<std::string, int, int64_t>> want = {
+      {"small", 20, 2048}, {"small", 20, 2048}, {"big", 60, 8192}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const TaskRecord& t = p.tasks[i + 1];
+    EXPECT_EQ(t.group, std::get<0>(want[i])) << i;
+    EXPECT_EQ(t.share->core_percent, std::get<1>(want[i])) << i;
+    EXPECT_EQ(t.share->memory_mib, std::get<2>(want[i])) << i;
+  }
+  EXPECT_EQ(p.tasks[2].group_index, 1);
+  EXPECT_EQ(p.tasks[3].group_index, 0);
 }
 
 TEST(PlanTasks, FailsARayClusterGroupBreakingARuleNamingTheGroupField) {

@@ -400,6 +400,27 @@ TEST_F(QueueServiceTest, StartsAGangJobOnlyWhenAllItsTasksFit) {
   EXPECT_EQ(g.tasks[1].state, TaskState::kPlaced);
 }
 
+// A queue created with --gang makes gang placement its jobs' default, and a job's own `gang`
+// overrides it both ways. Two 1-card nodes, one card 60 % taken: a 2-task job of core 55 fits
+// only half.
+TEST_F(QueueServiceTest, TheQueuesGangIsTheDefaultAJobsOwnOverrides) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true, /*gang=*/true);
+  Submit("q1", "emr.serverless.mgpu.core=60;");
+  JobRecord by_queue = Submit("q1", "emr.serverless.mgpu.core=55;", 2);
+  service_->ReconcileOnce();
+  by_queue = Get("q1", by_queue.id);
+  EXPECT_EQ(by_queue.state, JobState::kPending);
+  for (const auto& t : by_queue.tasks) EXPECT_EQ(t.state, TaskState::kPending);
+  ASSERT_TRUE(service_->CancelJob(kAccount, "q1", by_queue.id).has_value());
+
+  JobRecord own = Submit("q1", "emr.serverless.mgpu.core=55;", 2, /*gang=*/false);
+  service_->ReconcileOnce();
+  own = Get("q1", own.id);
+  int placed = 0;
+  for (const auto& t : own.tasks) placed += t.state == TaskState::kPlaced ? 1 : 0;
+  EXPECT_EQ(placed, 1) << "a job that says gang=false places what fits";
+}
+
 TEST_F(QueueServiceTest, FailsAJobThatCanNeverFitTheQueue) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=200;");
@@ -423,6 +444,22 @@ TEST_F(QueueServiceTest, RefusesToDeleteAQueueWithRunningJobsThenReleasesItsNode
   ASSERT_TRUE(service_->DeleteQueue(kAccount, "q1").ok());
   EXPECT_TRUE(claims_.NodesOf(q.Owner()).empty());
   EXPECT_FALSE(store_.Get({kAccount, "Job", "q1/" + job.id}).has_value());
+}
+
+// Delete is refused while any job is Submitted or Pending too, not only Running: a job waiting
+// for cards would lose its queue under it.
+TEST_F(QueueServiceTest, RefusesToDeleteAQueueWithAPendingJob) {
+  MakeQueue("q1", "ml.g5.xlarge", 1, true);
+  JobRecord running = Submit("q1", "emr.serverless.mgpu.core=60;");
+  JobRecord pending = Submit("q1", "emr.serverless.mgpu.core=60;");
+  service_->ReconcileOnce();
+  ASSERT_EQ(Get("q1", pending.id).state, JobState::kPending);
+  ASSERT_TRUE(service_->CancelJob(kAccount, "q1", running.id).has_value());
+  Status st = service_->DeleteQueue(kAccount, "q1");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find(pending.id), std::string::npos) << st.error().message;
+  EXPECT_TRUE(service_->GetQueue(kAccount, "q1").has_value());
 }
 
 // On etcd one commit removes at most 127 records, and a queue keeps up to 1,000 finished jobs.
