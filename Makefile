@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 CMAKE_FLAGS ?=
 
 .PHONY: all setup configure build test demo demo-ha lint format bench clang sanitize sanitize-asan \
-        sanitize-asan-unit sanitize-tsan sanitize-ubsan-interposer fuzz mutate clean
+        sanitize-asan-unit sanitize-tsan sanitize-ubsan-interposer fuzz mutate mutate-sample clean
 
 all: build
 
@@ -37,6 +37,16 @@ demo-ha: build
 PATCHES ?=
 mutate: setup
 	python3 tools/mutate.py $(PATCHES)
+
+# Mechanical mutants (docs/testing.md, "Mechanical mutants"): N generated single-line bugs drawn
+# with SEED from DIR's production sources, each built in build-mutate/ and run against DIR's unit
+# tests and the integration suites that drive it; prints the score and every survivor's diff.
+# Not part of `make test`: one to three minutes per mutant on 2 cores.
+DIR ?= src/server/autoscaling
+N ?= 40
+SEED ?= 1
+mutate-sample: setup
+	python3 tools/mutate_sample.py --dir $(DIR) -n $(N) --seed $(SEED)
 
 bench: build
 	bash scripts/bench.sh $(BUILD_DIR)
