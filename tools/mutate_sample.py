@@ -147,7 +147,8 @@ def main():
                 f.write(m.apply(text))
             code, out = scratch.build_outputs(outputs, 1800)
             if code != 0:
-                result, detail = "not compiled", out.strip().splitlines()[-1] if out.strip() else ""
+                errors = [line for line in out.splitlines() if "error:" in line]
+                result, detail = "not compiled", (errors or out.strip().splitlines() or [""])[0]
             else:
                 result, detail = "survived", ""
                 for regex in stages:
