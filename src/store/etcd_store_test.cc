@@ -141,7 +141,8 @@ TEST(EtcdStore, ACacheDoesNotTakeTheWatchsCreationAsCaughtUp) {
   std::thread reader([&] {
     if (cache.AwaitRevision(12, 10s)) seen = cache.Get(K("Model", "b"));
   });
-  FeedWatchResponse(cache, prefix, {{"header", {{"revision", "12"}}}, {"events", {put(11, "a", "{}")}}});
+  FeedWatchResponse(cache, prefix,
+                    {{"header", {{"revision", "12"}}}, {"events", {put(11, "a", "{}")}}});
   EXPECT_EQ(cache.revision(), 11);
   FeedWatchResponse(cache, prefix,
                     {{"header", {{"revision", "12"}}}, {"events", {put(12, "b", "{\"n\":2}")}}});

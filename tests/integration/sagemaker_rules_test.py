@@ -234,47 +234,43 @@ class SageMakerRulesTest(unittest.TestCase):
         self.assertEqual(code, "ValidationException")
         self.assertIn("AcceleratorPartitionType is required", msg)
 
-    def component_rule_errors(self, spec):
-        """The errors of CreateInferenceComponent and of UpdateInferenceComponent on a component
-        that exists, for one Specification: a rule of the partition must hold for both."""
+    def assert_refused_on_create_and_update(self, spec, code, *words):
+        """CreateInferenceComponent, and UpdateInferenceComponent of a component that exists,
+        each refuse `spec` with `code` and a message holding every one of `words`: a rule of the
+        partition holds for both operations."""
         name = "rules-" + self._testMethodName[len("test_"):][:40].strip("_").replace("_", "-")
         self.sm.create_inference_component(
             InferenceComponentName=name, EndpointName="seed",
             Specification=component_spec("m", "mig-1g.5gb"), RuntimeConfig={"CopyCount": 1})
         self.addCleanup(self.sm.delete_inference_component, InferenceComponentName=name)
-        return {
+        errors = {
             "create": error_of(self.sm.create_inference_component, InferenceComponentName="x",
                                EndpointName="seed", Specification=spec,
                                RuntimeConfig={"CopyCount": 1}),
             "update": error_of(self.sm.update_inference_component,
                                InferenceComponentName=name, Specification=spec),
         }
+        for op, (got_code, msg) in errors.items():
+            with self.subTest(op=op):
+                self.assertEqual(got_code, code, msg)
+                for w in words:
+                    self.assertIn(w, msg)
 
     def test_a_partition_copy_needs_exactly_one_device(self):
-        errors = self.component_rule_errors(component_spec("m", "mig-1g.5gb", devices=2))
-        for op, (code, msg) in errors.items():
-            with self.subTest(op=op):
-                self.assertEqual(code, "ValidationException")
-                self.assertIn("NumberOfAcceleratorDevicesRequired must be 1", msg)
-                self.assertIn("got 2", msg)
+        self.assert_refused_on_create_and_update(
+            component_spec("m", "mig-1g.5gb", devices=2), "ValidationException",
+            "NumberOfAcceleratorDevicesRequired must be 1", "got 2")
 
     def test_a_copy_larger_than_the_host_is_a_limit(self):
         # 500 vCPUs and 300 GiB: the vCPU rule alone must refuse it (a p4d has 1152 GiB).
-        errors = self.component_rule_errors(
-            component_spec("m", "mig-1g.5gb", cpus=500, memory_mb=300 * 1024))
-        for op, (code, msg) in errors.items():
-            with self.subTest(op=op):
-                self.assertEqual(code, "ResourceLimitExceeded")
-                self.assertIn("needs 500 vCPUs", msg)
-                self.assertIn("96 vCPUs", msg)
+        self.assert_refused_on_create_and_update(
+            component_spec("m", "mig-1g.5gb", cpus=500, memory_mb=300 * 1024),
+            "ResourceLimitExceeded", "needs 500 vCPUs", "96 vCPUs")
 
     def test_a_copy_needing_more_host_memory_than_an_instance_is_a_limit(self):
-        errors = self.component_rule_errors(
-            component_spec("m", "mig-1g.5gb", cpus=2, memory_mb=2000 * 1024))
-        for op, (code, msg) in errors.items():
-            with self.subTest(op=op):
-                self.assertEqual(code, "ResourceLimitExceeded")
-                self.assertIn("2048000 MiB of host memory", msg)
+        self.assert_refused_on_create_and_update(
+            component_spec("m", "mig-1g.5gb", cpus=2, memory_mb=2000 * 1024),
+            "ResourceLimitExceeded", "2048000 MiB of host memory")
 
     def test_a_components_partition_type_is_fixed(self):
         self.sm.create_inference_component(

@@ -201,7 +201,8 @@ Status Write(store::Store& store, const store::Key& key, const std::string& body
   auto written = version ? store.Update(key, body, *version) : store.Create(key, body);
   if (written.has_value()) return OkStatus();
   if (written.error().code == ErrorCode::kAlreadyExists) {
-    return FailedPrecondition(key.name + " was created by another request meanwhile; read it "
+    return FailedPrecondition(key.name +
+                              " was created by another request meanwhile; read it "
                               "and try again");
   }
   return written.error();

@@ -77,17 +77,23 @@ class AutoScalingServiceTest : public ::testing::Test {
     b["MaxCapacity"] = max;
     Ok("RegisterScalableTarget", b);
   }
-  void TrackInvocations(double target, json extra = json::object()) {
+  // A PutScalingPolicy body: `name` tracks invocations per copy at `target`, cooldowns left out.
+  static json InvocationsPolicy(const std::string& name, double target) {
     json b = Key();
-    b["PolicyName"] = "per-copy";
+    b["PolicyName"] = name;
     b["PolicyType"] = "TargetTrackingScaling";
-    json c = {{"TargetValue", target},
-              {"PredefinedMetricSpecification",
-               {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}},
-              {"ScaleOutCooldown", 60},
-              {"ScaleInCooldown", 60}};
+    b["TargetTrackingScalingPolicyConfiguration"] = {
+        {"TargetValue", target},
+        {"PredefinedMetricSpecification",
+         {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+    return b;
+  }
+  void TrackInvocations(double target, json extra = json::object()) {
+    json b = InvocationsPolicy("per-copy", target);
+    json& c = b["TargetTrackingScalingPolicyConfiguration"];
+    c["ScaleOutCooldown"] = 60;
+    c["ScaleInCooldown"] = 60;
     c.update(extra);
-    b["TargetTrackingScalingPolicyConfiguration"] = c;
     Ok("PutScalingPolicy", b);
   }
   // A target-tracking policy on carve_test_queue_depth (depth_), a customized metric: its value
@@ -267,13 +273,7 @@ TEST_F(AutoScalingServiceTest, APolicyTypeOutsideTheEnumAndOneCarveDoesNotRunAre
 }
 
 TEST_F(AutoScalingServiceTest, PoliciesAreCheckedAgainstTheirTarget) {
-  json b = Key();
-  b["PolicyName"] = "p";
-  b["PolicyType"] = "TargetTrackingScaling";
-  b["TargetTrackingScalingPolicyConfiguration"] = {
-      {"TargetValue", 5},
-      {"PredefinedMetricSpecification",
-       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  json b = InvocationsPolicy("p", 5);
   auto [type, msg] = Fails("PutScalingPolicy", b);
   EXPECT_EQ(type, "ObjectNotFoundException") << msg;
   Register(0, 4);
@@ -416,13 +416,7 @@ TEST_F(AutoScalingServiceTest, AWriterThatLostARaceGetsConcurrentUpdateException
   Register(1, 4);
 
   store_.FailNthCommit(1, AlreadyExists("exists"));
-  json p = Key();
-  p["PolicyName"] = "per-copy";
-  p["PolicyType"] = "TargetTrackingScaling";
-  p["TargetTrackingScalingPolicyConfiguration"] = {
-      {"TargetValue", 10},
-      {"PredefinedMetricSpecification",
-       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  json p = InvocationsPolicy("per-copy", 10);
   std::tie(type, msg) = Fails("PutScalingPolicy", p);
   EXPECT_EQ(type, "ConcurrentUpdateException");
   EXPECT_NE(msg.find("per-copy"), std::string::npos) << msg;
@@ -460,12 +454,7 @@ TEST_F(AutoScalingServiceTest, UpdatingOneBoundIsCheckedAgainstTheStoredOther) {
 // of the 50 still works.
 TEST_F(AutoScalingServiceTest, AFiftyFirstPolicyIsRefusedButReplacingOneIsNot) {
   Register(1, 4);
-  json b = Key();
-  b["PolicyType"] = "TargetTrackingScaling";
-  b["TargetTrackingScalingPolicyConfiguration"] = {
-      {"TargetValue", 10},
-      {"PredefinedMetricSpecification",
-       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
+  json b = InvocationsPolicy("", 10);
   for (int i = 1; i <= 50; ++i) {
     b["PolicyName"] = "p" + std::to_string(i);
     Ok("PutScalingPolicy", b);
@@ -483,14 +472,7 @@ TEST_F(AutoScalingServiceTest, AFiftyFirstPolicyIsRefusedButReplacingOneIsNot) {
 TEST_F(AutoScalingServiceTest, ACooldownLeftOutIsThreeHundredSeconds) {
   Register(1, 10);
   resources_.sets.clear();
-  json b = Key();
-  b["PolicyName"] = "defaults";
-  b["PolicyType"] = "TargetTrackingScaling";
-  b["TargetTrackingScalingPolicyConfiguration"] = {
-      {"TargetValue", 10},
-      {"PredefinedMetricSpecification",
-       {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
-  Ok("PutScalingPolicy", b);
+  Ok("PutScalingPolicy", InvocationsPolicy("defaults", 10));
   Traffic(5, 4);  // Scale out to 3 at T.
   ASSERT_EQ(resources_.sets, std::vector<int>{3});
   Traffic(30, 28);  // 180 per minute on 3 copies until T + 280 s: held by the cooldown.

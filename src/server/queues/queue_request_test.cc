@@ -318,12 +318,13 @@ TEST(ParseJobSubmission, RefusesAFieldAWorkerGroupOrTheHeadDoesNotHaveNamingIt) 
   EXPECT_EQ(r.error().message,
             "worker_groups[0].memory: not a field of a worker group; the fields are name, "
             "replicas, core, memory_mib");
-  r = ParseJobSubmission(json::parse(
-      R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"cores":20}})"));
+  r = ParseJobSubmission(
+      json::parse(R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"cores":20}})"));
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "head.cores: not a field of the head; the fields are core, memory_mib");
-  r = ParseJobSubmission(json::parse(
-      R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"replicas":2}})"));
+  EXPECT_EQ(r.error().message,
+            "head.cores: not a field of the head; the fields are core, memory_mib");
+  r = ParseJobSubmission(
+      json::parse(R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"replicas":2}})"));
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("head.replicas: not a field of the head"), std::string::npos);
   r = ParseJobSubmission(json::parse(
@@ -382,8 +383,7 @@ TEST(PlanTasks, AFractionalRayShareOnAQueueWithoutMgpuNamesTheFieldThatAskedForI
   s.parameters = "";
   s.worker_groups = {{"a", 1, {}, {}}, {"b", 1, 25, {}}};
   p = PlanTasks(s, Queue(false));
-  EXPECT_NE(p.failure.find("worker_groups[1].core=25: queue 'q1'"), std::string::npos)
-      << p.failure;
+  EXPECT_NE(p.failure.find("worker_groups[1].core=25: queue 'q1'"), std::string::npos) << p.failure;
 
   s.parameters = "serverless.ray.worker.mgpu.core=40;";
   s.worker_groups = {{"a", 1, {}, {}}};

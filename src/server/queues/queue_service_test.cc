@@ -285,8 +285,8 @@ TEST_F(QueueServiceTest, AnEnforcementChangeAppliesOnlyToTasksPlacedAfterIt) {
   MakeQueue("q1", "ml.g5.48xlarge", 1, true);
   JobRecord before = Submit("q1", "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;");
   service_->ReconcileOnce();
-  ASSERT_TRUE(service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"enforcement", "none"}})
-                  .has_value());
+  ASSERT_TRUE(
+      service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"enforcement", "none"}}).has_value());
   JobRecord after = Submit("q1", "emr.serverless.mgpu.core=40;emr.serverless.mgpu.memory=2000;");
   service_->ReconcileOnce();
   auto enforcement_by_core = [&] {

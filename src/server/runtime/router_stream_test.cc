@@ -88,6 +88,29 @@ std::string HeaderIn(const es::Message& m, const std::string& name) {
   return "";
 }
 
+// The router behind a real HttpServer on loopback, without authentication; stopped when it goes.
+struct ServedRouter {
+  ServedRouter(CopyDirectory& dir, MetricsRegistry& metrics, RouterOptions options)
+      : router(dir, metrics, std::move(options)), server(ServerOptions(), creds, metrics) {
+    RegisterRuntimeRoutes(server, router);
+    if (auto started = server.Start("127.0.0.1", 0); started.has_value()) port = *started;
+  }
+  ~ServedRouter() {
+    server.Stop();
+    server.Wait();
+  }
+  static HttpServerOptions ServerOptions() {
+    HttpServerOptions so;
+    so.insecure_no_auth = true;
+    so.insecure_account_id = kAccount;
+    return so;
+  }
+  Router router;
+  aws::Credentials creds;
+  HttpServer server;
+  std::optional<int> port;
+};
+
 class RouterStreamTest : public ::testing::Test {
  protected:
   RouterOptions Options() {
@@ -215,15 +238,9 @@ TEST_F(RouterStreamTest, EachEventReachesTheClientBeforeTheCopySendsTheNext) {
     });
   });
   dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
-  Router router(dir_, metrics_, Options());
-  aws::Credentials creds;
-  HttpServerOptions so;
-  so.insecure_no_auth = true;
-  so.insecure_account_id = kAccount;
-  HttpServer server(so, creds, metrics_);
-  RegisterRuntimeRoutes(server, router);
-  auto port = server.Start("127.0.0.1", 0);
-  ASSERT_TRUE(port.has_value());
+  ServedRouter served(dir_, metrics_, Options());
+  ASSERT_TRUE(served.port.has_value());
+  const int port = *served.port;
 
   bool signalled = false;
   es::Decoder decoder;
@@ -244,7 +261,7 @@ TEST_F(RouterStreamTest, EachEventReachesTheClientBeforeTheCopySendsTheNext) {
     }
     return true;
   };
-  httplib::Client cli("127.0.0.1", *port);
+  httplib::Client cli("127.0.0.1", port);
   auto res = cli.send(req);
   if (!signalled) first_received.set_value();  // Let the copy finish whatever happened.
   ASSERT_TRUE(res);
@@ -253,8 +270,6 @@ TEST_F(RouterStreamTest, EachEventReachesTheClientBeforeTheCopySendsTheNext) {
   ASSERT_EQ(msgs.size(), 2u);
   EXPECT_EQ(msgs[0].payload, "data: {\"t\":0}\n\n");
   EXPECT_EQ(msgs[1].payload, "data: {\"t\":1}\n\n");
-  server.Stop();
-  server.Wait();
 }
 
 TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
@@ -266,16 +281,10 @@ TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
                      "data: {\"error\":{\"message\":\"stream failure injected\"}}\n\n"},
                     /*cut=*/true));
   dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
-  Router router(dir_, metrics_, Options());
-  aws::Credentials creds;
-  HttpServerOptions so;
-  so.insecure_no_auth = true;
-  so.insecure_account_id = kAccount;
-  HttpServer server(so, creds, metrics_);
-  RegisterRuntimeRoutes(server, router);
-  auto port = server.Start("127.0.0.1", 0);
-  ASSERT_TRUE(port.has_value());
-  httplib::Client cli("127.0.0.1", *port);
+  ServedRouter served(dir_, metrics_, Options());
+  ASSERT_TRUE(served.port.has_value());
+  const int port = *served.port;
+  httplib::Client cli("127.0.0.1", port);
   httplib::Headers h{{"X-Amzn-SageMaker-Inference-Component", "ic-a"}};
   auto res =
       cli.Post("/endpoints/ep/invocations-response-stream", h, Request().body, "application/json");
@@ -299,8 +308,6 @@ TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
             "PART b'data: {\"t\":0}\\n\\n'\n"
             "PART b'data: {\"t\":1}\\n\\n'\n"
             "ERROR ModelStreamError stream failure injected\n");
-  server.Stop();
-  server.Wait();
 }
 
 }  // namespace
