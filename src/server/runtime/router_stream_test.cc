@@ -211,65 +211,115 @@ TEST_F(RouterStreamTest, ACopyHangingUpBeforeItsHeadersMovesTheStreamToAnotherCo
   EXPECT_TRUE(router.balancer().IsQuarantined("gone"));
 }
 
-// Each event reaches the client as the copy produces it, not when the copy finishes: the copy
-// sends its first event, then holds the second until the client, over HTTP through HttpServer,
-// has received the first. A front end that held events back would only deliver the first once
-// the copy gave up waiting (10 s) and finished, and `released` would be false. No clock is
-// read: the copy's wait is released by the client's receipt, or not at all.
-TEST_F(RouterStreamTest, EachEventReachesTheClientBeforeTheCopySendsTheNext) {
-  std::promise<void> first_received;
-  std::shared_future<void> first = first_received.get_future().share();
-  std::atomic<bool> released{false};
-  TestCopy copy([&](const httplib::Request&, httplib::Response& s) {
-    auto step = std::make_shared<int>(0);
-    s.set_chunked_content_provider("text/event-stream", [&, step](size_t, httplib::DataSink& sink) {
-      if (*step == 0) {
-        const std::string e = "data: {\"t\":0}\n\n";
-        sink.write(e.data(), e.size());
-      } else if (*step == 1) {
-        released = first.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-        const std::string e = "data: {\"t\":1}\n\n";
-        sink.write(e.data(), e.size());
-      } else {
-        sink.done();
-      }
-      ++*step;
-      return true;
-    });
-  });
-  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
-  ServedRouter served(dir_, metrics_, Options());
-  ASSERT_TRUE(served.port.has_value());
-  const int port = *served.port;
+// A copy that sends one SSE event, then holds the second until Release() (or 10 s, after which
+// released() stays false), then ends its stream.
+class HoldingCopy {
+ public:
+  explicit HoldingCopy(const std::string& path)
+      : copy_(
+            [this](const httplib::Request&, httplib::Response& s) {
+              auto step = std::make_shared<int>(0);
+              s.set_chunked_content_provider(
+                  "text/event-stream", [this, step](size_t, httplib::DataSink& sink) {
+                    if (*step == 2) {
+                      sink.done();
+                      return true;
+                    }
+                    if (*step == 1) {
+                      released_ = first_.wait_for(std::chrono::seconds(10)) ==
+                                  std::future_status::ready;
+                    }
+                    const std::string e = "data: {\"t\":" + std::to_string((*step)++) + "}\n\n";
+                    sink.write(e.data(), e.size());
+                    return true;
+                  });
+            },
+            path) {}
+  ~HoldingCopy() {
+    Release();
+    copy_.Stop();
+  }
+  void Release() {
+    if (!set_.exchange(true)) first_received_.set_value();
+  }
+  bool released() const { return released_; }
+  std::string address() const { return copy_.address(); }
 
-  bool signalled = false;
-  es::Decoder decoder;
-  std::vector<es::Message> msgs;
-  httplib::Request req;
+ private:
+  std::promise<void> first_received_;
+  std::shared_future<void> first_ = first_received_.get_future().share();
+  std::atomic<bool> set_{false};
+  std::atomic<bool> released_{false};
+  TestCopy copy_;
+};
+
+// Sends `req` to 127.0.0.1:`port` and releases `copy` on the first chunk after which
+// `has_first_event` holds for what arrived so far; returns everything that arrived.
+std::string SendReleasingOnTheFirstEvent(int port, httplib::Request req, HoldingCopy& copy,
+                                         const std::function<bool(const std::string&)>& has_first) {
+  std::string received;
   req.method = "POST";
-  req.path = "/endpoints/ep/invocations-response-stream";
-  req.headers = {{"X-Amzn-SageMaker-Inference-Component", "ic-a"},
-                 {"Content-Type", "application/json"}};
-  req.body = Request().body;
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    auto got = decoder.Feed(std::string_view(data, n));
-    if (!got.has_value()) return false;
-    msgs.insert(msgs.end(), got->begin(), got->end());
-    if (!signalled && !msgs.empty()) {
-      signalled = true;
-      first_received.set_value();
-    }
+    received.append(data, n);
+    if (has_first(received)) copy.Release();
     return true;
   };
   httplib::Client cli("127.0.0.1", port);
   auto res = cli.send(req);
-  if (!signalled) first_received.set_value();  // Let the copy finish whatever happened.
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
-  EXPECT_TRUE(released) << "the first event reached the client only after the copy finished";
-  ASSERT_EQ(msgs.size(), 2u);
-  EXPECT_EQ(msgs[0].payload, "data: {\"t\":0}\n\n");
-  EXPECT_EQ(msgs[1].payload, "data: {\"t\":1}\n\n");
+  copy.Release();  // Let the copy finish whatever happened.
+  EXPECT_TRUE(res);
+  if (res) {
+    EXPECT_EQ(res->status, 200) << received;
+  }
+  return received;
+}
+
+// Each event reaches the client as the copy produces it, not when the copy finishes: the copy
+// sends its first event, then holds the second until the client, over HTTP through HttpServer,
+// has received the first. A front end that held events back would deliver the first only once
+// the copy gave up waiting (10 s) and finished, and released() would be false. No clock is
+// read: the copy's wait ends with the client's receipt, or not at all. Both streaming routes:
+// SageMaker's event stream and the OpenAI route's server-sent events.
+TEST_F(RouterStreamTest, EachEventReachesTheClientBeforeTheCopySendsTheNext) {
+  HoldingCopy copy("/invocations");
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  ServedRouter served(dir_, metrics_, Options());
+  ASSERT_TRUE(served.port.has_value());
+  httplib::Request req;
+  req.path = "/endpoints/ep/invocations-response-stream";
+  req.headers = {{"X-Amzn-SageMaker-Inference-Component", "ic-a"},
+                 {"Content-Type", "application/json"}};
+  req.body = Request().body;
+  const std::string wire =
+      SendReleasingOnTheFirstEvent(*served.port, req, copy, [](const std::string& got) {
+        es::Decoder d;
+        auto msgs = d.Feed(got);
+        return msgs.has_value() && !msgs->empty();
+      });
+  EXPECT_TRUE(copy.released()) << "the first event reached the client only after the copy ended";
+  es::Decoder d;
+  auto msgs = d.Feed(wire);
+  ASSERT_TRUE(msgs.has_value());
+  ASSERT_EQ(msgs->size(), 2u);
+  EXPECT_EQ((*msgs)[0].payload, "data: {\"t\":0}\n\n");
+  EXPECT_EQ((*msgs)[1].payload, "data: {\"t\":1}\n\n");
+}
+
+TEST_F(RouterStreamTest, EachOpenAiEventReachesTheClientBeforeTheCopySendsTheNext) {
+  HoldingCopy copy("/v1/chat/completions");
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  ServedRouter served(dir_, metrics_, Options());
+  ASSERT_TRUE(served.port.has_value());
+  httplib::Request req;
+  req.path = "/endpoints/ep/openai/v1/chat/completions";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  const std::string sse =
+      SendReleasingOnTheFirstEvent(*served.port, req, copy, [](const std::string& got) {
+        return got.find("\n\n") != std::string::npos;
+      });
+  EXPECT_TRUE(copy.released()) << "the first event reached the client only after the copy ended";
+  EXPECT_EQ(sse, "data: {\"t\":0}\n\ndata: {\"t\":1}\n\n");
 }
 
 TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {

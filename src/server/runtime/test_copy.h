@@ -19,9 +19,11 @@ class TestCopy {
  public:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-  explicit TestCopy(Handler handler) {
+  // Serves POST `path`: "/invocations" as SageMaker's container contract has it, or an
+  // OpenAI-compatible server's "/v1/chat/completions".
+  explicit TestCopy(Handler handler, const std::string& path = "/invocations") {
     server_.new_task_queue = [] { return new httplib::ThreadPool(16); };
-    server_.Post("/invocations", [this, handler](const httplib::Request& q, httplib::Response& s) {
+    server_.Post(path, [this, handler](const httplib::Request& q, httplib::Response& s) {
       ++hits_;
       handler(q, s);
     });
