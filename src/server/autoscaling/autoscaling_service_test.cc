@@ -296,6 +296,23 @@ TEST_F(AutoScalingServiceTest, PoliciesAreCheckedAgainstTheirTarget) {
   EXPECT_EQ(type, "ObjectNotFoundException");
 }
 
+// TargetValue is held to Application Auto Scaling's range, 8.515920e-109 to 1.174271e+108,
+// both ends, with the constraint named.
+TEST_F(AutoScalingServiceTest, TargetValueIsHeldToTheServicesRange) {
+  Register(1, 4);
+  json b = InvocationsPolicy("p", 2e108);
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_NE(msg.find("targetTrackingScalingPolicyConfiguration.targetValue"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("less than or equal to 1.174271e+108"), std::string::npos) << msg;
+  b["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] = 1e-109;
+  std::tie(type, msg) = Fails("PutScalingPolicy", b);
+  EXPECT_NE(msg.find("greater than or equal to 8.51592e-109"), std::string::npos) << msg;
+  b["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] = 1e108;
+  Ok("PutScalingPolicy", b);
+}
+
 TEST_F(AutoScalingServiceTest, LoadAboveTheTargetScalesOutOnceItLastedTheEvaluationPeriod) {
   Register(1, 10);
   resources_.sets.clear();
@@ -661,6 +678,9 @@ TEST_F(AutoScalingServiceTest, AScheduledActionSetsTheBoundsWhenItIsDue) {
   EXPECT_EQ(t[0]["MaxCapacity"], 5);
   json a = Activities();
   ASSERT_EQ(a.size(), 2u);
+  // Each activity has its own ActivityId, the scheduled action's as well.
+  for (const json& act : a) EXPECT_FALSE(act.value("ActivityId", "").empty()) << act.dump();
+  EXPECT_NE(a[0]["ActivityId"], a[1]["ActivityId"]);
   EXPECT_EQ(a[1]["Description"], "Setting min capacity to 2 and max capacity to 5");
   EXPECT_NE(a[1]["Cause"].get<std::string>().find("scheduled action name morning was triggered"),
             std::string::npos);
