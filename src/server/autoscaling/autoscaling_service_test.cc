@@ -603,6 +603,25 @@ TEST_F(AutoScalingServiceTest, StepScalingAppliesTheStepHoldingTheFailuresByItsA
   }
 }
 
+// A step policy's Cooldown holds it for exactly its seconds: a failure 50 s after a scaling
+// activity is held, one at 60 s (Cooldown 60) scales again.
+TEST_F(AutoScalingServiceTest, AStepPolicysCooldownEndsWhenItsSecondsHavePassed) {
+  Register(0, 10);
+  resources_.capacity[kIc] = {2, 2, "ep", ""};
+  resources_.sets.clear();
+  StepOnNoCapacity(
+      {{"AdjustmentType", "ChangeInCapacity"},
+       {"StepAdjustments", {{{"MetricIntervalLowerBound", 0}, {"ScalingAdjustment", 1}}}}});
+  Traffic(0, 2);
+  NoCapacity(1);  // T
+  ASSERT_EQ(resources_.sets, std::vector<int>{3});
+  Traffic(0, 4);
+  NoCapacity(1);  // T + 50 s
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+  NoCapacity(1);  // T + 60 s
+  EXPECT_EQ(resources_.sets, (std::vector<int>{3, 4}));
+}
+
 TEST_F(AutoScalingServiceTest, AnInvocationThatFindsNoCopyScalesOutFromZeroByStepScaling) {
   Register(0, 4);
   resources_.capacity[kIc] = {0, 0, "ep", ""};
