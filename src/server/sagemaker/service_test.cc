@@ -249,6 +249,45 @@ TEST_F(ServiceTest, UpdateEndpointWeightsAndCapacitiesNamesEachVariantOnce) {
   EXPECT_EQ(Status("ep"), "InService");  // Nothing was recorded.
 }
 
+// An endpoint in progress is neither updated nor deleted (docs/api.md): UpdateEndpoint and
+// UpdateEndpointWeightsAndCapacities while Creating, DeleteEndpoint while Updating, each a
+// ValidationException naming the status. A count of 0 is refused naming the member.
+TEST_F(ServiceTest, AnEndpointInProgressIsNeitherUpdatedNorDeleted) {
+  SeedEndpoint();
+  const json weights = {{"EndpointName", "ep"},
+                        {"DesiredWeightsAndCapacities",
+                         {{{"VariantName", "AllTraffic"}, {"DesiredInstanceCount", 2}}}}};
+  for (const auto& [op, body] : std::vector<std::pair<std::string, json>>{
+           {"UpdateEndpointWeightsAndCapacities", weights},
+           {"UpdateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}}}}) {
+    ApiResponse r = Call(op, body);
+    EXPECT_EQ(r.error_type, "ValidationException") << op;
+    EXPECT_NE(r.body.find("Cannot update in-progress endpoint"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("(status Creating)"), std::string::npos) << r.body;
+  }
+  Settle();
+  ASSERT_EQ(Status("ep"), "InService");
+  json zero = weights;
+  zero["DesiredWeightsAndCapacities"][0]["DesiredInstanceCount"] = 0;
+  ApiResponse r = Call("UpdateEndpointWeightsAndCapacities", zero);
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("desiredWeightsAndCapacities.1.member.desiredInstanceCount"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("at least one instance per variant"), std::string::npos) << r.body;
+  EXPECT_EQ(Status("ep"), "InService");
+
+  Ok("UpdateEndpointWeightsAndCapacities", weights);
+  ASSERT_EQ(Status("ep"), "Updating");
+  r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("Cannot delete in-progress endpoint"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("(status Updating)"), std::string::npos) << r.body;
+  Settle();
+  EXPECT_EQ(Status("ep"), "InService");
+  Ok("DeleteEndpoint", {{"EndpointName", "ep"}});
+}
+
 // A SageMaker instance type without a GPU (a CPU type) is told apart from a name AWS does not
 // have: only the second is an enum violation.
 TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
