@@ -122,6 +122,9 @@ class AutoScalingService {
   // One sample of every target's signals and one evaluation of its policies and scheduled
   // actions (the background thread calls it every sample_interval; tests call it directly).
   void Tick();
+  // Targets whose samples the service holds: the registered ones it has ticked since. A
+  // deregistered target's go at the next tick, so churn of targets holds no memory.
+  size_t SampledTargets();
 
  private:
   struct Sample {

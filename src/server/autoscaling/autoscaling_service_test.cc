@@ -313,6 +313,26 @@ TEST_F(AutoScalingServiceTest, TargetValueIsHeldToTheServicesRange) {
   Ok("PutScalingPolicy", b);
 }
 
+// A target deregistered elsewhere (its record removed by another replica, which this service's
+// DeregisterScalableTarget never saw) loses its samples at the next tick: a service whose targets
+// come and go holds samples for the registered ones only.
+TEST_F(AutoScalingServiceTest, ATargetRemovedByAnotherReplicaLosesItsSamples) {
+  Register(1, 10);
+  TrackInvocations(10);
+  Traffic(5, 3);
+  EXPECT_EQ(service_->SampledTargets(), 1u);
+  const store::Key key{kAccount, std::string(kTargetKind),
+                       std::string(kCopyCount) + " " + std::string(kIc)};
+  auto rec = store_.Get(key);
+  ASSERT_TRUE(rec.has_value()) << rec.error().message;
+  ASSERT_TRUE(store_.Delete(key).ok());
+  Traffic(0, 1);
+  EXPECT_EQ(service_->SampledTargets(), 0u);
+  Register(1, 10);
+  Traffic(0, 1);
+  EXPECT_EQ(service_->SampledTargets(), 1u);
+}
+
 TEST_F(AutoScalingServiceTest, LoadAboveTheTargetScalesOutOnceItLastedTheEvaluationPeriod) {
   Register(1, 10);
   resources_.sets.clear();

@@ -219,6 +219,11 @@ void AutoScalingService::Tick() {
   std::erase_if(samples_, [&](const auto& kv) { return !present.contains(kv.first); });
 }
 
+size_t AutoScalingService::SampledTargets() {
+  std::lock_guard lock(mu_);
+  return samples_.size();
+}
+
 void AutoScalingService::EvaluateTarget(const std::string& account, ScalableTarget target,
                                         const ScalableResources::Capacity& capacity) {
   const int64_t now = clock_.UnixMillis();
