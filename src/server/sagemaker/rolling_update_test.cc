@@ -333,6 +333,52 @@ TEST_F(RollingUpdateTest, ScalingDuringADeploymentKeepsItGoing) {
   EXPECT_EQ(RunningVersions(), (std::multiset<std::string>{"2", "2", "2", "2", "2"}));
 }
 
+// Every bound of RollingUpdatePolicy (docs/api.md), just outside it, is a 400 naming the member
+// and the bound; just inside them all, the update is accepted.
+TEST_F(RollingUpdateTest, EachBoundOfTheRollingUpdatePolicyIsChecked) {
+  Deploy(2);
+  auto percent = [](int v) { return json{{"Type", "CAPACITY_PERCENT"}, {"Value", v}}; };
+  const std::vector<std::tuple<std::string, json, std::string>> outside = {
+      {"MaximumBatchSize", percent(4), "between 5 and 50"},
+      {"MaximumBatchSize", percent(51), "between 5 and 50"},
+      {"MaximumBatchSize", {{"Type", "COPY_COUNT"}, {"Value", 0}}, "greater than or equal to 1"},
+      {"RollbackMaximumBatchSize", percent(101), "between 5 and 100"},
+      {"RollbackMaximumBatchSize", percent(4), "between 5 and 100"},
+      {"WaitIntervalInSeconds", 3601, "less than or equal to 3600"},
+      {"WaitIntervalInSeconds", nullptr, "waitIntervalInSeconds"},
+      {"MaximumExecutionTimeoutInSeconds", 599, "greater than or equal to 600"},
+      {"MaximumExecutionTimeoutInSeconds", 28801, "less than or equal to 28800"},
+  };
+  for (const auto& [member, value, rule] : outside) {
+    json config = Policy(1, 0);
+    if (value.is_null()) {
+      config["RollingUpdatePolicy"].erase(member);
+    } else {
+      config["RollingUpdatePolicy"][member] = value;
+    }
+    ApiResponse r = service_->Handle({"UpdateInferenceComponent",
+                                      json{{"InferenceComponentName", "ic"},
+                                           {"Specification", Spec("2")},
+                                           {"DeploymentConfig", config}}
+                                          .dump(),
+                                      kAccount, "req"});
+    EXPECT_EQ(r.http_status, 400) << member << "=" << value.dump();
+    std::string lower = member;
+    lower[0] = static_cast<char>(std::tolower(lower[0]));
+    EXPECT_NE(r.body.find("rollingUpdatePolicy." + lower), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find(rule), std::string::npos) << member << ": " << r.body;
+  }
+  json inside = Policy(1, 3600);
+  inside["RollingUpdatePolicy"]["MaximumBatchSize"] = percent(50);
+  inside["RollingUpdatePolicy"]["RollbackMaximumBatchSize"] = percent(100);
+  inside["RollingUpdatePolicy"]["MaximumExecutionTimeoutInSeconds"] = 28800;
+  Call("UpdateInferenceComponent",
+       {{"InferenceComponentName", "ic"},
+        {"Specification", Spec("2")},
+        {"DeploymentConfig", inside}},
+       200);
+}
+
 TEST_F(RollingUpdateTest, TheServiceRefusesWhatItCannotDo) {
   Deploy(2);
   json percent = Policy(1, 0);
