@@ -98,6 +98,18 @@ TEST_F(OpsTest, AComponentBeingDeletedRefusesUpdates) {
                   {{"InferenceComponentName", "ic"}, {"DesiredRuntimeConfig", {{"CopyCount", 3}}}});
   EXPECT_EQ(e.code, ErrorCode::kFailedPrecondition);
   EXPECT_THAT(e.message, HasSubstr(":inference-component/ic\" is being deleted"));
+  // UpdateInferenceComponent too, for a copy count and for a new specification.
+  e = Fails(&UpdateInferenceComponent,
+            {{"InferenceComponentName", "ic"}, {"RuntimeConfig", {{"CopyCount", 3}}}});
+  EXPECT_EQ(e.code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(e.message, HasSubstr(":inference-component/ic\" is being deleted"));
+  e = Fails(&UpdateInferenceComponent,
+            {{"InferenceComponentName", "ic"},
+             {"Specification",
+              {{"ModelName", "m"},
+               {"ComputeResourceRequirements",
+                {{"AcceleratorPartitionType", "mig-1g.5gb"}, {"MinMemoryRequiredInMb", 2048}}}}}});
+  EXPECT_THAT(e.message, HasSubstr(":inference-component/ic\" is being deleted"));
 }
 
 TEST_F(OpsTest, AnEndpointWithAComponentCannotBeDeleted) {
