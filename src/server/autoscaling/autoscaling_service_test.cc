@@ -728,6 +728,12 @@ TEST_F(AutoScalingServiceTest, AScheduledActionSetsTheBoundsWhenItIsDue) {
   b["Schedule"] = "cron(0 8 * * ? *)";
   auto [type, msg] = Fails("PutScheduledAction", b);
   EXPECT_NE(msg.find("does not implement cron"), std::string::npos) << msg;
+  // Its bounds obey the target's rule: a minimum above the maximum is refused, naming both.
+  b["Schedule"] = "rate(1 hour)";
+  b["ScalableTargetAction"] = {{"MinCapacity", 5}, {"MaxCapacity", 2}};
+  std::tie(type, msg) = Fails("PutScheduledAction", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_EQ(msg, "Minimum capacity 5 cannot be greater than maximum capacity 2");
 }
 
 TEST_F(AutoScalingServiceTest, AnActivityIsInProgressUntilTheCopiesServe) {
