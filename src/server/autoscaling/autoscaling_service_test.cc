@@ -818,6 +818,31 @@ TEST_F(AutoScalingServiceTest, DescribeScalableTargetsPages) {
   auto [type, msg] =
       Fails("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}, {"NextToken", "bogus"}});
   EXPECT_EQ(type, "ValidationException");
+  // The service's bounds: MaxResults 1 to 50, a NextToken of at most 2048 characters.
+  json one = Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}, {"MaxResults", 1}});
+  EXPECT_EQ(one["ScalableTargets"].size(), 1u);
+  for (int bad : {0, 51}) {
+    std::tie(type, msg) =
+        Fails("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}, {"MaxResults", bad}});
+    EXPECT_NE(msg.find("maxResults"), std::string::npos) << bad << ": " << msg;
+  }
+  std::tie(type, msg) = Fails("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"},
+                                                          {"NextToken", std::string(2049, 'a')}});
+  EXPECT_NE(msg.find("length less than or equal to 2048"), std::string::npos) << msg.substr(0, 200);
+}
+
+// The signals /metrics shows are the last sample's: invocations per minute per copy and
+// requests in flight per copy, each divided by the component's 2 copies.
+TEST_F(AutoScalingServiceTest, TheSignalsAreTheLastSamplesRatePerCopyAndInFlight) {
+  resources_.capacity[kIc] = {2, 2, "ep", ""};
+  Register(1, 10);
+  for (int i = 0; i < 4; ++i) stats_.Started({kAccount, "ep", "ic"});
+  Traffic(6, 2);  // 6 in each 10 s: 36 per minute.
+  auto signals = service_->Signals();
+  ASSERT_EQ(signals.size(), 1u);
+  EXPECT_EQ(signals[0].capacity, 2);
+  EXPECT_DOUBLE_EQ(signals[0].invocations_per_unit, 18.0);
+  EXPECT_DOUBLE_EQ(signals[0].concurrent_per_copy, 2.0);
 }
 
 }  // namespace
