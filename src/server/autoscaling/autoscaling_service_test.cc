@@ -43,8 +43,9 @@ class AutoScalingServiceTest : public ::testing::Test {
     resources_.capacity["endpoint/ep/variant/AllTraffic"] = {2, 2, "ep", ""};
     Restart();
   }
-  void Restart() {
+  void Restart(size_t max_activities_per_target = 0) {
     AutoScalingOptions o;
+    if (max_activities_per_target > 0) o.max_activities_per_target = max_activities_per_target;
     o.clock = &clock_;
     o.sample_interval = 10s;
     o.scale_out_evaluation = 30s;
@@ -829,6 +830,23 @@ TEST_F(AutoScalingServiceTest, DescribeScalableTargetsPages) {
   std::tie(type, msg) = Fails("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"},
                                                           {"NextToken", std::string(2049, 'a')}});
   EXPECT_NE(msg.find("length less than or equal to 2048"), std::string::npos) << msg.substr(0, 200);
+}
+
+// A target keeps its newest activities only (max_activities_per_target, 100 by default; 3
+// here): five scalings leave the last three.
+TEST_F(AutoScalingServiceTest, ATargetKeepsItsNewestActivitiesOnly) {
+  Restart(3);
+  for (int min = 2; min <= 6; ++min) Register(min, min + 1);  // Each raises the capacity by 1.
+  EXPECT_EQ(resources_.sets, (std::vector<int>{2, 3, 4, 5, 6}));
+  json a = Activities();
+  ASSERT_EQ(a.size(), 3u) << a.dump();
+  std::vector<std::string> descriptions;
+  for (const json& act : a) descriptions.push_back(act["Description"]);
+  for (const char* want : {"to 6", "to 5", "to 4"}) {
+    EXPECT_TRUE(std::any_of(descriptions.begin(), descriptions.end(), [&](const std::string& d) {
+      return d.find(want) != std::string::npos;
+    })) << want;
+  }
 }
 
 // The signals /metrics shows are the last sample's: invocations per minute per copy and
