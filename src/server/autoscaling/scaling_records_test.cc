@@ -72,6 +72,14 @@ TEST(ScheduleTest, NextRunHonoursStartAndEnd) {
   EXPECT_EQ(every.NextRun(1'060'000), 1'120'000);
   every.end_ms = 1'100'000;
   EXPECT_FALSE(every.NextRun(1'060'000).has_value());
+  // EndTime itself is inside the schedule: a run due exactly then still runs.
+  every.end_ms = 1'120'000;
+  EXPECT_EQ(every.NextRun(1'060'000), 1'120'000);
+  // StartTime, when given, is where the periods count from, not the creation time.
+  every.end_ms = 0;
+  every.start_ms = 1'030'000;
+  EXPECT_EQ(every.NextRun(1'000'000), 1'030'000);
+  EXPECT_EQ(every.NextRun(1'030'000), 1'090'000);
 }
 
 TEST(ScalingRecordsTest, EachSurvivesItsRecord) {
