@@ -664,7 +664,6 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
             return false;
           }
           if (message.value("canceled", false)) return false;
-          if (cache_) FeedWatchResponse(*cache_, options_.prefix, message);
           std::vector<Key> keys;
           const json events = message.value("events", json::array());
           for (const json& event : events) {
@@ -682,6 +681,9 @@ void EtcdStore::WatchLoop(int64_t next_revision) {
             // header revision while etcd catches a watch up, so only these move the start.)
             next_revision = std::max(next_revision, *progress + 1);
           }
+          // The cache takes the response after its changes were noted: a read that found the
+          // cache at revision R comes after every change up to R reached the watchers.
+          if (cache_) FeedWatchResponse(*cache_, options_.prefix, message);
           return true;
         },
         std::chrono::seconds(10));
