@@ -2,6 +2,7 @@
 // reading the desired workloads and reporting WorkloadStatus back.
 #include "server/queues/queue_service.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
@@ -638,6 +639,37 @@ TEST_F(QueueServiceTest, ALostTaskWaitsWhenNoReadyNodeHasRoomAndReturnsWithItsNo
   EXPECT_EQ(job.tasks[0].state, TaskState::kPlaced);
   EXPECT_EQ(job.tasks[0].node, lost);
   EXPECT_EQ(job.tasks[0].attempt, 2);
+}
+
+// Each Ray worker is told its index within its own group and the count of all workers, and
+// Ray's --num-gpus is its card count: 1 for a fraction of a card (the shared head too), 2 for a
+// core of 200. Two groups of different sizes and shares, so no value can stand for another.
+TEST_F(QueueServiceTest, RayWorkersGetTheirIndexInTheirGroupAndTheirCardCount) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobSubmission s;
+  s.type = JobType::kRayCluster;
+  s.parameters = "serverless.ray.head.mgpu.core=50;";
+  s.worker_groups = {{"small", 2, 20, {}}, {"double", 3, 200, {}}};
+  auto submitted = service_->SubmitJob(kAccount, "q1", s);
+  ASSERT_TRUE(submitted.has_value()) << submitted.error().message;
+  service_->ReconcileOnce();
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 1u);
+  EXPECT_EQ(desired[0].values.at("num_gpus"), "1");  // The head's 50 % of one card.
+  Report("big", {Reported(desired[0].id, "running", "10.0.0.5:6379")});
+  service_->ReconcileOnce();
+  desired = Desired("big");
+  ASSERT_EQ(desired.size(), 6u);
+  std::multiset<std::string> seen;  // "core index count num_gpus" per worker
+  for (const auto& w : desired) {
+    if (w.environment.at("CARVE_TASK_ROLE") != "worker") continue;
+    const int core = w.device.share ? w.device.share->core_percent
+                                    : 100 * static_cast<int>(w.device.gpus.size());
+    seen.insert(fmt::format("{} {} {} {}", core, w.environment.at("CARVE_TASK_INDEX"),
+                            w.environment.at("CARVE_TASK_COUNT"), w.values.at("num_gpus")));
+  }
+  EXPECT_EQ(seen, (std::multiset<std::string>{"20 0 5 1", "20 1 5 1", "200 0 5 2", "200 1 5 2",
+                                              "200 2 5 2"}));
 }
 
 TEST_F(QueueServiceTest, ALostRayHeadRestartsItsWholeCluster) {
