@@ -207,7 +207,9 @@ TEST(PlanTasks, ReadsLegacyGpusOneAsOneWholeCardOnAQueueWithoutMgpu) {
 }
 
 TEST(PlanTasks, FailsAFractionalShareOnAQueueWithoutMgpuNamingTheParameter) {
-  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=30;"), Queue(false));
+  // The core statement is named even when others follow it.
+  auto p = PlanTasks(Custom("emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;"),
+                     Queue(false));
   EXPECT_TRUE(p.tasks.empty());
   EXPECT_NE(p.failure.find("emr.serverless.mgpu.core=30"), std::string::npos);
   EXPECT_NE(p.failure.find("whole cards only"), std::string::npos);
@@ -341,6 +343,26 @@ TEST(ParseJobSubmission, RefusesAFieldAWorkerGroupOrTheHeadDoesNotHaveNamingIt) 
   EXPECT_EQ(r->worker_groups[0].memory_mib, 1536);
   EXPECT_EQ(r->head->core_percent, 15);
   EXPECT_EQ(r->head->memory_mib, 768);
+}
+
+// Values of the wrong kind are refused naming the field and the rule, never read anyway: a type
+// that names no job type (the empty one included), a command list holding a number, a group's
+// replicas given as text.
+TEST(ParseJobSubmission, RefusesValuesOfTheWrongKindNamingTheField) {
+  for (const auto& [body, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"type":"","command":"true"})",
+            "type='': must be one of CustomJob, RayJob, RayCluster, RayServe"},
+           {R"({"type":"Spark","command":"true"})", "type='Spark': must be one of"},
+           {R"({"command":["echo",3]})", "command: 3 is not a string"},
+           {R"({"type":"RayCluster","worker_groups":[{"name":"g","replicas":"two"}]})",
+            "worker_groups[0].replicas=\"two\": must be a whole number"},
+           {R"({"type":"RayCluster","worker_groups":[{"name":"g","replicas":0}]})",
+            "worker_groups[0].replicas=0: must be 1.."}}) {
+    auto r = ParseJobSubmission(json::parse(body));
+    ASSERT_FALSE(r.has_value()) << body;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find(want), std::string::npos) << body << ": " << r.error().message;
+  }
 }
 
 // The API's head share is what the head gets, over serverless.ray.head.*, and the workers keep

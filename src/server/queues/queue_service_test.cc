@@ -82,6 +82,14 @@ class QueueServiceTest : public ::testing::Test {
     service_.reset();
     service_ = std::make_unique<QueueService>(store_, registry_, claims_, o);
   }
+  // A new process over the same store and registry: claims it must take again, and what it
+  // knows recovered from the store.
+  void Recovered() {
+    service_.reset();
+    fresh_claims_ = std::make_unique<nodes::NodeClaims>();
+    service_ = std::make_unique<QueueService>(store_, registry_, *fresh_claims_, Options());
+    ASSERT_TRUE(service_->Recover().ok());
+  }
   QueueRecord MakeQueue(const std::string& name, const std::string& type, int count, bool mgpu,
                         bool gang = false) {
     CreateQueueRequest r;
@@ -135,6 +143,7 @@ class QueueServiceTest : public ::testing::Test {
   store::FakeStore store_{clock_};
   nodes::NodeRegistry registry_{store_, RegistryOptions(&clock_)};
   nodes::NodeClaims claims_;
+  std::unique_ptr<nodes::NodeClaims> fresh_claims_;  // Recovered()'s: outlives service_.
   std::unique_ptr<QueueService> service_;
 };
 
@@ -301,8 +310,10 @@ TEST_F(QueueServiceTest, AnEnforcementChangeAppliesOnlyToTasksPlacedAfterIt) {
   EXPECT_EQ(enforcement_by_core(), want);
   EXPECT_EQ(Get("q1", before.id).tasks[0].enforcement, Enforcement::kInterposer);
   EXPECT_EQ(Get("q1", after.id).tasks[0].enforcement, Enforcement::kNone);
-  Restart(Options());
+  // A new process: it recovers the jobs from the store and publishes them again.
+  Recovered();
   service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", before.id).tasks[0].enforcement, Enforcement::kInterposer);
   EXPECT_EQ(enforcement_by_core(), want);
 }
 
@@ -420,6 +431,26 @@ TEST_F(QueueServiceTest, TheQueuesGangIsTheDefaultAJobsOwnOverrides) {
   int placed = 0;
   for (const auto& t : own.tasks) placed += t.state == TaskState::kPlaced ? 1 : 0;
   EXPECT_EQ(placed, 1) << "a job that says gang=false places what fits";
+}
+
+// A job's max_retries is kept (through a restart of the service) and reaches the agent as the
+// task's restart policy.
+TEST_F(QueueServiceTest, AJobsMaxRetriesIsKeptAndPublished) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  JobSubmission s;
+  s.command = {"/bin/false"};
+  s.parameters = "emr.serverless.mgpu.core=30;";
+  s.max_retries = 3;
+  auto job = service_->SubmitJob(kAccount, "q1", s);
+  ASSERT_TRUE(job.has_value()) << job.error().message;
+  EXPECT_EQ(job->max_retries, 3);
+  Recovered();
+  service_->ReconcileOnce();
+  EXPECT_EQ(Get("q1", job->id).max_retries, 3);
+  auto desired = Desired("big");
+  ASSERT_EQ(desired.size(), 1u);
+  EXPECT_EQ(desired[0].restart, "on-failure");
+  EXPECT_EQ(desired[0].max_retries, 3);
 }
 
 TEST_F(QueueServiceTest, FailsAJobThatCanNeverFitTheQueue) {
