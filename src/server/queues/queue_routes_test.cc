@@ -157,6 +157,11 @@ TEST_F(QueueRoutesTest, RefusesToDeleteAQueueWithARunningJob) {
                       "job=\"job-0001\",task=\"0\",node=\"s1\",gpu=\"0\"} 30"),
             std::string::npos)
       << text;
+  // Jobs counted by account, queue and state, each label its own value.
+  EXPECT_NE(
+      text.find("carve_queue_jobs{account=\"000000000000\",queue=\"q1\",state=\"Running\"} 1"),
+      std::string::npos)
+      << text;
 }
 
 }  // namespace
