@@ -703,6 +703,40 @@ TEST_F(QueueServiceTest, RayWorkersGetTheirIndexInTheirGroupAndTheirCardCount) {
                                               "200 2 5 2"}));
 }
 
+// A RayJob's driver runs on its head's node, not the queue's first node: two 1-card nodes, the
+// first (s1) 60 % taken before the job comes, so the head (core 50) can only land on s2.
+TEST_F(QueueServiceTest, ARayDriverRunsOnItsHeadsNode) {
+  MakeQueue("q1", "ml.g5.xlarge", 2, true);
+  // Two tasks of 60 fill one card each; the one on s2 then ends, freeing s2 only.
+  JobSubmission busy;
+  busy.command = {"/bin/true"};
+  busy.parameters = "emr.serverless.mgpu.core=60;";
+  busy.task_count = 2;
+  auto filler = service_->SubmitJob(kAccount, "q1", busy);
+  ASSERT_TRUE(filler.has_value()) << filler.error().message;
+  service_->ReconcileOnce();
+  for (const auto& t : Get("q1", filler->id).tasks) {
+    if (t.node == "s2") Report("s2", {Reported(t.workload_id, "succeeded", "")});
+  }
+  service_->ReconcileOnce();
+  JobSubmission s;
+  s.type = JobType::kRayJob;
+  s.entrypoint = "python main.py";
+  s.workers = 1;
+  s.parameters = "serverless.ray.head.mgpu.core=50;serverless.ray.worker.mgpu.core=30;";
+  auto submitted = service_->SubmitJob(kAccount, "q1", s);
+  ASSERT_TRUE(submitted.has_value()) << submitted.error().message;
+  service_->ReconcileOnce();
+  JobRecord job = Get("q1", submitted->id);
+  ASSERT_EQ(job.tasks[0].node, "s2");
+  Report("s2", {Reported(job.tasks[0].workload_id, "running", "10.0.0.5:6379")});
+  service_->ReconcileOnce();
+  job = Get("q1", job.id);
+  ASSERT_EQ(job.tasks.back().role, "driver");
+  EXPECT_EQ(job.tasks.back().state, TaskState::kPlaced);
+  EXPECT_EQ(job.tasks.back().node, "s2");
+}
+
 TEST_F(QueueServiceTest, ALostRayHeadRestartsItsWholeCluster) {
   MakeQueue("q1", "ml.g5.xlarge", 2, true);
   JobSubmission s;
