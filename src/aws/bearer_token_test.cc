@@ -139,9 +139,10 @@ TEST_F(BearerTokenTest, ExpiredTamperedForeignAndOverlongTokensAreRefused) {
                 VerifyBearerToken(*MakeBearerToken(Spec()), creds_, fresh, "bedrock", "us-east-1")),
             "InvalidSignatureException");
   Credentials unknown({Credential{"default", "AKIDOTHER", "x", "999999999999"}});
-  EXPECT_EQ(FailureType(VerifyBearerToken(*MakeBearerToken(Spec()), unknown, fresh, "sagemaker",
-                                          "us-east-1")),
-            "UnrecognizedClientException");
+  const auto by_unknown_key =
+      VerifyBearerToken(*MakeBearerToken(Spec()), unknown, fresh, "sagemaker", "us-east-1");
+  EXPECT_EQ(FailureType(by_unknown_key), "UnrecognizedClientException");
+  EXPECT_EQ(HttpStatusOf(by_unknown_key), 403);  // A well-formed token of a key nobody holds.
   BearerTokenSpec longer = Spec();
   longer.expires_seconds = kMaxBearerTokenSeconds + 1;
   EXPECT_FALSE(MakeBearerToken(longer).has_value());

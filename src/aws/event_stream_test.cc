@@ -116,6 +116,18 @@ TEST(EventStream, RejectsUnknownHeaderType) {
   EXPECT_NE(got.error().message.find("type 12"), std::string::npos);
 }
 
+// A string header whose declared length runs past the headers block is refused naming it,
+// never read short: 9 bytes declared, 2 present.
+TEST(EventStream, RejectsAHeaderValueLongerThanItsBlock) {
+  std::string headers("\x01s\x07\x00\x09ok", 7);  // Name "s", type string, length 9, "ok".
+  Decoder d;
+  auto got = d.Feed(RawFrame(16 + headers.size(), headers.size(), headers));
+  ASSERT_FALSE(got.has_value());
+  EXPECT_NE(got.error().message.find("header value at offset 5 runs past the headers block of 7"),
+            std::string::npos)
+      << got.error().message;
+}
+
 TEST(EventStream, DecodesNonStringHeaderTypes) {
   std::string headers;
   headers += std::string(

@@ -285,6 +285,8 @@ TEST(SigV4, CanonicalUriRemovesDotSegmentsAndEncodesTwice) {
 TEST(SigV4, CanonicalQuerySortsByKeyThenValueAndEncodes) {
   EXPECT_EQ(sigv4::CanonicalQuery("b=2&a=z&a=y&c"), "a=y&a=z&b=2&c=");
   EXPECT_EQ(sigv4::CanonicalQuery("k=a%20b&s=a+b"), "k=a%20b&s=a%20b");
+  // An escape whose first digit is 0 is decoded like any other, and encoded back the same.
+  EXPECT_EQ(sigv4::CanonicalQuery("k=a%0ab%09"), "k=a%0Ab%09");
   EXPECT_EQ(sigv4::CanonicalQuery(""), "");
 }
 
