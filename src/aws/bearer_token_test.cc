@@ -118,6 +118,10 @@ TEST_F(BearerTokenTest, ATokenWithTrailingOrUnsignedBytesIsRefused) {
   }
   // Without the optional Version=1 it is still the same, valid token.
   EXPECT_EQ(FailureType(Verify(prefix + Base64Encode(url.substr(0, url.size() - 10)))), "ok");
+  // The prefix is any run of a-z, 0-9 and '-', both ends of each range included.
+  const std::string rest = token.substr(prefix.size());
+  EXPECT_EQ(FailureType(Verify("zz09-api-key-" + rest)), "ok");
+  EXPECT_EQ(FailureType(Verify("az-" + rest)), "ok");
 }
 
 TEST_F(BearerTokenTest, ExpiredTamperedForeignAndOverlongTokensAreRefused) {
