@@ -322,6 +322,26 @@ TEST_F(RouterStreamTest, EachOpenAiEventReachesTheClientBeforeTheCopySendsTheNex
   EXPECT_EQ(sse, "data: {\"t\":0}\n\ndata: {\"t\":1}\n\n");
 }
 
+// A body that is JSON but not an object (an array, a string, a number) is a 400 in OpenAI's
+// error shape, never read as a request: the route reads "model" and "stream" from it.
+TEST_F(RouterStreamTest, AnOpenAiBodyThatIsNotAnObjectIsRefused) {
+  HoldingCopy copy("/v1/chat/completions");
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  ServedRouter served(dir_, metrics_, Options());
+  ASSERT_TRUE(served.port.has_value());
+  httplib::Client cli("127.0.0.1", *served.port);
+  for (const char* body : {"[1]", "\"text\"", "7"}) {
+    auto res = cli.Post("/endpoints/ep/openai/v1/chat/completions", body, "application/json");
+    ASSERT_TRUE(res) << body;
+    EXPECT_EQ(res->status, 400) << body << ": " << res->body;
+    const auto j = nlohmann::json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << res->body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("must be a JSON object"),
+              std::string::npos)
+        << res->body;
+  }
+}
+
 TEST_F(RouterStreamTest, BotocoreParsesTheResponseStreamServedOverHttp) {
   // botocore is a dependency of `make test` (scripts/setup.sh installs it): without it this is
   // a failure to see, not a skip.
