@@ -8,5 +8,5 @@ carve_library(carve_autoscaling
        spdlog::spdlog Threads::Threads)
 
 carve_test(autoscaling_test
-  SRCS ${as}/scaling_records_test.cc ${as}/autoscaling_service_test.cc
+  SRCS ${as}/scaling_records_test.cc ${as}/autoscaling_service_test.cc ${as}/scaling_engine_test.cc
   DEPS carve_autoscaling)
