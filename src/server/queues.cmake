@@ -11,6 +11,6 @@ carve_library(carve_queues
        yaml-cpp nlohmann_json::nlohmann_json fmt::fmt spdlog::spdlog Threads::Threads)
 
 carve_test(queues_test
-  SRCS ${qd}/queue_request_test.cc ${qd}/queue_cards_test.cc ${qd}/queue_service_test.cc
+  SRCS ${qd}/queue_request_test.cc ${qd}/queue_cards_test.cc ${qd}/queue_service_test.cc ${qd}/queue_ray_test.cc
        ${qd}/queue_routes_test.cc ${qd}/ray_runtime_test.cc ${qd}/serve_config_test.cc
   DEPS carve_queues)
