@@ -61,8 +61,8 @@ Result<GroupRequest> ParseGroup(const json& g, const std::string& where) {
       head ? std::span(kGroupKeys).subspan(2) : std::span(kGroupKeys);
   for (const auto& [key, value] : g.items()) {
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      return InvalidArgument(fmt::format("{}.{}: not a field of {}; the fields are {}", where, key,
-                                         head ? "the head" : "a worker group",
+      return InvalidArgument(fmt::format("{}.{}: not a field of {}; the fields are {}", where,
+                                         TextPreview(key, 64), head ? "the head" : "a worker group",
                                          fmt::join(keys, ", ")));
     }
   }
@@ -227,7 +227,7 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
   for (const auto& [key, value] : body.items()) {
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
       return InvalidArgument(fmt::format("{}: not a field of a job submission; the fields are {}",
-                                         key, fmt::join(kKeys, ", ")));
+                                         TextPreview(key, 64), fmt::join(kKeys, ", ")));
     }
   }
   JobSubmission s;

@@ -329,6 +329,16 @@ TEST(ParseJobSubmission, RefusesAFieldAWorkerGroupOrTheHeadDoesNotHaveNamingIt) 
       json::parse(R"({"type":"RayCluster","worker_groups":[{"name":"g"}],"head":{"replicas":2}})"));
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("head.replicas: not a field of the head"), std::string::npos);
+  // A hostile tenant's 100,000-character key is quoted in part, not echoed whole.
+  const std::string huge(100000, 'k');
+  r = ParseJobSubmission(
+      json{{"type", "RayCluster"}, {"worker_groups", json::array({json{{huge, 1}}})}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_LT(r.error().message.size(), 300u);
+  EXPECT_NE(r.error().message.find("worker_groups[0].kkkk"), std::string::npos);
+  r = ParseJobSubmission(json{{huge, 1}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_LT(r.error().message.size(), 400u) << r.error().message.substr(0, 100);
   r = ParseJobSubmission(json::parse(
       R"({"type":"RayCluster","worker_groups":[{"name":"g"},{"name":"h","core":"30"}]})"));
   ASSERT_FALSE(r.has_value());
