@@ -525,6 +525,7 @@ Result<int> ServerApp::Start() {
       ao.sandbox.visible = c.sandbox_read_only;
       ao.sandbox.uid_base = c.sandbox_uid_base;
       ao.sandbox.uid_count = c.sandbox_uid_count;
+      ao.sandbox.container_uid_base = c.sandbox_container_uid_base;
       ao.sandbox.hidden = {fs::absolute(c.data_dir).string()};
       ao.sim_carve_time = p.fleet.carve_time_per_gpu;
       CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.controls.back()));

@@ -103,6 +103,7 @@ struct ServerConfig {
   launch::SandboxMode sandbox = launch::SandboxMode::kAuto;
   uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
   uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
+  uint32_t sandbox_container_uid_base = launch::kDefaultContainerUidBase;
   // Paths sandboxed processes may read although they lie under /tmp (--sandbox-read-only).
   std::vector<std::string> sandbox_read_only;
   // Directories a file:///path or /path ModelDataUrl must resolve inside (docs/security.md,

@@ -42,6 +42,7 @@ struct AgentFlags {
   bool no_fence = false;
   std::string sandbox = "auto";
   uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
+  uint32_t sandbox_container_uid_base = launch::kDefaultContainerUidBase;
   uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
   std::vector<std::string> sandbox_read_only;
 };
@@ -79,6 +80,7 @@ int RunAgent(const AgentFlags& f) {
   }
   o.sandbox.mode = *sandbox;
   o.sandbox.uid_base = f.sandbox_uid_base;
+  o.sandbox.container_uid_base = f.sandbox_container_uid_base;
   o.sandbox.uid_count = f.sandbox_uid_count;
   o.sandbox.visible = f.sandbox_read_only;
   if (o.interposer_path.empty()) {
@@ -238,6 +240,11 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--sandbox-uid-count", flags->sandbox_uid_count,
                   "How many uids the range holds: the most accounts this node runs")
       ->check(CLI::Range(1u, 0x7FFFFFFFu))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-container-uid-base", flags->sandbox_container_uid_base,
+                  "First host id of the containers' blocks: podman maps each account's "
+                  "container ids 0..65535 onto its own block of 65536 from here")
+      ->check(CLI::Range(1u, 0xFFFEFFFEu))
       ->capture_default_str();
   cmd->add_option("--sandbox-read-only", flags->sandbox_read_only,
                   "A path sandboxed processes may read although it lies under /tmp (repeatable; "

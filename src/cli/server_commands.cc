@@ -221,6 +221,11 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "How many uids the range holds: the most accounts one node runs")
       ->check(CLI::Range(1u, 0x7FFFFFFFu))
       ->capture_default_str();
+  cmd->add_option("--sandbox-container-uid-base", flags->config.sandbox_container_uid_base,
+                  "First host id of the containers' blocks: podman maps each account's "
+                  "container ids 0..65535 onto its own block of 65536 from here")
+      ->check(CLI::Range(1u, 0xFFFEFFFEu))
+      ->capture_default_str();
   cmd->add_option("--model-root", flags->config.model_roots,
                   "A directory a file:///path or /path ModelDataUrl may name (itself or below "
                   "it, symlinks resolved); repeat for several. Default: DATA_DIR/models "

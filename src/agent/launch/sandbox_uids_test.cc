@@ -60,6 +60,40 @@ TEST(SandboxUids, RefusesAnAccountPastTheRangeAndAllocatesNothing) {
   EXPECT_EQ(*reopened->UidFor("b"), 200001u);
 }
 
+TEST(SandboxUids, GivesEachAccountsContainersTheirOwnBlockAboveTheProcessRange) {
+  TempFile f;
+  auto uids = SandboxUids::Open(f.path, 200000, 10, 1u << 30);
+  ASSERT_TRUE(uids.has_value());
+  ASSERT_TRUE(uids->UidFor("a").has_value());
+  auto b = uids->ContainerIdsFor("b");  // allocates b's index, 1, as UidFor would
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->first, (1u << 30) + 65536u);
+  EXPECT_EQ(b->count, 65536u);
+  EXPECT_EQ(*uids->UidFor("b"), 200001u);
+  EXPECT_EQ(uids->ContainerIdsFor("a")->first, 1u << 30);
+}
+
+TEST(SandboxUids, RefusesAContainerBlockPastTheLastUid) {
+  TempFile f;
+  const uint32_t base = 0xFFFFFFFEu - 2 * 65536;  // room for index 0 and 1 only
+  auto uids = SandboxUids::Open(f.path, 200000, 10, base);
+  ASSERT_TRUE(uids.has_value());
+  EXPECT_TRUE(uids->ContainerIdsFor("a").has_value());
+  EXPECT_TRUE(uids->ContainerIdsFor("b").has_value());
+  auto c = uids->ContainerIdsFor("c");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(c.error().message.find("--sandbox-container-uid-base"), std::string::npos);
+}
+
+TEST(SandboxUids, RefusesAContainerBaseInsideTheProcessRange) {
+  TempFile f;
+  auto inside = SandboxUids::Open(f.path, 200000, 10, 200009);
+  ASSERT_FALSE(inside.has_value());
+  EXPECT_NE(inside.error().message.find("container uid base 200009"), std::string::npos);
+  EXPECT_TRUE(SandboxUids::Open(f.path, 200000, 10, 200010).has_value());
+}
+
 TEST(SandboxUids, RefusesRootAsTheBase) {
   TempFile f;
   EXPECT_FALSE(SandboxUids::Open(f.path, 0, 10).has_value());

@@ -84,9 +84,9 @@ std::string AccountOf(const std::string& workload_id) {
 Result<std::unique_ptr<WorkloadSandbox>> WorkloadSandbox::Create(const SandboxOptions& options,
                                                                  const std::string& data_dir,
                                                                  const std::string& search_path) {
-  CARVE_ASSIGN_OR_RETURN(
-      launch::SandboxUids uids,
-      launch::SandboxUids::Open(data_dir + "/sandbox-uids", options.uid_base, options.uid_count));
+  CARVE_ASSIGN_OR_RETURN(launch::SandboxUids uids,
+                         launch::SandboxUids::Open(data_dir + "/sandbox-uids", options.uid_base,
+                                                   options.uid_count, options.container_uid_base));
   std::unique_ptr<WorkloadSandbox> s(new WorkloadSandbox(options, data_dir, std::move(uids)));
   if (options.mode == launch::SandboxMode::kOff) {
     spdlog::warn(
@@ -124,16 +124,33 @@ Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesi
   if (options_.mode == launch::SandboxMode::kOff) return request;
   const std::string account = AccountOf(w.id);
   // An image runs under podman/docker, which gives it its own mounts and namespaces
-  // (workload_command.h); on a node that sandboxes, its program runs as the account's uid with no
-  // capabilities, as a sandboxed process does, not as the host's root.
+  // (workload_command.h); on a node that sandboxes, its program never runs as the host's root.
   if (!w.image.empty()) {
     if (!tools_) return request;
-    CARVE_ASSIGN_OR_RETURN(const uint32_t uid, uids_.UidFor(account));
     auto options_end = std::find(request.argv.begin(), request.argv.end(), "--");
     if (options_end == request.argv.end()) {
       return Internal(fmt::format("{}: the container command has no '--' before its image", w.id));
     }
-    request.argv.insert(options_end, {fmt::format("--user={}:{}", uid, uid), "--cap-drop=ALL"});
+    std::vector<std::string> identity;
+    uint32_t owner = 0;  // the host uid of the container's root (podman) or of its program
+    if (fs::path(request.argv.front()).filename() == "podman") {
+      // A user namespace: the image's own users, root included, map onto the account's block of
+      // unprivileged host ids, and its capabilities hold inside that namespace only. An image
+      // that needs root inside works, and another account's container is another block.
+      CARVE_ASSIGN_OR_RETURN(const launch::IdRange ids, uids_.ContainerIdsFor(account));
+      identity = {fmt::format("--uidmap=0:{}:{}", ids.first, ids.count),
+                  fmt::format("--gidmap=0:{}:{}", ids.first, ids.count)};
+      owner = ids.first;
+    } else {
+      // docker maps users per daemon (userns-remap), not per container: the program runs as the
+      // account's uid with no capability, as a sandboxed process does.
+      CARVE_ASSIGN_OR_RETURN(owner, uids_.UidFor(account));
+      identity = {fmt::format("--user={}:{}", owner, owner), "--cap-drop=ALL"};
+    }
+    if (const auto* share = std::get_if<launch::MgpuBinding>(&binding)) {
+      CARVE_RETURN_IF_ERROR(GiveTo(share->ledger_path, owner));  // the interposer charges it
+    }
+    request.argv.insert(options_end, identity.begin(), identity.end());
     return request;
   }
   if (!tools_) {

@@ -1,7 +1,7 @@
 // WorkloadSandbox: decides, for each process the agent launches for a tenant (a process-runtime
 // copy, a queue job task, a Ray process), whether and how it is sandboxed, and wraps its
-// LaunchRequest (launch/sandbox.h). Containers are left to podman/docker. docs/security.md,
-// "Sandbox".
+// LaunchRequest (launch/sandbox.h). Containers get the account's host ids through podman's or
+// docker's options. docs/security.md, "Sandbox" and "Containers".
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,8 @@ struct SandboxOptions {
   launch::SandboxMode mode = launch::SandboxMode::kAuto;
   uint32_t uid_base = launch::kDefaultSandboxUidBase;
   uint32_t uid_count = launch::kDefaultSandboxUidCount;
+  // The first host id of the containers' blocks (SandboxUids, --sandbox-container-uid-base).
+  uint32_t container_uid_base = launch::kDefaultContainerUidBase;
   // More directories no workload may see besides the agent's data dir: an embedded agent's
   // server data dir (credentials, store, every node's logs).
   std::vector<std::string> hidden;
@@ -43,12 +45,14 @@ class WorkloadSandbox {
                                                          const std::string& search_path);
 
   // `request` for workload `w` (its directory `workload_dir`, bound with `binding`), wrapped in
-  // the sandbox when `w` runs a command; when it runs an image, the container runtime's argv
-  // gets `--user=U:U --cap-drop=ALL` for the account's uid U (on a node that sandboxes). Makes the log directory and an mGPU
-  // ledger the account's. FailedPrecondition when the launch must not run: mode required on a
-  // host that cannot sandbox, or mode auto there for an account other than the first one that
-  // ran here; the message names the account and the reason. Errors of SandboxUids::UidFor, and
-  // Internal when the log directory cannot be given to the uid.
+  // the sandbox when `w` runs a command. When it runs an image (on a node that sandboxes), the
+  // runtime's options get the account's identity: for podman `--uidmap`/`--gidmap` onto the
+  // account's container block B (SandboxUids::ContainerIdsFor), for docker `--user=U:U
+  // --cap-drop=ALL` with the account's uid U. Makes the log directory and an mGPU ledger the
+  // account's (B or U for a container). FailedPrecondition when the launch must not run: mode
+  // required on a host that cannot sandbox, or mode auto there for an account other than the first
+  // one that ran here; the message names the account and the reason. Errors of SandboxUids::UidFor,
+  // and Internal when the log directory cannot be given to the uid.
   Result<launch::LaunchRequest> Wrap(const protocol::WorkloadDesired& w,
                                      const std::string& workload_dir,
                                      const launch::DeviceBinding& binding,

@@ -98,9 +98,42 @@ TEST(WorkloadSandbox, LeavesAnImageToTheContainerRuntimeWhereItCannotSandbox) {
   EXPECT_EQ(wrapped->argv, r.argv);
 }
 
-// On a host that sandboxes, a container's program runs as the account's uid, with no
-// capabilities: the options go before the "--" that ends them, so the image stays an operand.
-TEST(WorkloadSandbox, RunsAContainerAsTheAccountsUidWithoutCapabilities) {
+// On a host that sandboxes, podman runs a container in a user namespace: its ids, root included,
+// map onto the account's own block of host ids, above the process range. The options go before
+// the "--" that ends them, so the image stays an operand.
+TEST(WorkloadSandbox, MapsAPodmanContainersIdsOntoTheAccountsBlock) {
+  TempDir d;
+  const char* path = std::getenv("PATH");
+  SandboxOptions o;
+  o.mode = launch::SandboxMode::kRequired;
+  o.uid_base = 220000;
+  o.container_uid_base = 1u << 30;
+  auto created = WorkloadSandbox::Create(o, d.path, path != nullptr ? path : "/usr/bin:/bin");
+  ASSERT_TRUE(created.has_value());
+  auto& s = *created;
+  if (!s->active()) GTEST_SKIP() << "this host cannot sandbox (not root, or no bwrap)";
+  protocol::WorkloadDesired w = Task("111111111111");
+  w.command.clear();
+  w.image = "registry.example/model:1";
+  launch::LaunchRequest r = Request(d.path);
+  r.argv = {"/usr/bin/podman", "run", "--rm", "--", w.image, "serve"};
+  auto a = s->Wrap(w, d.path + "/w", {}, r);
+  ASSERT_TRUE(a.has_value()) << a.error().message;
+  EXPECT_EQ(a->argv, (std::vector<std::string>{
+                         "/usr/bin/podman", "run", "--rm", "--uidmap=0:1073741824:65536",
+                         "--gidmap=0:1073741824:65536", "--", w.image, "serve"}));
+  w.id = "222222222222/ic/1";
+  auto b = s->Wrap(w, d.path + "/w", {}, r);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->argv[3], "--uidmap=0:1073807360:65536");  // the next block, 2^30 + 65536
+  EXPECT_EQ(b->argv[4], "--gidmap=0:1073807360:65536");
+  r.argv = {"podman", "run", w.image};
+  EXPECT_EQ(s->Wrap(w, d.path + "/w", {}, r).error().code, ErrorCode::kInternal);
+}
+
+// docker has no per-container user namespace: its container's program runs as the account's
+// process uid, with no capabilities.
+TEST(WorkloadSandbox, RunsADockerContainerAsTheAccountsUidWithoutCapabilities) {
   TempDir d;
   const char* path = std::getenv("PATH");
   SandboxOptions o;
@@ -114,17 +147,15 @@ TEST(WorkloadSandbox, RunsAContainerAsTheAccountsUidWithoutCapabilities) {
   w.command.clear();
   w.image = "registry.example/model:1";
   launch::LaunchRequest r = Request(d.path);
-  r.argv = {"podman", "run", "--rm", "--", w.image, "serve"};
+  r.argv = {"docker", "run", "--rm", "--", w.image, "serve"};
   auto a = s->Wrap(w, d.path + "/w", {}, r);
   ASSERT_TRUE(a.has_value()) << a.error().message;
-  EXPECT_EQ(a->argv, (std::vector<std::string>{"podman", "run", "--rm", "--user=220000:220000",
+  EXPECT_EQ(a->argv, (std::vector<std::string>{"docker", "run", "--rm", "--user=220000:220000",
                                                "--cap-drop=ALL", "--", w.image, "serve"}));
   w.id = "222222222222/ic/1";
   auto b = s->Wrap(w, d.path + "/w", {}, r);
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->argv[3], "--user=220001:220001");
-  r.argv = {"podman", "run", w.image};
-  EXPECT_EQ(s->Wrap(w, d.path + "/w", {}, r).error().code, ErrorCode::kInternal);
 }
 
 // On a host that can sandbox (root, bwrap): each account its own uid, the data dir hidden.

@@ -2,8 +2,9 @@
 // static into an image FROM scratch by container_test.py (no registry is reachable). Run as
 // `serve` it listens on $SAGEMAKER_BIND_TO_PORT (default 8080), answers GET /ping, and answers
 // POST /invocations with what it was given: its argument, the GPU variables, the variable a
-// test CDI spec's device sets, and the model data under /opt/ml/model, with whether it can be
-// written. Any other argument: exit 2, as a serving image does when not told to serve.
+// test CDI spec's device sets, the model data under /opt/ml/model with whether it can be
+// written, and its own uid with whether it can write its image's root directory. Any other
+// argument: exit 2, as a serving image does when not told to serve.
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -50,6 +51,13 @@ static void Invocation(int fd, const char* arg) {
   int probe = open("/opt/ml/model/written-by-container", O_WRONLY | O_CREAT, 0644);
   const char* writable = probe >= 0 ? "yes" : (errno == EROFS ? "read-only" : strerror(errno));
   if (probe >= 0) close(probe);
+  // The image's root filesystem belongs to the image's root: writable by a program that runs as
+  // that root (in a user namespace, on a node that sandboxes), not by an arbitrary uid.
+  int root_probe = open("/written-by-the-image-root", O_WRONLY | O_CREAT, 0644);
+  const char* root_writable = root_probe >= 0 ? "yes" : strerror(errno);
+  if (root_probe >= 0) close(root_probe);
+  char uid[16];
+  snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
   char body[2048] = "{";
   Member(body, sizeof body, "argument", arg, 0);
   Member(body, sizeof body, "CUDA_VISIBLE_DEVICES", getenv("CUDA_VISIBLE_DEVICES"), 0);
@@ -57,7 +65,9 @@ static void Invocation(int fd, const char* arg) {
   Member(body, sizeof body, "CARVE_TEST_CDI_DEVICE", getenv("CARVE_TEST_CDI_DEVICE"), 0);
   Member(body, sizeof body, "MODEL_VARIABLE", getenv("MODEL_VARIABLE"), 0);
   Member(body, sizeof body, "model", in >= 0 ? model : NULL, 0);
-  Member(body, sizeof body, "model_writable", writable, 1);
+  Member(body, sizeof body, "model_writable", writable, 0);
+  Member(body, sizeof body, "uid", uid, 0);
+  Member(body, sizeof body, "root_writable", root_writable, 1);
   strncat(body, "}", sizeof body - strlen(body) - 1);
   Answer(fd, 200, body);
 }
