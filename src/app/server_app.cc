@@ -502,6 +502,15 @@ Result<int> ServerApp::Start() {
     p.started = true;
   }
   if (!c.no_local_agent) {
+    // The embedded agents share this host, so they share one uid allocation: an account's
+    // processes get one uid whichever simulated node runs them, and no two accounts get the same.
+    std::shared_ptr<agent::node::SharedSandboxUids> uids;
+    if (c.sandbox != launch::SandboxMode::kOff && !p.fleet.nodes.empty()) {
+      CARVE_ASSIGN_OR_RETURN(
+          uids, agent::node::SharedSandboxUids::Open(
+                    (fs::path(c.data_dir) / "sandbox-uids").string(), c.sandbox_uid_base,
+                    c.sandbox_uid_count, c.sandbox_container_uid_base));
+    }
     for (const auto& node : p.fleet.nodes) {
       // Each embedded agent speaks the agent protocol with a node credential of its own, issued
       // here in process on every start (docs/security.md, "Nodes").
@@ -526,6 +535,8 @@ Result<int> ServerApp::Start() {
       ao.sandbox.uid_base = c.sandbox_uid_base;
       ao.sandbox.uid_count = c.sandbox_uid_count;
       ao.sandbox.container_uid_base = c.sandbox_container_uid_base;
+      ao.sandbox.guard_ports = c.sandbox_guard_ports;
+      ao.sandbox.shared_uids = uids;
       ao.sandbox.hidden = {fs::absolute(c.data_dir).string()};
       ao.sim_carve_time = p.fleet.carve_time_per_gpu;
       CARVE_ASSIGN_OR_RETURN(auto a, agent::node::Agent::Create(ao, *p.controls.back()));

@@ -104,6 +104,9 @@ struct ServerConfig {
   uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
   uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
   uint32_t sandbox_container_uid_base = launch::kDefaultContainerUidBase;
+  // --sandbox-network auto (launch::PortGuard); off unless the command line asks, so that a
+  // test never edits its host's tables.
+  bool sandbox_guard_ports = false;
   // Paths sandboxed processes may read although they lie under /tmp (--sandbox-read-only).
   std::vector<std::string> sandbox_read_only;
   // Directories a file:///path or /path ModelDataUrl must resolve inside (docs/security.md,

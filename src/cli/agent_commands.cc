@@ -41,6 +41,7 @@ struct AgentFlags {
   int64_t sim_carve_ms = 0;
   bool no_fence = false;
   std::string sandbox = "auto";
+  std::string sandbox_network = "auto";
   uint32_t sandbox_uid_base = launch::kDefaultSandboxUidBase;
   uint32_t sandbox_container_uid_base = launch::kDefaultContainerUidBase;
   uint32_t sandbox_uid_count = launch::kDefaultSandboxUidCount;
@@ -81,6 +82,7 @@ int RunAgent(const AgentFlags& f) {
   o.sandbox.mode = *sandbox;
   o.sandbox.uid_base = f.sandbox_uid_base;
   o.sandbox.container_uid_base = f.sandbox_container_uid_base;
+  o.sandbox.guard_ports = f.sandbox_network == "auto";
   o.sandbox.uid_count = f.sandbox_uid_count;
   o.sandbox.visible = f.sandbox_read_only;
   if (o.interposer_path.empty()) {
@@ -245,6 +247,14 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
                   "First host id of the containers' blocks: podman maps each account's "
                   "container ids 0..65535 onto its own block of 65536 from here")
       ->check(CLI::Range(1u, 0xFFFEFFFEu))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-network", flags->sandbox_network,
+                  "auto: keep every other account's sandboxed processes off a tenant "
+                  "workload's ports with an iptables chain of this agent's (when the host "
+                  "sandboxes; with --sandbox required a node without iptables runs no tenant "
+                  "code); off: leave the ports open to every local process. docs/security.md")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->envname("CARVE_SANDBOX_NETWORK")
       ->capture_default_str();
   cmd->add_option("--sandbox-read-only", flags->sandbox_read_only,
                   "A path sandboxed processes may read although it lies under /tmp (repeatable; "

@@ -31,6 +31,7 @@ struct ServerFlags {
   int64_t high_resolution_scale_out_evaluation_s = 30;
   int64_t leader_ttl_s = 3;
   std::string sandbox = "auto";
+  std::string sandbox_network = "auto";
   std::string tls = "auto";
 };
 
@@ -90,6 +91,7 @@ int RunServer(ServerFlags f) {
     std::cerr << "carve server: " << tls.error().message << "\n";
     return 2;
   }
+  f.config.sandbox_guard_ports = f.sandbox_network == "auto";
   if (auto mode = launch::ParseSandboxMode(f.sandbox); mode) {
     f.config.sandbox = *mode;
   } else {
@@ -209,6 +211,14 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "refuse launches that cannot be sandboxed; off: run them as this user "
                   "(development). docs/security.md")
       ->check(CLI::IsMember({"auto", "required", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--sandbox-network", flags->sandbox_network,
+                  "auto: keep every other account's sandboxed processes off a tenant "
+                  "workload's ports with an iptables chain of this agent's (when the host "
+                  "sandboxes; with --sandbox required a node without iptables runs no tenant "
+                  "code); off: leave the ports open to every local process. docs/security.md")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->envname("CARVE_SANDBOX_NETWORK")
       ->capture_default_str();
   cmd->add_option("--sandbox-read-only", flags->config.sandbox_read_only,
                   "A path the embedded agents' sandboxed processes may read although it lies "

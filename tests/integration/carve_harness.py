@@ -35,6 +35,9 @@ REGION = "us-east-1"
 # start sign for the test servers' region whatever the developer's shell says.
 os.environ["AWS_REGION"] = REGION
 os.environ["AWS_DEFAULT_REGION"] = REGION
+# The servers and agents the suites start leave the host's iptables alone: the port guard
+# (--sandbox-network auto) is tested in a network namespace of its own (network_guard_test.py).
+os.environ["CARVE_SANDBOX_NETWORK"] = "off"
 
 # The aws CLI's configuration for every command the suites run: no profile settings, and
 # wire_shapes as a plugin, which checks each answer against botocore's model.

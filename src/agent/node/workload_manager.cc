@@ -439,6 +439,12 @@ void WorkloadManager::Start(Workload& w) {
     request = options_.sandbox->Wrap(run, w.dir, *binding, std::move(request).value());
   }
   if (!request) return fail(request.error());
+  // Other accounts' processes are kept off the workload's ports before it listens on them.
+  std::vector<int> ports = {port};
+  for (const auto& [name, picked] : w.ports) ports.push_back(picked);
+  if (options_.sandbox) {
+    if (Status s = options_.sandbox->GuardPorts(run, ports); !s) return fail(s.error());
+  }
   // The pid file exists before the program runs, on every start and restart: an agent killed at
   // any point leaves either a record of the process or no process (launcher.h).
   // It is also placed in its cgroup there, so every process it forks is born inside.
@@ -469,6 +475,7 @@ void WorkloadManager::Start(Workload& w) {
     w.adopting.reset();
   } else if (Status s = w.supervisor->Start(); !s) {
     w.supervisor.reset();
+    if (options_.sandbox) options_.sandbox->ReleasePorts(ports);
     fs::remove(w.dir + "/pid", ec);  // the process the hook recorded never ran the program
     return fail(s.error());
   }
@@ -588,6 +595,11 @@ void WorkloadManager::Stop(Workload& w) {
     }
   }
   if (!w.desired.image.empty()) RemoveContainer(w);
+  if (options_.sandbox && w.port > 0) {  // Started: its ports were guarded (Start).
+    std::vector<int> ports = {w.port};
+    for (const auto& [name, picked] : w.ports) ports.push_back(picked);
+    options_.sandbox->ReleasePorts(ports);
+  }
   w.ledger.reset();
   w.core_rate.reset();
   std::error_code ec;

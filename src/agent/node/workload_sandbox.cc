@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/node/workload_command.h"
 #include "protocol/launch_inputs.h"
 
 namespace carve::agent::node {
@@ -81,12 +82,33 @@ std::string AccountOf(const std::string& workload_id) {
   return workload_id.substr(0, workload_id.find('/'));
 }
 
+Result<std::shared_ptr<SharedSandboxUids>> SharedSandboxUids::Open(const std::string& path,
+                                                                  uint32_t base, uint32_t count,
+                                                                  uint32_t container_base) {
+  CARVE_ASSIGN_OR_RETURN(launch::SandboxUids uids,
+                         launch::SandboxUids::Open(path, base, count, container_base));
+  return std::shared_ptr<SharedSandboxUids>(new SharedSandboxUids(std::move(uids)));
+}
+
+Result<uint32_t> SharedSandboxUids::UidFor(const std::string& account) {
+  std::lock_guard lock(mu_);
+  return uids_.UidFor(account);
+}
+
+Result<launch::IdRange> SharedSandboxUids::ContainerIdsFor(const std::string& account) {
+  std::lock_guard lock(mu_);
+  return uids_.ContainerIdsFor(account);
+}
+
 Result<std::unique_ptr<WorkloadSandbox>> WorkloadSandbox::Create(const SandboxOptions& options,
                                                                  const std::string& data_dir,
                                                                  const std::string& search_path) {
-  CARVE_ASSIGN_OR_RETURN(launch::SandboxUids uids,
-                         launch::SandboxUids::Open(data_dir + "/sandbox-uids", options.uid_base,
-                                                   options.uid_count, options.container_uid_base));
+  std::shared_ptr<SharedSandboxUids> uids = options.shared_uids;
+  if (!uids) {
+    CARVE_ASSIGN_OR_RETURN(uids, SharedSandboxUids::Open(data_dir + "/sandbox-uids",
+                                                         options.uid_base, options.uid_count,
+                                                         options.container_uid_base));
+  }
   std::unique_ptr<WorkloadSandbox> s(new WorkloadSandbox(options, data_dir, std::move(uids)));
   if (options.mode == launch::SandboxMode::kOff) {
     spdlog::warn(
@@ -100,6 +122,7 @@ Result<std::unique_ptr<WorkloadSandbox>> WorkloadSandbox::Create(const SandboxOp
     s->tools_ = *tools;
     spdlog::info("sandbox: tenant processes run as uids {}..{} under {} and {}", options.uid_base,
                  options.uid_base + options.uid_count - 1, tools->setpriv, tools->bwrap);
+    if (options.guard_ports) s->StartGuard(search_path);
     return s;
   }
   s->cannot_ = tools.error().message;
@@ -115,6 +138,63 @@ Result<std::unique_ptr<WorkloadSandbox>> WorkloadSandbox::Create(const SandboxOp
         s->cannot_);
   }
   return s;
+}
+
+void WorkloadSandbox::StartGuard(const std::string& search_path) {
+  std::string iptables = FindOnPath("iptables", search_path + ":/usr/sbin:/sbin");
+  if (iptables.empty()) {
+    guard_cannot_ = "iptables (Debian package iptables) is not installed on this node";
+  } else {
+    auto guard = launch::PortGuard::Create(iptables, launch::PortGuard::ChainFor(data_dir_),
+                                           options_.uid_base, launch::RunCommand);
+    if (guard) {
+      guard_ = std::move(guard).value();
+      spdlog::info("sandbox: tenants' ports are guarded by iptables chain {}", guard_->chain());
+      return;
+    }
+    guard_cannot_ = guard.error().message;
+  }
+  if (options_.mode == launch::SandboxMode::kRequired) {
+    spdlog::error(
+        "--sandbox required, and this node cannot keep tenants off each other's ports: {}; "
+        "every launch of a tenant will fail (--sandbox-network off accepts the risk)",
+        guard_cannot_);
+  } else {
+    spdlog::warn(
+        "--sandbox auto: this node cannot keep tenants off each other's ports ({}): a tenant's "
+        "process can connect to another account's copy on 127.0.0.1",
+        guard_cannot_);
+  }
+}
+
+Status WorkloadSandbox::GuardPorts(const protocol::WorkloadDesired& w,
+                                   const std::vector<int>& ports) {
+  if (!tools_ || !options_.guard_ports) return OkStatus();
+  if (!guard_) {
+    if (options_.mode != launch::SandboxMode::kRequired) return OkStatus();
+    return FailedPrecondition(fmt::format(
+        "{} is not started: --sandbox required, and this node cannot keep tenants off each "
+        "other's ports: {}",
+        w.id, guard_cannot_));
+  }
+  const std::string account = AccountOf(w.id);
+  launch::PortOwner owner;
+  CARVE_ASSIGN_OR_RETURN(owner.uid, uids_->UidFor(account));
+  CARVE_ASSIGN_OR_RETURN(owner.containers, uids_->ContainerIdsFor(account));
+  for (int port : ports) {
+    if (Status s = guard_->Guard(port, owner); !s) {
+      ReleasePorts(ports);
+      return FailedPrecondition(
+          fmt::format("{} is not started: its port {} cannot be guarded: {}", w.id, port,
+                      s.error().message));
+    }
+  }
+  return OkStatus();
+}
+
+void WorkloadSandbox::ReleasePorts(const std::vector<int>& ports) {
+  if (!guard_) return;
+  for (int port : ports) guard_->Release(port);
 }
 
 Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesired& w,
@@ -137,14 +217,14 @@ Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesi
       // A user namespace: the image's own users, root included, map onto the account's block of
       // unprivileged host ids, and its capabilities hold inside that namespace only. An image
       // that needs root inside works, and another account's container is another block.
-      CARVE_ASSIGN_OR_RETURN(const launch::IdRange ids, uids_.ContainerIdsFor(account));
+      CARVE_ASSIGN_OR_RETURN(const launch::IdRange ids, uids_->ContainerIdsFor(account));
       identity = {fmt::format("--uidmap=0:{}:{}", ids.first, ids.count),
                   fmt::format("--gidmap=0:{}:{}", ids.first, ids.count)};
       owner = ids.first;
     } else {
       // docker maps users per daemon (userns-remap), not per container: the program runs as the
       // account's uid with no capability, as a sandboxed process does.
-      CARVE_ASSIGN_OR_RETURN(owner, uids_.UidFor(account));
+      CARVE_ASSIGN_OR_RETURN(owner, uids_->UidFor(account));
       identity = {fmt::format("--user={}:{}", owner, owner), "--cap-drop=ALL"};
     }
     if (const auto* share = std::get_if<launch::MgpuBinding>(&binding)) {
@@ -169,7 +249,7 @@ Result<launch::LaunchRequest> WorkloadSandbox::Wrap(const protocol::WorkloadDesi
     }
     return request;
   }
-  CARVE_ASSIGN_OR_RETURN(const uint32_t uid, uids_.UidFor(account));
+  CARVE_ASSIGN_OR_RETURN(const uint32_t uid, uids_->UidFor(account));
   launch::SandboxSpec spec;
   spec.uid = uid;
   spec.gid = uid;

@@ -6,17 +6,35 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/launch/device_binding.h"
 #include "agent/launch/launcher.h"
+#include "agent/launch/port_guard.h"
 #include "agent/launch/sandbox.h"
 #include "agent/launch/sandbox_uids.h"
 #include "protocol/agent_protocol.h"
 
 namespace carve::agent::node {
+
+// The uid allocation of one host, shared by the agents that run on it (a server's embedded
+// agents simulate several nodes on one host): two accounts never get one host uid, so neither
+// can signal, trace or read the other's processes. launch::SandboxUids, made thread-safe.
+class SharedSandboxUids {
+ public:
+  static Result<std::shared_ptr<SharedSandboxUids>> Open(const std::string& path, uint32_t base,
+                                                        uint32_t count, uint32_t container_base);
+  Result<uint32_t> UidFor(const std::string& account);
+  Result<launch::IdRange> ContainerIdsFor(const std::string& account);
+
+ private:
+  explicit SharedSandboxUids(launch::SandboxUids uids) : uids_(std::move(uids)) {}
+  std::mutex mu_;
+  launch::SandboxUids uids_;
+};
 
 struct SandboxOptions {
   launch::SandboxMode mode = launch::SandboxMode::kAuto;
@@ -24,6 +42,12 @@ struct SandboxOptions {
   uint32_t uid_count = launch::kDefaultSandboxUidCount;
   // The first host id of the containers' blocks (SandboxUids, --sandbox-container-uid-base).
   uint32_t container_uid_base = launch::kDefaultContainerUidBase;
+  // Keep other accounts off each workload's ports with iptables rules (launch::PortGuard;
+  // --sandbox-network auto). Off by default here so that a test never edits its host's tables.
+  bool guard_ports = false;
+  // The host's allocation when several agents share the host; null: the agent's own, in
+  // <data_dir>/sandbox-uids.
+  std::shared_ptr<SharedSandboxUids> shared_uids;
   // More directories no workload may see besides the agent's data dir: an embedded agent's
   // server data dir (credentials, store, every node's logs).
   std::vector<std::string> hidden;
@@ -61,14 +85,29 @@ class WorkloadSandbox {
   // Whether launches are sandboxed (the mode is not off and the host can).
   bool active() const { return tools_.has_value(); }
 
+  // Lets only `w`'s account (of all tenants) connect to `ports` (launch::PortGuard), before `w`
+  // starts. OK and nothing done when the sandbox is inactive or the guard is off. When the guard
+  // was asked for and this node cannot keep it (no iptables, iptables refusing): OK with the
+  // ports open under --sandbox auto (the start logged why), FailedPrecondition naming why under
+  // required. PortGuard::Guard's errors.
+  Status GuardPorts(const protocol::WorkloadDesired& w, const std::vector<int>& ports);
+
+  // Takes back what GuardPorts did for `ports` (the workload stopped).
+  void ReleasePorts(const std::vector<int>& ports);
+
  private:
-  WorkloadSandbox(SandboxOptions options, std::string data_dir, launch::SandboxUids uids)
+  WorkloadSandbox(SandboxOptions options, std::string data_dir,
+                  std::shared_ptr<SharedSandboxUids> uids)
       : options_(std::move(options)), data_dir_(std::move(data_dir)), uids_(std::move(uids)) {}
+  // Sets guard_, or guard_cannot_ and logs why.
+  void StartGuard(const std::string& search_path);
 
   SandboxOptions options_;
   std::string data_dir_;
-  launch::SandboxUids uids_;
+  std::shared_ptr<SharedSandboxUids> uids_;
   std::optional<launch::SandboxTools> tools_;  // set when the host can sandbox
+  std::unique_ptr<launch::PortGuard> guard_;   // set when ports are guarded
+  std::string guard_cannot_;                   // why they are not, when asked for
   std::string cannot_;                         // why it cannot, when not
   std::string first_account_;                  // auto without a sandbox: the one account allowed
 };

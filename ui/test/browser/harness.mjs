@@ -89,7 +89,8 @@ export class CarveServer {
     this.proc = spawn(
       CARVE_BIN,
       ['server', '--listen', '127.0.0.1:0', '--data-dir', this.dir, '--config', this.config, '--log-level', 'info', ...this.args],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      // The port guard (--sandbox-network) would edit the host's iptables: off in tests.
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CARVE_SANDBOX_NETWORK: 'off' } },
     );
     const onData = (d) => {
       this.output += d.toString();
