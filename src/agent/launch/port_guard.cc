@@ -81,8 +81,8 @@ Result<std::unique_ptr<PortGuard>> PortGuard::Create(std::string iptables, std::
                                                      uint32_t tenant_first, CommandRunner run) {
   if (chain.empty() || chain.size() > 28 ||
       chain.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != std::string::npos) {
-    return InvalidArgument(fmt::format("iptables chain \"{}\" is not [A-Z0-9-]{{1,28}}",
-                                       chain.substr(0, 32)));
+    return InvalidArgument(
+        fmt::format("iptables chain \"{}\" is not [A-Z0-9-]{{1,28}}", chain.substr(0, 32)));
   }
   std::unique_ptr<PortGuard> g(
       new PortGuard(std::move(iptables), std::move(chain), tenant_first, std::move(run)));
@@ -97,15 +97,9 @@ Result<std::unique_ptr<PortGuard>> PortGuard::Create(std::string iptables, std::
 }
 
 std::vector<std::vector<std::string>> PortGuard::RulesFor(int port, const PortOwner& owner) const {
-  const std::vector<std::string> match = {"-p",
-                                          "tcp",
-                                          "-m",
-                                          "conntrack",
-                                          "--ctorigdstport",
-                                          std::to_string(port),
-                                          "-m",
-                                          "owner",
-                                          "--uid-owner"};
+  const std::vector<std::string> match = {
+      "-p", "tcp",   "-m",         "conntrack", "--ctorigdstport", std::to_string(port),
+      "-m", "owner", "--uid-owner"};
   auto rule = [&](std::string ids, std::vector<std::string> target) {
     std::vector<std::string> r = match;
     r.push_back(std::move(ids));

@@ -59,8 +59,8 @@ struct FakeIptables {
 };
 
 Argv Rule(int port, const std::string& ids, Argv target) {
-  Argv r = {"-p",   "tcp",   "-m",          "conntrack", "--ctorigdstport", std::to_string(port),
-            "-m",   "owner", "--uid-owner", ids};
+  Argv r = {"-p", "tcp",   "-m",          "conntrack", "--ctorigdstport", std::to_string(port),
+            "-m", "owner", "--uid-owner", ids};
   r.insert(r.end(), target.begin(), target.end());
   return r;
 }
@@ -87,10 +87,9 @@ TEST(PortGuard, LetsTheOwnersIdsThroughAndResetsEveryOtherTenantId) {
   auto g = PortGuard::Create("/usr/sbin/iptables", "CARVE-1", 200000, ipt.Runner());
   ASSERT_TRUE(g.has_value());
   ASSERT_TRUE((*g)->Guard(40001, {200003, {1073938432, 65536}}).ok());
-  EXPECT_EQ(ipt.chains["CARVE-1"],
-            (std::vector<Argv>{Rule(40001, "200003", kReturn),
-                               Rule(40001, "1073938432-1074003967", kReturn),
-                               Rule(40001, "200000-4294967294", kReset)}));
+  EXPECT_EQ(ipt.chains["CARVE-1"], (std::vector<Argv>{Rule(40001, "200003", kReturn),
+                                                      Rule(40001, "1073938432-1074003967", kReturn),
+                                                      Rule(40001, "200000-4294967294", kReset)}));
   // Without a container block (docker, or none): the process uid only.
   ASSERT_TRUE((*g)->Guard(40002, {200004, {}}).ok());
   EXPECT_EQ(ipt.chains["CARVE-1"].size(), 5u);
@@ -130,14 +129,15 @@ TEST(PortGuard, AGuardThatFailsPartWayLeavesNothingAndSaysWhy) {
 TEST(PortGuard, RefusesAChainNameIptablesWouldNot) {
   FakeIptables ipt;
   EXPECT_FALSE(PortGuard::Create("/usr/sbin/iptables", "carve lower", 200000, ipt.Runner()));
-  EXPECT_FALSE(PortGuard::Create("/usr/sbin/iptables", std::string(29, 'A'), 200000,
-                                 ipt.Runner()));
+  EXPECT_FALSE(PortGuard::Create("/usr/sbin/iptables", std::string(29, 'A'), 200000, ipt.Runner()));
   EXPECT_TRUE(ipt.calls.empty());
 }
 
 TEST(PortGuard, ChainNamesAreStablePerDataDirAndDifferBetweenThem) {
-  EXPECT_EQ(PortGuard::ChainFor("/var/lib/carve/nodes/a"), PortGuard::ChainFor("/var/lib/carve/nodes/a"));
-  EXPECT_NE(PortGuard::ChainFor("/var/lib/carve/nodes/a"), PortGuard::ChainFor("/var/lib/carve/nodes/b"));
+  EXPECT_EQ(PortGuard::ChainFor("/var/lib/carve/nodes/a"),
+            PortGuard::ChainFor("/var/lib/carve/nodes/a"));
+  EXPECT_NE(PortGuard::ChainFor("/var/lib/carve/nodes/a"),
+            PortGuard::ChainFor("/var/lib/carve/nodes/b"));
   EXPECT_EQ(PortGuard::ChainFor("x").size(), 14u);
   EXPECT_EQ(PortGuard::ChainFor("x").rfind("CARVE-", 0), 0u);
 }

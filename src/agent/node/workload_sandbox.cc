@@ -83,8 +83,8 @@ std::string AccountOf(const std::string& workload_id) {
 }
 
 Result<std::shared_ptr<SharedSandboxUids>> SharedSandboxUids::Open(const std::string& path,
-                                                                  uint32_t base, uint32_t count,
-                                                                  uint32_t container_base) {
+                                                                   uint32_t base, uint32_t count,
+                                                                   uint32_t container_base) {
   CARVE_ASSIGN_OR_RETURN(launch::SandboxUids uids,
                          launch::SandboxUids::Open(path, base, count, container_base));
   return std::shared_ptr<SharedSandboxUids>(new SharedSandboxUids(std::move(uids)));
@@ -105,9 +105,9 @@ Result<std::unique_ptr<WorkloadSandbox>> WorkloadSandbox::Create(const SandboxOp
                                                                  const std::string& search_path) {
   std::shared_ptr<SharedSandboxUids> uids = options.shared_uids;
   if (!uids) {
-    CARVE_ASSIGN_OR_RETURN(uids, SharedSandboxUids::Open(data_dir + "/sandbox-uids",
-                                                         options.uid_base, options.uid_count,
-                                                         options.container_uid_base));
+    CARVE_ASSIGN_OR_RETURN(uids,
+                           SharedSandboxUids::Open(data_dir + "/sandbox-uids", options.uid_base,
+                                                   options.uid_count, options.container_uid_base));
   }
   std::unique_ptr<WorkloadSandbox> s(new WorkloadSandbox(options, data_dir, std::move(uids)));
   if (options.mode == launch::SandboxMode::kOff) {
@@ -184,9 +184,8 @@ Status WorkloadSandbox::GuardPorts(const protocol::WorkloadDesired& w,
   for (int port : ports) {
     if (Status s = guard_->Guard(port, owner); !s) {
       ReleasePorts(ports);
-      return FailedPrecondition(
-          fmt::format("{} is not started: its port {} cannot be guarded: {}", w.id, port,
-                      s.error().message));
+      return FailedPrecondition(fmt::format("{} is not started: its port {} cannot be guarded: {}",
+                                            w.id, port, s.error().message));
     }
   }
   return OkStatus();

@@ -26,7 +26,7 @@ namespace carve::agent::node {
 class SharedSandboxUids {
  public:
   static Result<std::shared_ptr<SharedSandboxUids>> Open(const std::string& path, uint32_t base,
-                                                        uint32_t count, uint32_t container_base);
+                                                         uint32_t count, uint32_t container_base);
   Result<uint32_t> UidFor(const std::string& account);
   Result<launch::IdRange> ContainerIdsFor(const std::string& account);
 
