@@ -11,6 +11,8 @@ import time
 import unittest
 
 CARVE = os.environ.get("CARVE_BIN", "carve")
+# The agents started here leave the host's iptables alone (--sandbox-network, docs/security.md).
+os.environ["CARVE_SANDBOX_NETWORK"] = "off"
 
 
 def run(*args, env_drop=()):
