@@ -90,10 +90,26 @@ Result<std::unique_ptr<PortGuard>> PortGuard::Create(std::string iptables, std::
   if (Status made = g->Iptables({"-N", g->chain_}); !made) {
     CARVE_RETURN_IF_ERROR(g->Iptables({"-F", g->chain_}));
   }
+  // Last in the chain, below every port's rules: no tenant id reaches a container's bridge
+  // address directly (a published port's own account passes by its port's RETURN first).
+  for (const auto& spec : g->BridgeRules()) {
+    std::vector<std::string> args = {"-A", g->chain_};
+    args.insert(args.end(), spec.begin(), spec.end());
+    CARVE_RETURN_IF_ERROR(g->Iptables(args));
+  }
   if (Status hooked = g->Iptables({"-C", "OUTPUT", "-j", g->chain_}); !hooked) {
     CARVE_RETURN_IF_ERROR(g->Iptables({"-A", "OUTPUT", "-j", g->chain_}));
   }
   return g;
+}
+
+std::vector<std::vector<std::string>> PortGuard::BridgeRules() const {
+  std::vector<std::vector<std::string>> rules;
+  for (const char* bridge : {"podman+", "cni-podman+", "docker+"}) {
+    rules.push_back({"-o", bridge, "-m", "owner", "--uid-owner",
+                     fmt::format("{}-{}", tenant_first_, kLastUid), "-j", "REJECT"});
+  }
+  return rules;
 }
 
 std::vector<std::vector<std::string>> PortGuard::RulesFor(int port, const PortOwner& owner) const {
@@ -121,8 +137,11 @@ std::vector<std::vector<std::string>> PortGuard::RulesFor(int port, const PortOw
 Status PortGuard::Guard(int port, const PortOwner& owner) {
   Release(port);
   std::vector<std::vector<std::string>> added;
-  for (auto& spec : RulesFor(port, owner)) {
-    std::vector<std::string> args = {"-A", chain_};
+  // Each inserted at the top, last first: the port's rules in order, above the bridge rules.
+  std::vector<std::vector<std::string>> specs = RulesFor(port, owner);
+  for (auto it = specs.rbegin(); it != specs.rend(); ++it) {
+    std::vector<std::string>& spec = *it;
+    std::vector<std::string> args = {"-I", chain_, "1"};
     args.insert(args.end(), spec.begin(), spec.end());
     if (Status s = Iptables(args); !s) {
       rules_[port] = std::move(added);  // so that Release takes back what went in

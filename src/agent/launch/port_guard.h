@@ -12,9 +12,12 @@
 //   --uid-owner T-4294967294      REJECT --reject-with tcp-reset   every other tenant id
 // where T is the first tenant uid (the sandbox range's base, below every container block).
 // carve's own processes (the router, the agent's health probes) run below T and pass, as does
-// every host user. The owner match sees locally created sockets only, which is what a sandboxed
-// process on the node has; a container in its own network namespace cannot reach the node's
-// loopback at all. docs/security.md, "The network".
+// every host user. Below every port's rules, the chain ends with a reject of tenant ids leaving
+// through a container bridge (podman+, cni-podman+, docker+): nobody's process reaches a
+// container's bridge address directly, while a port published on 127.0.0.1 lets its own account
+// through by the port's RETURN. The owner match sees locally created sockets only, which is
+// what a sandboxed process on the node has; a container in its own network namespace cannot
+// reach the node's loopback at all. docs/security.md, "The network".
 #pragma once
 
 #include <cstdint>
@@ -81,6 +84,7 @@ class PortGuard {
   // `iptables -w 5 <args>`; FailedPrecondition naming the command when it exits non-zero.
   Status Iptables(std::vector<std::string> args);
   std::vector<std::vector<std::string>> RulesFor(int port, const PortOwner& owner) const;
+  std::vector<std::vector<std::string>> BridgeRules() const;
 
   std::string iptables_;
   std::string chain_;

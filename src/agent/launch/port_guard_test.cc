@@ -16,7 +16,7 @@ using Argv = std::vector<std::string>;
 struct FakeIptables {
   std::map<std::string, std::vector<Argv>> chains{{"OUTPUT", {}}};
   std::vector<Argv> calls;
-  int fail_appends_after = -1;  // >= 0: that many -A succeed, then they fail
+  int fail_inserts_after = -1;  // >= 0: that many -I succeed, then they fail
 
   CommandRunner Runner() {
     return [this](const Argv& argv) -> Result<CommandOutcome> { return Run(argv); };
@@ -41,6 +41,13 @@ struct FakeIptables {
       rules.clear();
       return CommandOutcome{};
     }
+    if (op == "-I") {  // -I CHAIN 1 RULE...: at the top
+      if (argv.size() < 6 || argv[5] != "1") return CommandOutcome{2, "only -I CHAIN 1"};
+      if (fail_inserts_after == 0) return CommandOutcome{4, "iptables: Resource busy"};
+      if (fail_inserts_after > 0) --fail_inserts_after;
+      rules.insert(rules.begin(), Argv(argv.begin() + 6, argv.end()));
+      return CommandOutcome{};
+    }
     auto found = std::find(rules.begin(), rules.end(), rule);
     if (op == "-C") return CommandOutcome{found == rules.end() ? 1 : 0, ""};
     if (op == "-D") {
@@ -49,8 +56,6 @@ struct FakeIptables {
       return CommandOutcome{};
     }
     if (op == "-A") {
-      if (fail_appends_after == 0) return CommandOutcome{4, "iptables: Resource busy"};
-      if (fail_appends_after > 0) --fail_appends_after;
       rules.push_back(rule);
       return CommandOutcome{};
     }
@@ -68,6 +73,22 @@ Argv Rule(int port, const std::string& ids, Argv target) {
 const Argv kReturn = {"-j", "RETURN"};
 const Argv kReset = {"-j", "REJECT", "--reject-with", "tcp-reset"};
 
+// The chain's end: no tenant id out through a container bridge.
+std::vector<Argv> Bridges() {
+  std::vector<Argv> out;
+  for (const char* bridge : {"podman+", "cni-podman+", "docker+"}) {
+    out.push_back(
+        {"-o", bridge, "-m", "owner", "--uid-owner", "200000-4294967294", "-j", "REJECT"});
+  }
+  return out;
+}
+
+// `rules`, then the bridge rules.
+std::vector<Argv> Chain(std::vector<Argv> rules) {
+  for (auto& b : Bridges()) rules.push_back(std::move(b));
+  return rules;
+}
+
 TEST(PortGuard, MakesItsChainAndHooksItIntoOutputOnce) {
   FakeIptables ipt;
   auto g = PortGuard::Create("/usr/sbin/iptables", "CARVE-0000ABCD", 200000, ipt.Runner());
@@ -78,7 +99,7 @@ TEST(PortGuard, MakesItsChainAndHooksItIntoOutputOnce) {
   ASSERT_TRUE((*g)->Guard(40001, {200000, {1u << 30, 65536}}).ok());
   auto again = PortGuard::Create("/usr/sbin/iptables", "CARVE-0000ABCD", 200000, ipt.Runner());
   ASSERT_TRUE(again.has_value()) << again.error().message;
-  EXPECT_TRUE(ipt.chains["CARVE-0000ABCD"].empty());
+  EXPECT_EQ(ipt.chains["CARVE-0000ABCD"], Bridges());
   EXPECT_EQ(ipt.chains["OUTPUT"].size(), 1u);
 }
 
@@ -87,13 +108,17 @@ TEST(PortGuard, LetsTheOwnersIdsThroughAndResetsEveryOtherTenantId) {
   auto g = PortGuard::Create("/usr/sbin/iptables", "CARVE-1", 200000, ipt.Runner());
   ASSERT_TRUE(g.has_value());
   ASSERT_TRUE((*g)->Guard(40001, {200003, {1073938432, 65536}}).ok());
-  EXPECT_EQ(ipt.chains["CARVE-1"], (std::vector<Argv>{Rule(40001, "200003", kReturn),
-                                                      Rule(40001, "1073938432-1074003967", kReturn),
-                                                      Rule(40001, "200000-4294967294", kReset)}));
-  // Without a container block (docker, or none): the process uid only.
+  EXPECT_EQ(ipt.chains["CARVE-1"],
+            Chain({Rule(40001, "200003", kReturn), Rule(40001, "1073938432-1074003967", kReturn),
+                   Rule(40001, "200000-4294967294", kReset)}));
+  // Without a container block (docker, or none): the process uid only. A new port's rules go
+  // on top, the bridge rules stay last.
   ASSERT_TRUE((*g)->Guard(40002, {200004, {}}).ok());
-  EXPECT_EQ(ipt.chains["CARVE-1"].size(), 5u);
-  EXPECT_EQ(ipt.chains["CARVE-1"][3], Rule(40002, "200004", kReturn));
+  ASSERT_EQ(ipt.chains["CARVE-1"].size(), 8u);
+  EXPECT_EQ(ipt.chains["CARVE-1"][0], Rule(40002, "200004", kReturn));
+  EXPECT_EQ(ipt.chains["CARVE-1"][1], Rule(40002, "200000-4294967294", kReset));
+  EXPECT_EQ(ipt.chains["CARVE-1"][2], Rule(40001, "200003", kReturn));
+  EXPECT_EQ(ipt.chains["CARVE-1"][5], Bridges()[0]);
 }
 
 TEST(PortGuard, ReleaseRemovesOnlyThatPortsRulesAndGuardReplacesThem) {
@@ -103,27 +128,27 @@ TEST(PortGuard, ReleaseRemovesOnlyThatPortsRulesAndGuardReplacesThem) {
   ASSERT_TRUE((*g)->Guard(40001, {200000, {}}).ok());
   ASSERT_TRUE((*g)->Guard(40002, {200001, {}}).ok());
   (*g)->Release(40001);
-  EXPECT_EQ(ipt.chains["CARVE-1"], (std::vector<Argv>{Rule(40002, "200001", kReturn),
-                                                      Rule(40002, "200000-4294967294", kReset)}));
+  EXPECT_EQ(ipt.chains["CARVE-1"],
+            Chain({Rule(40002, "200001", kReturn), Rule(40002, "200000-4294967294", kReset)}));
   ASSERT_TRUE((*g)->Guard(40002, {200005, {}}).ok());  // the port changed hands
-  EXPECT_EQ(ipt.chains["CARVE-1"], (std::vector<Argv>{Rule(40002, "200005", kReturn),
-                                                      Rule(40002, "200000-4294967294", kReset)}));
+  EXPECT_EQ(ipt.chains["CARVE-1"],
+            Chain({Rule(40002, "200005", kReturn), Rule(40002, "200000-4294967294", kReset)}));
   (*g)->Release(40002);
   (*g)->Release(40002);  // twice: nothing to do
-  EXPECT_TRUE(ipt.chains["CARVE-1"].empty());
+  EXPECT_EQ(ipt.chains["CARVE-1"], Bridges());
 }
 
 TEST(PortGuard, AGuardThatFailsPartWayLeavesNothingAndSaysWhy) {
   FakeIptables ipt;
   auto g = PortGuard::Create("/usr/sbin/iptables", "CARVE-1", 200000, ipt.Runner());
   ASSERT_TRUE(g.has_value());
-  ipt.fail_appends_after = 1;  // the owner's RETURN goes in, the reset does not
+  ipt.fail_inserts_after = 1;  // the reset goes in (last first), the owner's RETURN does not
   Status s = (*g)->Guard(40001, {200000, {}});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(s.error().message.find("Resource busy"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("--ctorigdstport 40001"), std::string::npos);
-  EXPECT_TRUE(ipt.chains["CARVE-1"].empty());
+  EXPECT_EQ(ipt.chains["CARVE-1"], Bridges());
 }
 
 TEST(PortGuard, RefusesAChainNameIptablesWouldNot) {
