@@ -13,6 +13,7 @@ carve_test(agent_node_test
   SRCS ${node_dir}/backoff_test.cc ${node_dir}/busy_rate_test.cc ${node_dir}/node_identity_test.cc
        ${node_dir}/control_plane_test.cc ${node_dir}/fence_test.cc ${node_dir}/gpu_applier_test.cc
        ${node_dir}/workload_command_test.cc ${node_dir}/workload_manager_test.cc
+       ${node_dir}/workload_share_test.cc ${node_dir}/workload_adoption_test.cc
        ${node_dir}/workload_sandbox_test.cc ${node_dir}/node_credential_test.cc
        ${node_dir}/share_guard_test.cc ${node_dir}/agent_test.cc
   DEPS carve_agent)
