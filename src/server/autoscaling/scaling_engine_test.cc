@@ -53,6 +53,36 @@ TEST_F(AutoScalingServiceTest, LoadAboveTheTargetScalesOutOnceItLastedTheEvaluat
   EXPECT_EQ(resources_.sets[1], 10);  // ceil(3 * 120 / 10) = 36, held to MaxCapacity.
 }
 
+// docs/autoscaling.md, "High": every datapoint of the window must be above the target, not their
+// mean. One empty datapoint among full ones holds the scale-out until it leaves the window.
+TEST_F(AutoScalingServiceTest, OneDatapointBelowTheTargetHoldsAScaleOutUntilItLeavesTheWindow) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10);  // Invocations per copy per minute.
+  Traffic(5, 2);         // 30 per minute: the base sample, then one datapoint of 30
+  Traffic(0, 1);         // a datapoint of 0
+  Traffic(5, 1);         // 30, 0, 30: a mean of 20 is above 10, but one datapoint is not
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(5, 1);  // 0, 30, 30
+  EXPECT_TRUE(resources_.sets.empty());
+  Traffic(5, 1);  // 30, 30, 30
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});  // ceil(1 * 30 / 10)
+}
+
+// docs/autoscaling.md, "High": the new capacity is ceil(capacity * mean / TargetValue), the mean
+// of the window's datapoints: not the last, the largest or the smallest of them.
+TEST_F(AutoScalingServiceTest, TheNewCapacityFollowsTheMeanOfTheWindowsDatapoints) {
+  Register(1, 10);
+  resources_.sets.clear();
+  TrackInvocations(10);
+  Traffic(9, 1);  // the base sample
+  Traffic(2, 1);  // 12 per minute
+  Traffic(4, 1);  // 24
+  Traffic(6, 1);  // 36: every datapoint above 10, their mean 24
+  // ceil(1 * 24 / 10) = 3; the last or largest (36) would give 4, the smallest (12) 2.
+  EXPECT_EQ(resources_.sets, std::vector<int>{3});
+}
+
 TEST_F(AutoScalingServiceTest, TheHighResolutionMetricScalesOutAfterItsShorterWindow) {
   Register(1, 10);
   json b = Key();
