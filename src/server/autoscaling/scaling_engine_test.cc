@@ -83,6 +83,20 @@ TEST_F(AutoScalingServiceTest, TheNewCapacityFollowsTheMeanOfTheWindowsDatapoint
   EXPECT_EQ(resources_.sets, std::vector<int>{3});
 }
 
+// docs/autoscaling.md, the metric table: invocations per copy are divided by the desired copy
+// count, not the copies serving. Two of four desired copies serve: 60 invocations a minute are
+// 15 per desired copy (under the target of 20) though 30 per serving copy.
+TEST_F(AutoScalingServiceTest, InvocationsPerCopyAreDividedByTheDesiredCopies) {
+  Register(1, 10);
+  resources_.capacity[kIc] = {4, 2, "ep", ""};
+  resources_.sets.clear();
+  TrackInvocations(20);
+  Traffic(10, 4);  // 60 per minute over the whole 30 s window
+  EXPECT_TRUE(resources_.sets.empty());  // by the serving copies: ceil(4 * 30 / 20) = 6
+  Traffic(20, 4);  // 120 per minute: 30 per desired copy
+  EXPECT_EQ(resources_.sets, std::vector<int>{6});  // ceil(4 * 30 / 20)
+}
+
 TEST_F(AutoScalingServiceTest, TheHighResolutionMetricScalesOutAfterItsShorterWindow) {
   Register(1, 10);
   json b = Key();
