@@ -429,6 +429,22 @@ TEST_F(AutoScalingServiceTest, AnActivityIsInProgressUntilTheCopiesServe) {
   EXPECT_TRUE(a[0].contains("EndTime"));
 }
 
+// docs/autoscaling.md, "Activities": a later activity that changes the capacity first marks an
+// activity still InProgress Overridden; the later one stays InProgress until its copies serve.
+TEST_F(AutoScalingServiceTest, ALaterActivityOverridesOneStillInProgress) {
+  Register(1, 10);
+  TrackInvocations(10);
+  resources_.instant = false;  // No copy ever serves.
+  Traffic(5, 4);               // 1 -> 3
+  Traffic(60, 7);              // past the 60 s cooldown: 3 -> 10
+  ASSERT_EQ(resources_.sets, (std::vector<int>{3, 10}));
+  Traffic(0, 1);
+  std::map<std::string, std::string> status;
+  for (const json& a : Activities()) status[a["Description"]] = a["StatusCode"];
+  EXPECT_EQ(status["Setting desired copy count to 3."], "Overridden");
+  EXPECT_EQ(status["Setting desired copy count to 10."], "InProgress");
+}
+
 TEST_F(AutoScalingServiceTest, ACustomizedMetricNamesOneOfCarvesOwnSeries) {
   Register(1, 10);
   resources_.sets.clear();
