@@ -2,6 +2,7 @@
 // AgentNodeDriver, copies become workloads in each node's desired state and count only once
 // their agent reports them running, and a NotReady node's copies are rescheduled. The agents are
 // played in-process by a pump thread that applies every desired state at once.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -98,7 +99,10 @@ class AgentModeTest : public ::testing::Test {
       Pump();
     }
   }
-  void Deploy(const std::string& image, int copies, json startup = nullptr) {
+  // `startup`: the Specification's StartupParameters; `variant_timeout_s` (> 0): the variant's
+  // ContainerStartupHealthCheckTimeoutInSeconds.
+  void Deploy(const std::string& image, int copies, json startup = nullptr,
+              int variant_timeout_s = 0) {
     Ok("CreateModel", {{"ModelName", "m"},
                        {"PrimaryContainer",
                         {{"Image", image},
@@ -111,6 +115,9 @@ class AgentModeTest : public ::testing::Test {
                     {"InferenceAmiVersion", "al2-ami-sagemaker-inference-gpu-2"},
                     {"AcceleratorPartitionLayouts",
                      {{{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-3g.20gb"}}}}}};
+    if (variant_timeout_s > 0) {
+      variant["ContainerStartupHealthCheckTimeoutInSeconds"] = variant_timeout_s;
+    }
     Ok("CreateEndpointConfig", {{"EndpointConfigName", "ep"}, {"ProductionVariants", {variant}}});
     Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});
     Settle();
@@ -129,6 +136,27 @@ class AgentModeTest : public ::testing::Test {
     Settle();
   }
   json Describe() { return Ok("DescribeInferenceComponent", {{"InferenceComponentName", "ic"}}); }
+  // `seconds` pass, one at a time; the agents keep reporting, so the nodes stay Ready.
+  void Wait(int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      clock_.Advance(1s);
+      Pump();
+    }
+    Settle();
+  }
+  // A copy that never answers /ping is still Creating `timeout_s` seconds after it was placed,
+  // and Failed a second later, naming that timeout.
+  void ExpectStartupTimeout(int timeout_s) {
+    Wait(timeout_s);
+    ASSERT_EQ(Describe()["InferenceComponentStatus"], "Creating") << "failed before " << timeout_s;
+    Wait(1);
+    json d = Describe();
+    ASSERT_EQ(d["InferenceComponentStatus"], "Failed") << d.dump();
+    EXPECT_NE(std::string(d["FailureReason"])
+                  .find(fmt::format("within the {} s startup health-check timeout", timeout_s)),
+              std::string::npos)
+        << d.dump();
+  }
   std::vector<protocol::WorkloadDesired> Workloads(const std::string& node) {
     return registry_.WaitDesired(node, registry_.epoch(), 0, 0ms)->workloads;
   }
@@ -183,16 +211,9 @@ TEST_F(AgentModeTest, ACopyThatNeverAnswersPingFailsAtTheStartupTimeout) {
   serving_ = false;  // Its process runs, but /ping never answers 200.
   Deploy("carve/testmodel", 1, {{"ContainerStartupHealthCheckTimeoutInSeconds", 60}});
   EXPECT_EQ(Describe()["InferenceComponentStatus"], "Creating");
-  auto wait = [&](int seconds) {  // The agents keep reporting, so the nodes stay Ready.
-    for (int i = 0; i < seconds; ++i) {
-      clock_.Advance(1s);
-      Pump();
-    }
-    Settle();
-  };
-  wait(60);
+  Wait(60);
   EXPECT_EQ(Describe()["InferenceComponentStatus"], "Creating");  // Not before the timeout.
-  wait(1);
+  Wait(1);
   json d = Describe();
   EXPECT_EQ(d["InferenceComponentStatus"], "Failed") << d.dump();
   EXPECT_NE(
@@ -201,6 +222,25 @@ TEST_F(AgentModeTest, ACopyThatNeverAnswersPingFailsAtTheStartupTimeout) {
                 "timeout; it is starting"),
       std::string::npos)
       << d.dump();
+}
+
+// docs/endpoint-lifecycle.md: the Specification's startup timeout, else the variant's, else 600 s.
+TEST_F(AgentModeTest, TheStartupTimeoutIsTheSpecificationsThenTheVariantsThen600Seconds) {
+  serving_ = false;
+  Deploy("carve/testmodel", 1, {{"ContainerStartupHealthCheckTimeoutInSeconds", 60}}, 90);
+  ExpectStartupTimeout(60);
+}
+
+TEST_F(AgentModeTest, TheVariantsStartupTimeoutHoldsWhereTheSpecificationNamesNone) {
+  serving_ = false;
+  Deploy("carve/testmodel", 1, nullptr, 90);
+  ExpectStartupTimeout(90);
+}
+
+TEST_F(AgentModeTest, WithNoStartupTimeoutNamedACopyHas600Seconds) {
+  serving_ = false;
+  Deploy("carve/testmodel", 1);
+  ExpectStartupTimeout(600);
 }
 
 TEST_F(AgentModeTest, CopiesRunAsWorkloadsBoundToTheirPartition) {
