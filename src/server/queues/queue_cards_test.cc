@@ -88,6 +88,25 @@ TEST(QueueCards, SpreadsSharesOverCardsWithSpread) {
   EXPECT_EQ(used.size(), 4u);
 }
 
+// docs/mgpu.md: BINPACK fills the fullest card that fits first, SPREAD the emptiest. Cards at
+// core 40, 10, 70 and 0: a first-fit or round-robin placement picks other cards.
+TEST(QueueCards, BinpackPicksTheFullestCardThatFitsAndSpreadTheEmptiest) {
+  QueueCards cards = Cards(1, "ml.g5.12xlarge");  // 4 cards
+  auto place = [&](int core, core::Strategy strategy) {
+    JobRecord j = Job(1, core, 1000);
+    EXPECT_TRUE(cards.PlaceJob(j, strategy, false).complete) << core;
+    return j.tasks[0].gpus.at(0);
+  };
+  EXPECT_EQ(place(40, core::Strategy::kSpread), 0);  // all empty: the first
+  EXPECT_EQ(place(10, core::Strategy::kSpread), 1);  // the emptiest: 1, 2 and 3 at 0
+  EXPECT_EQ(place(70, core::Strategy::kSpread), 2);
+  EXPECT_EQ(place(20, core::Strategy::kBinpack), 2);  // 70 is the fullest that fits: 90
+  EXPECT_EQ(place(35, core::Strategy::kBinpack), 0);  // 90 does not fit 35; 40 is next: 75
+  EXPECT_EQ(place(5, core::Strategy::kSpread), 3);    // 75, 10, 90, 0: the emptiest
+  EXPECT_EQ(place(5, core::Strategy::kSpread), 3);    // 75, 10, 90, 5
+  EXPECT_EQ(place(10, core::Strategy::kSpread), 1);   // 75, 10, 90, 10: a tie, the lower card
+}
+
 TEST(QueueCards, GangPlacesNothingWhenNotEveryTaskFits) {
   QueueCards cards = Cards(2);
   JobRecord first = Job(1, 60, 1000);
