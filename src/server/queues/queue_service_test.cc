@@ -108,6 +108,24 @@ TEST_F(QueueServiceTest, PlacesTwentyTasksOfCore30ThreeToACardAndPublishesTheirS
   EXPECT_EQ(desired[0].environment.at("CARVE_MGPU_CORE_PERCENT"), "30");
 }
 
+// docs/mgpu.md: a queue's strategy "can be changed later", and the next placement follows it.
+TEST_F(QueueServiceTest, AStrategyChangeAppliesToTheNextPlacement) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);  // BINPACK
+  auto card_of = [&](const JobRecord& submitted) {
+    service_->ReconcileOnce();
+    JobRecord j = Get("q1", submitted.id);
+    EXPECT_EQ(j.state, JobState::kRunning) << j.reason;
+    return j.tasks.empty() || j.tasks[0].gpus.empty() ? -1 : j.tasks[0].gpus[0];
+  };
+  const std::string share = "emr.serverless.mgpu.core=30;emr.serverless.mgpu.memory=1000;";
+  const int first = card_of(Submit("q1", share));
+  EXPECT_EQ(card_of(Submit("q1", share)), first);  // BINPACK: beside the first
+  auto q = service_->UpdateQueue(kAccount, "q1", nlohmann::json{{"strategy", "SPREAD"}});
+  ASSERT_TRUE(q.has_value()) << q.error().message;
+  EXPECT_EQ(q->strategy, core::Strategy::kSpread);
+  EXPECT_NE(card_of(Submit("q1", share)), first);  // SPREAD: an empty card
+}
+
 // A share given only a core percentage gets memory in proportion to it (docs/mgpu.md), and the
 // agent is told that quota: a share published with memory 0 would get the whole card.
 TEST_F(QueueServiceTest, ACoreOnlyShareIsPublishedWithMemoryInProportionToItsCore) {
