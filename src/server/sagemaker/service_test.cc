@@ -288,6 +288,52 @@ TEST_F(ServiceTest, AnEndpointInProgressIsNeitherUpdatedNorDeleted) {
   Ok("DeleteEndpoint", {{"EndpointName", "ep"}});
 }
 
+// docs/api.md: UpdateEndpoint keeps an endpoint's variants and their instance types; a config
+// without one of its variants, with more of them, or with another instance type is a
+// ValidationException naming what differs, and nothing changes.
+TEST_F(ServiceTest, UpdateEndpointKeepsTheVariantsAndTheirInstanceTypes) {
+  SeedEndpoint();
+  auto variant = [](const std::string& name, const std::string& type) {
+    json v = {{"VariantName", name}, {"InstanceType", type}, {"InitialInstanceCount", 1}};
+    if (type == "ml.p4d.24xlarge") {
+      v["AcceleratorPartitionLayouts"] = {
+          {{"AcceleratorPartitionTypes", {"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"}}}};
+    }
+    return v;
+  };
+  Ok("CreateEndpointConfig", {{"EndpointConfigName", "renamed"},
+                              {"ProductionVariants", {variant("Other", "ml.p4d.24xlarge")}}});
+  Ok("CreateEndpointConfig",
+     {{"EndpointConfigName", "two"},
+      {"ProductionVariants",
+       {variant("AllTraffic", "ml.p4d.24xlarge"), variant("Second", "ml.p4d.24xlarge")}}});
+  Ok("CreateEndpointConfig", {{"EndpointConfigName", "whole-p5"},
+                              {"ProductionVariants", {variant("AllTraffic", "ml.p5.48xlarge")}}});
+  Ok("CreateEndpointConfig", {{"EndpointConfigName", "whole-g5"},
+                              {"ProductionVariants", {variant("AllTraffic", "ml.g5.48xlarge")}}});
+  Ok("CreateEndpoint", {{"EndpointName", "whole"}, {"EndpointConfigName", "whole-p5"}});
+  Settle();
+  ASSERT_EQ(Status("ep"), "InService");
+  ASSERT_EQ(Status("whole"), "InService");
+  for (const auto& [endpoint, config, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ep", "renamed",
+            "Endpoint configuration renamed has no variant AllTraffic, which "
+            "endpoint ep runs"},
+           {"ep", "two", "Endpoint configuration two has 2 variants; endpoint ep runs 1."},
+           {"whole", "whole-g5",
+            "Variant AllTraffic of endpoint whole runs ml.p5.48xlarge; "
+            "endpoint configuration whole-g5 asks for ml.g5.48xlarge."}}) {
+    ApiResponse r =
+        Call("UpdateEndpoint", {{"EndpointName", endpoint}, {"EndpointConfigName", config}});
+    EXPECT_EQ(r.error_type, "ValidationException") << config;
+    EXPECT_NE(r.body.find(says), std::string::npos) << r.body;
+    json d = Ok("DescribeEndpoint", {{"EndpointName", endpoint}});
+    EXPECT_EQ(d["EndpointStatus"], "InService") << config;
+    EXPECT_NE(d["EndpointConfigName"], config);
+  }
+}
+
 // A SageMaker instance type without a GPU (a CPU type) is told apart from a name AWS does not
 // have: only the second is an enum violation.
 TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
