@@ -75,7 +75,7 @@ class AgentModeTest : public ::testing::Test {
             ws.state = serving_ ? "running" : "starting";
             if (crashing_) {  // Exits at once, every time: the agent backs off between restarts.
               ws.state = "backoff";
-              ws.restarts = 2;
+              ws.restarts = crash_restarts_;
               ws.message = "exited with status 3, restarting in 4000 ms";
               ws.ever_healthy = served_before_;
               ws.log_tail = "ImportError: No module named 'vllm'";
@@ -171,6 +171,7 @@ class AgentModeTest : public ::testing::Test {
   std::set<std::string> healthy_;  // Guarded by mu_, which Pump holds throughout.
   std::atomic<bool> serving_{true};
   std::atomic<bool> crashing_{false};
+  std::atomic<int> crash_restarts_{2};  // restarts a crashing copy reports: 2 is its third exit
   std::atomic<bool> served_before_{false};
   std::atomic<bool> node_b_misreports_{false};
   std::atomic<bool> stop_{false};
@@ -195,6 +196,21 @@ TEST_F(AgentModeTest, ANewComponentWhoseCopiesCrashFailsNamingTheCopyItsNodeAndI
   EXPECT_TRUE(Workloads("node-a").empty());
   EXPECT_TRUE(Workloads("node-b").empty());
   EXPECT_EQ(Describe()["InferenceComponentStatus"], "Failed");
+}
+
+// docs/endpoint-lifecycle.md: a copy fails the component when it "exits 3 times without passing a
+// health check": after its second exit (1 restart) it is still given its chance.
+TEST_F(AgentModeTest, ACopyFailsItsComponentOnItsThirdExitNotItsSecond) {
+  crashing_ = true;
+  crash_restarts_ = 1;
+  Deploy("carve/testmodel", 1);
+  json d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Creating") << d.dump();
+  EXPECT_FALSE(d.contains("FailureReason")) << d.dump();
+  crash_restarts_ = 2;
+  Wait(1);
+  d = Describe();
+  EXPECT_EQ(d["InferenceComponentStatus"], "Failed") << d.dump();
 }
 
 TEST_F(AgentModeTest, ACopyThatServedBeforeKeepsRestartingWithBackoff) {
