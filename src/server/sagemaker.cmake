@@ -22,7 +22,7 @@ carve_test(sagemaker_test
        ${sm}/service_test.cc ${sm}/agent_mode_test.cc ${sm}/component_placement_test.cc
        ${sm}/migration_test.cc ${sm}/endpoint_lifecycle_test.cc ${sm}/workload_publisher_test.cc
        ${sm}/ops_test.cc ${sm}/deployment_test.cc ${sm}/rolling_update_test.cc
-       ${sm}/runtimes_test.cc
+       ${sm}/runtimes_test.cc ${sm}/refused_members_test.cc
   DEPS carve_sagemaker)
 target_compile_definitions(sagemaker_test PRIVATE
   CARVE_STORE_V1_FIXTURE="${PROJECT_SOURCE_DIR}/tests/fixtures/store_v1.sql")
