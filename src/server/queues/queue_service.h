@@ -128,6 +128,8 @@ class QueueService {
   const QueueOptions& options() const { return options_; }
   // Asks the reconciler for a pass soon (registry listener, API changes).
   void Wake();
+  // Passes the background reconciler has finished since Start.
+  uint64_t passes() const { return loop_.passes(); }
 
  private:
   struct QueueState {

@@ -1,5 +1,8 @@
 // QueueService end to end, queues and jobs: creation and claims, shares and their publication,
 // ordering, gang placement, deletion, restarts (the fixture: queue_service_test_fixture.h).
+#include <chrono>
+#include <thread>
+
 #include "server/queues/queue_service_test_fixture.h"
 
 namespace carve::server::queues {
@@ -39,6 +42,42 @@ TEST_F(QueueServiceTest, AnAccountPastItsQueueLimitIsRefused) {
                                    " already holds 1 queues, the most one account may hold; "
                                    "delete one first");
   EXPECT_FALSE(claims_.Find(NodeId("s2"))->owner.has_value());  // Nothing claimed for it.
+}
+
+// The limit is per account: another account's queues do not count toward it.
+TEST_F(QueueServiceTest, AnotherAccountsQueuesDoNotCountTowardTheLimit) {
+  QueueOptions o = Options();
+  o.max_queues_per_account = 1;
+  Restart(o);
+  CreateQueueRequest theirs;
+  theirs.name = "theirs";
+  theirs.instance_type = "ml.g5.xlarge";
+  theirs.count = 1;
+  ASSERT_TRUE(service_->CreateQueue("222222222222", theirs).has_value());
+  auto mine = TryQueue("q1", "ml.g5.xlarge", 1);
+  EXPECT_TRUE(mine.has_value()) << mine.error().message;
+}
+
+// A submitted job wakes the reconciler: it is placed at once, not at the next periodic pass.
+TEST_F(QueueServiceTest, ASubmittedJobIsPlacedWithoutWaitingForThePeriodicPass) {
+  QueueOptions o = Options();
+  o.reconcile_interval = std::chrono::hours(1);
+  Restart(o);
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  service_->Start();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (service_->passes() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // Its first pass, done.
+  }
+  ASSERT_GT(service_->passes(), 0u);
+  JobRecord job = Submit("q1", "emr.serverless.mgpu.core=30;");
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Get("q1", job.id).state == JobState::kPending &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  service_->Stop();
+  EXPECT_EQ(Get("q1", job.id).state, JobState::kRunning);
 }
 
 TEST_F(QueueServiceTest, AQueuePastItsUnfinishedJobLimitIsRefusedUntilOneEnds) {
@@ -104,6 +143,7 @@ TEST_F(QueueServiceTest, PlacesTwentyTasksOfCore30ThreeToACardAndPublishesTheirS
   EXPECT_EQ(desired[0].device.share->memory_mib, 1000);
   EXPECT_EQ(desired[0].device.share->enforcement, "interposer");
   EXPECT_EQ(desired[0].kind, "task");
+  EXPECT_TRUE(desired[0].ports.empty()) << "named ports are a Ray head's";
   EXPECT_FALSE(desired[0].health_check);
   EXPECT_EQ(desired[0].environment.at("CARVE_MGPU_CORE_PERCENT"), "30");
 }
@@ -164,6 +204,8 @@ TEST_F(QueueServiceTest, AQueueWithEnforcementNonePublishesUnenforcedShares) {
   auto stored = store_.Get({kAccount, "Queue", "q1"});
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(nlohmann::json::parse(stored->body)["enforcement"], "none");
+  Recovered();  // Read back from the store, not remembered.
+  EXPECT_EQ(service_->GetQueue(kAccount, "q1")->enforcement, Enforcement::kNone);
 }
 
 // A change of enforcement applies to the tasks placed after it (docs/mgpu.md): the running task
@@ -502,6 +544,7 @@ TEST_F(QueueServiceTest, ALostTaskWaitsWhenNoReadyNodeHasRoomAndReturnsWithItsNo
   service_->ReconcileOnce();
   job = Get("q1", job.id);
   EXPECT_EQ(job.tasks[0].state, TaskState::kPending);
+  EXPECT_TRUE(job.tasks[0].gpus.empty()) << "a waiting task holds no card of its lost node";
   EXPECT_EQ(job.tasks[1].state, TaskState::kPlaced);
   EXPECT_NE(job.reason.find("not schedulable"), std::string::npos) << job.reason;
   Report(lost, {});  // The agent is back.
