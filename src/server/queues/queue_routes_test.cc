@@ -93,6 +93,10 @@ TEST_F(QueueRoutesTest, AnswersBadRequestNamingTheFieldAndNotFoundAndConflict) {
   std::tie(status, body) = Call("PUT", "/v1/queues/q1", json{{"mgpu", false}});
   EXPECT_EQ(status, 400);
   EXPECT_NE(body["error"].get<std::string>().find("new queue"), std::string::npos);
+  // An update that applies answers 200 with the queue as it now is.
+  std::tie(status, body) = Call("PUT", "/v1/queues/q1", json{{"strategy", "SPREAD"}});
+  EXPECT_EQ(status, 200) << body.dump();
+  EXPECT_EQ(body["strategy"], "SPREAD");
 }
 
 // Issue 35: the queue parser dump()ed a caller's value recursively; a body nested 100,000 deep
