@@ -1,6 +1,7 @@
 // QueueService end to end, queues and jobs: creation and claims, shares and their publication,
 // ordering, gang placement, deletion, restarts (the fixture: queue_service_test_fixture.h).
 #include <chrono>
+#include <span>
 #include <thread>
 
 #include "server/queues/queue_service_test_fixture.h"
@@ -235,6 +236,31 @@ TEST_F(QueueServiceTest, AnEnforcementChangeAppliesOnlyToTasksPlacedAfterIt) {
   service_->ReconcileOnce();
   EXPECT_EQ(Get("q1", before.id).tasks[0].enforcement, Enforcement::kInterposer);
   EXPECT_EQ(enforcement_by_core(), want);
+}
+
+// A recovered queue whose node another owner took meanwhile is loaded without cards (its header
+// says so): a job is refused naming the node, and nothing is published on the other owner's.
+TEST_F(QueueServiceTest, ARecoveredQueueWhoseNodeWasTakenPlacesNothingThere) {
+  MakeQueue("q1", "ml.g5.48xlarge", 1, true);
+  service_.reset();
+  fresh_claims_ = std::make_unique<nodes::NodeClaims>();
+  nodes::SyncFromRegistry(registry_, *fresh_claims_);
+  const NodeId big("big");
+  ASSERT_TRUE(fresh_claims_
+                  ->ClaimSpecific(nodes::Owner::Endpoint(kAccount, "ep", "AllTraffic"),
+                                  std::span<const NodeId>(&big, 1))
+                  .ok());
+  service_ = std::make_unique<QueueService>(store_, registry_, *fresh_claims_, Options());
+  ASSERT_TRUE(service_->Recover().ok());
+  JobSubmission s;
+  s.command = {"/bin/true"};
+  s.parameters = "emr.serverless.mgpu.core=30;";
+  auto job = service_->SubmitJob(kAccount, "q1", s);
+  ASSERT_FALSE(job.has_value());
+  EXPECT_EQ(job.error().message,
+            "queue 'q1' could not re-claim its nodes (big) after a restart; see the server log");
+  service_->ReconcileOnce();
+  EXPECT_TRUE(Desired("big").empty());
 }
 
 TEST_F(QueueServiceTest, AcceptsAJobWithCore150AndFailsItWithTheRule) {
