@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace carve::core {
 namespace {
@@ -29,6 +33,50 @@ bool IsKnownKey(std::string_view key) {
   return std::any_of(kRoleKeys.begin(), kRoleKeys.end(), [key](const RoleKeys& r) {
     return key == r.core || key == r.memory || (!r.legacy_gpus.empty() && key == r.legacy_gpus);
   });
+}
+
+// Longer keys are no one's typo of a known one (the longest is 34 bytes); the distance below is
+// never computed past this.
+constexpr size_t kLongestNearMiss = 64;
+
+// Levenshtein distance of two short strings (kLongestNearMiss bounds both).
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known key nearest to `key`, and how far it is.
+std::pair<std::string_view, size_t> NearestKnownKey(std::string_view key) {
+  std::pair<std::string_view, size_t> best{"", SIZE_MAX};
+  for (const RoleKeys& r : kRoleKeys) {
+    for (std::string_view known : {r.core, r.memory, r.legacy_gpus}) {
+      if (known.empty()) continue;
+      const size_t d = EditDistance(key, known);
+      if (d < best.second) best = {known, d};
+    }
+  }
+  return best;
+}
+
+// An unknown key meant as an mGPU setting, which would otherwise pass through to the engine and
+// leave the task a whole card: one naming mgpu, or one a few edits from a known key (a typo of
+// serverless.custom.job.task.gpus). Spark's and Ray's own settings are neither.
+bool LooksLikeAnMgpuKey(std::string_view key) {
+  if (key.size() > kLongestNearMiss) return false;
+  std::string lower(key);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("mgpu") != std::string::npos || NearestKnownKey(lower).second <= 2;
 }
 
 // Walks the text keeping line and column (both 1-based).
@@ -243,6 +291,14 @@ Result<ParsedMgpuParams> ParseMgpuParams(std::string_view text) {
           fmt::format("line {}: {} is set again (first on line {}); the last "
                       "value applies",
                       p.line, p.key, it->second));
+    }
+    if (!IsKnownKey(p.key) && LooksLikeAnMgpuKey(p.key)) {
+      return InvalidArgument(fmt::format(
+          "line {}, column {}: {} is not an mGPU parameter; did you mean {}? (known: "
+          "emr.serverless.mgpu.core, .memory and serverless.custom.job.task.gpus; "
+          "serverless.ray.worker.mgpu.core, .memory and serverless.ray.worker.gpu.amount; "
+          "serverless.ray.head.mgpu.core and .memory)",
+          p.line, p.column, p.key, NearestKnownKey(p.key).first));
     }
     if (!IsKnownKey(p.key)) {
       out.warnings.push_back(fmt::format(

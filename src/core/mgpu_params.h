@@ -12,8 +12,10 @@
 //   custom task: emr.serverless.mgpu.core / .memory, legacy serverless.custom.job.task.gpus=N
 //   Ray worker:  serverless.ray.worker.mgpu.core / .memory, legacy
 //   serverless.ray.worker.gpu.amount=N Ray head:    serverless.ray.head.mgpu.core / .memory
-// A legacy N means core = N*100. Unknown keys are kept (they pass through to the engine) and
-// listed as warnings.
+// A legacy N means core = N*100. An unknown key that looks like an mGPU setting (it names
+// "mgpu", or lies within 2 edits of a known key) is refused, naming the nearest known key:
+// passed through, the typo would leave the task a whole card. Other unknown keys (Spark's, Ray's)
+// are kept (they pass through to the engine) and listed as warnings.
 #pragma once
 
 #include <optional>

@@ -137,6 +137,31 @@ TEST(ParseMgpuParams, KeepsUnknownKeysAndWarnsAboutThem) {
             std::string::npos);
 }
 
+// A typo of an mGPU key would pass through to the engine and leave the task a whole card: it is
+// refused, naming the nearest known key. Keys that are no mGPU setting still pass through.
+TEST(ParseMgpuParams, RefusesAnUnknownMgpuKeyNamingTheNearestKnownOne) {
+  for (const auto& [text, nearest] : std::vector<std::pair<std::string, std::string>>{
+           {"emr.serverless.mgpu.cores=30;", "emr.serverless.mgpu.core"},
+           {"emr.serverless.mgpu.mem=1000;", "emr.serverless.mgpu.memory"},
+           {"serverless.ray.worker.mgpu.memroy=4096;", "serverless.ray.worker.mgpu.memory"},
+           {"serverless.custom.job.task.gpu=1;", "serverless.custom.job.task.gpus"},
+           {"EMR.Serverless.MGPU.Core=30;", "emr.serverless.mgpu.core"}}) {
+    auto r = ParseMgpuParams("-- a typo\n" + text);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    const std::string key = text.substr(0, text.find('='));
+    EXPECT_NE(r.error().message.find("line 2, column 1: " + key +
+                                     " is not an mGPU parameter; did you mean " + nearest + "?"),
+              std::string::npos)
+        << r.error().message;
+  }
+  auto engine = ParseMgpuParams("spark.executor.memory=4g;\nserverless.ray.worker.num=3;");
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  EXPECT_EQ(engine->warnings.size(), 2u);
+  // A key far too long to be a typo of one is not measured (and passes through).
+  EXPECT_TRUE(ParseMgpuParams(std::string(100000, 'x') + "=1;").has_value());
+}
+
 TEST(ParseMgpuParams, WarnsWhenAKeyIsSetTwiceAndTheLastValueApplies) {
   auto r = CheckMgpuParams("emr.serverless.mgpu.core=30;\nemr.serverless.mgpu.core=60;\n");
   ASSERT_TRUE(r.has_value()) << r.error().message;

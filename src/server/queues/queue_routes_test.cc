@@ -142,6 +142,18 @@ TEST_F(QueueRoutesTest, AcceptsARuleBreakingJobAsFailedAndShowsItsReason) {
             std::string::npos);
   std::tie(status, body) = Call("POST", "/v1/queues/q1/jobs/" + id + "/cancel");
   EXPECT_EQ(status, 409);
+  // A misspelt mGPU key fails the job the same way, naming the key it meant (docs/mgpu.md), where
+  // it used to pass through and leave the task a whole card.
+  std::tie(status, body) =
+      Call("POST", "/v1/queues/q1/jobs",
+           json{{"command", "true"}, {"parameters", "emr.serverless.mgpu.cores=30;"}});
+  EXPECT_EQ(status, 201);
+  EXPECT_EQ(body["state"], "Failed");
+  EXPECT_EQ(body["reason"],
+            "parameters: line 1, column 1: emr.serverless.mgpu.cores is not an mGPU parameter; did "
+            "you mean emr.serverless.mgpu.core? (known: emr.serverless.mgpu.core, .memory and "
+            "serverless.custom.job.task.gpus; serverless.ray.worker.mgpu.core, .memory and "
+            "serverless.ray.worker.gpu.amount; serverless.ray.head.mgpu.core and .memory)");
 }
 
 TEST_F(QueueRoutesTest, RefusesToDeleteAQueueWithARunningJob) {
