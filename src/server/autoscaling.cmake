@@ -4,7 +4,7 @@
 set(as ${CMAKE_CURRENT_SOURCE_DIR}/autoscaling)
 carve_library(carve_autoscaling
   SRCS ${as}/scaling_records.cc ${as}/autoscaling_ops.cc ${as}/scaling_engine.cc
-  DEPS carve_sagemaker carve_runtime carve_store nlohmann_json::nlohmann_json fmt::fmt
+  DEPS carve_aws carve_runtime carve_store nlohmann_json::nlohmann_json fmt::fmt
        spdlog::spdlog Threads::Threads)
 
 carve_test(autoscaling_test

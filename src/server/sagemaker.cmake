@@ -3,7 +3,7 @@
 # lifecycle, component placement (on the nodes' pools) and workload publishing.
 set(sm ${CMAKE_CURRENT_SOURCE_DIR}/sagemaker)
 carve_library(carve_sagemaker
-  SRCS ${sm}/validator.cc ${sm}/string_patterns.cc ${sm}/aws_error.cc ${sm}/resources.cc ${sm}/variant.cc
+  SRCS ${sm}/aws_error.cc ${sm}/resources.cc ${sm}/variant.cc
        ${sm}/inference_ami.cc
        ${sm}/statuses.cc ${sm}/endpoint_record.cc ${sm}/component_record.cc ${sm}/copy_record.cc
        ${sm}/deployment.cc
@@ -13,12 +13,12 @@ carve_library(carve_sagemaker
        ${sm}/component_rollout.cc
        ${sm}/workload_publisher.cc ${sm}/runtimes.cc ${sm}/route_table.cc
        ${sm}/service.cc ${sm}/service_views.cc
-  DEPS carve_catalog carve_layout carve_placement carve_store carve_nodes carve_server_infra
+  DEPS carve_aws carve_catalog carve_layout carve_placement carve_store carve_nodes carve_server_infra
        carve_launch_inputs
        nlohmann_json::nlohmann_json yaml-cpp fmt::fmt spdlog::spdlog Threads::Threads)
 
 carve_test(sagemaker_test
-  SRCS ${sm}/validator_test.cc ${sm}/string_patterns_test.cc ${sm}/aws_error_test.cc ${sm}/statuses_test.cc
+  SRCS ${sm}/name_rules_test.cc ${sm}/aws_error_test.cc ${sm}/statuses_test.cc
        ${sm}/service_test.cc ${sm}/agent_mode_test.cc ${sm}/component_placement_test.cc
        ${sm}/migration_test.cc ${sm}/endpoint_lifecycle_test.cc ${sm}/workload_publisher_test.cc
        ${sm}/ops_test.cc ${sm}/deployment_test.cc ${sm}/rolling_update_test.cc

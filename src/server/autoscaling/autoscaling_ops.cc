@@ -7,20 +7,20 @@
 #include <random>
 #include <set>
 
+#include "aws/validator.h"
 #include "common/bounded_json.h"
 #include "server/autoscaling/autoscaling_service.h"
-#include "server/sagemaker/validator.h"
 #include "store/commit_in_steps.h"
 
 namespace carve::server::autoscaling {
 
+using aws::EnumRule;
+using aws::LengthRule;
+using aws::MemberPath;
+using aws::StringRule;
+using aws::UnsupportedMember;
+using aws::Validator;
 using nlohmann::json;
-using sagemaker::EnumRule;
-using sagemaker::LengthRule;
-using sagemaker::MemberPath;
-using sagemaker::StringRule;
-using sagemaker::UnsupportedMember;
-using sagemaker::Validator;
 
 namespace {
 
@@ -228,7 +228,7 @@ void ValidateCustom(Validator& v, const json& cm, const std::string& p,
   v.String(cm, "Unit", p, LengthRule(1, 64), false);
   if (const json* dims = v.List(cm, "Dimensions", p, 0, 30, false)) {
     for (size_t i = 0; i < dims->size(); ++i) {
-      const std::string dp = sagemaker::ElementPath(MemberPath(p, "Dimensions"), i);
+      const std::string dp = aws::ElementPath(MemberPath(p, "Dimensions"), i);
       v.String((*dims)[i], "Name", dp, LengthRule(1, 255), true);
       v.String((*dims)[i], "Value", dp, LengthRule(0, 1024), true);
     }
@@ -304,10 +304,10 @@ void ValidateStep(Validator& v, const json& c, const ScalableKey& key) {
   const json* steps = v.List(c, "StepAdjustments", p, 1, 20, true);
   if (steps == nullptr) return;
   for (size_t i = 0; i < steps->size(); ++i) {
-    const std::string sp = sagemaker::ElementPath(MemberPath(p, "StepAdjustments"), i);
+    const std::string sp = aws::ElementPath(MemberPath(p, "StepAdjustments"), i);
     const json& s = (*steps)[i];
     if (!s.is_object()) {
-      v.Fail(sp, JsonPreview(s, sagemaker::kMaxShownValueBytes), "Member must be a structure");
+      v.Fail(sp, JsonPreview(s, aws::kMaxShownValueBytes), "Member must be a structure");
       continue;
     }
     v.Number(s, "MetricIntervalLowerBound", sp, {}, false);

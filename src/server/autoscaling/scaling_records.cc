@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "aws/string_patterns.h"
 #include "common/bounded_json.h"
-#include "server/sagemaker/string_patterns.h"
 
 namespace carve::server::autoscaling {
 
@@ -15,7 +15,7 @@ using nlohmann::json;
 namespace {
 
 // SageMaker's resource names: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}.
-bool IsName(std::string_view s) { return sagemaker::MatchesEndpointName(s); }
+bool IsName(std::string_view s) { return aws::MatchesEndpointName(s); }
 
 // The value of `digits` decimal digits at the front of `s`, which it removes; -1 (and `s`
 // untouched) when they are not all digits.

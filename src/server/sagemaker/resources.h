@@ -8,8 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/sagemaker/string_patterns.h"
-#include "server/sagemaker/validator.h"
+#include "server/sagemaker/validation.h"
 
 namespace carve::server::sagemaker {
 

@@ -11,7 +11,7 @@
 #include "catalog/instance_type.h"
 #include "common/result.h"
 #include "core/layout.h"
-#include "server/sagemaker/validator.h"
+#include "server/sagemaker/validation.h"
 
 namespace carve::server::sagemaker {
 

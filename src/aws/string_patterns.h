@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-namespace carve::server::sagemaker {
+namespace carve::aws {
 
 // [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}  (EndpointName, EndpointConfigName, VariantName, hostnames)
 bool MatchesEndpointName(std::string_view s);
@@ -27,4 +27,4 @@ bool MatchesNoSpace(std::string_view s);
 // (https|s3)://([^/]+)/?(.*)|file:///.*|/.*  (ModelDataUrl; carve adds model data on the nodes)
 bool MatchesModelDataUrl(std::string_view s);
 
-}  // namespace carve::server::sagemaker
+}  // namespace carve::aws

@@ -20,7 +20,7 @@
 
 #include "common/result.h"
 
-namespace carve::server::sagemaker {
+namespace carve::aws {
 
 using nlohmann::json;
 
@@ -116,4 +116,4 @@ class Validator {
   std::vector<std::string> violations_;
 };
 
-}  // namespace carve::server::sagemaker
+}  // namespace carve::aws

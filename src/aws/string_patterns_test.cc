@@ -1,4 +1,4 @@
-#include "server/sagemaker/string_patterns.h"
+#include "aws/string_patterns.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace carve::server::sagemaker {
+namespace carve::aws {
 namespace {
 
 // Every string of up to `max_len` characters from `alphabet`, each after every prefix.
@@ -102,4 +102,4 @@ TEST(StringPatterns, MatchLongValuesWithoutRecursion) {
 }
 
 }  // namespace
-}  // namespace carve::server::sagemaker
+}  // namespace carve::aws

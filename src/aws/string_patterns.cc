@@ -1,8 +1,8 @@
-#include "server/sagemaker/string_patterns.h"
+#include "aws/string_patterns.h"
 
 #include <algorithm>
 
-namespace carve::server::sagemaker {
+namespace carve::aws {
 namespace {
 
 bool IsAlnum(char c) {
@@ -113,4 +113,4 @@ bool MatchesModelDataUrl(std::string_view s) {
   return !host.empty() && All(s, IsAny);
 }
 
-}  // namespace carve::server::sagemaker
+}  // namespace carve::aws

@@ -1,4 +1,4 @@
-#include "server/sagemaker/validator.h"
+#include "aws/validator.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "common/bounded_json.h"
 
-namespace carve::server::sagemaker {
+namespace carve::aws {
 namespace {
 
 std::string LowerCamel(std::string_view member) {
@@ -235,4 +235,4 @@ const json* Validator::List(const json& parent, std::string_view member,
   return v;
 }
 
-}  // namespace carve::server::sagemaker
+}  // namespace carve::aws
