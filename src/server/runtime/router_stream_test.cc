@@ -25,8 +25,14 @@ constexpr const char* kAccount = "111111111111";
 
 // Streams `events` as SSE, one chunk each; then ends normally, or cuts the connection when
 // `cut` is set.
+// A copy streaming `events` as server-sent events (then hanging up when `cut`), answering the
+// request's custom attributes as "seen=<them>", as a model container may.
 TestCopy::Handler Sse(std::vector<std::string> events, bool cut = false) {
-  return [events, cut](const httplib::Request&, httplib::Response& s) {
+  return [events, cut](const httplib::Request& q, httplib::Response& s) {
+    if (q.has_header("X-Amzn-SageMaker-Custom-Attributes")) {
+      s.set_header("X-Amzn-SageMaker-Custom-Attributes",
+                   "seen=" + q.get_header_value("X-Amzn-SageMaker-Custom-Attributes"));
+    }
     auto next = std::make_shared<size_t>(0);
     s.set_chunked_content_provider("text/event-stream",
                                    [events, cut, next](size_t, httplib::DataSink& sink) {
@@ -126,12 +132,16 @@ TEST_F(RouterStreamTest, RelaysEachSseEventAsAPayloadPart) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n", "data: {\"t\":2}\n\n"}));
   dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
   Router router(dir_, metrics_, Options());
-  NativeResponse out = router.InvokeStream(Request());
+  NativeRequest req = Request();
+  req.headers["x-amzn-sagemaker-custom-attributes"] = "trace=7";
+  NativeResponse out = router.InvokeStream(req);
   ASSERT_EQ(out.http_status, 200) << out.body;
   ASSERT_TRUE(out.stream);
   EXPECT_EQ(out.content_type, "application/vnd.amazon.eventstream");
   EXPECT_EQ(HeaderOf(out, "x-Amzn-Invoked-Production-Variant"), "AllTraffic");
   EXPECT_EQ(HeaderOf(out, "X-Amzn-SageMaker-Content-Type"), "text/event-stream");
+  // CustomAttributes reach the copy and its answer comes back, as on a unary invocation.
+  EXPECT_EQ(HeaderOf(out, "X-Amzn-SageMaker-Custom-Attributes"), "seen=trace=7");
   auto msgs = Drain(out);
   ASSERT_EQ(msgs.size(), 3u);
   for (int i = 0; i < 3; ++i) {

@@ -97,6 +97,26 @@ TEST_F(RouterTest, PassesBodyContentTypeAndAcceptToTheCopyAndNamesTheVariant) {
   EXPECT_EQ(j["accept"], "application/jsonlines");
 }
 
+// The invocation statistics Application Auto Scaling reads: a unary invocation is counted when it
+// starts and leaves the in-flight figure when it ends, answered or failed.
+TEST_F(RouterTest, AUnaryInvocationIsCountedStartedAndFinishedInTheStats) {
+  TestCopy copy(Echo("c1"));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  InvocationStats stats;
+  RouterOptions o = Options();
+  o.stats = &stats;
+  Router router(dir_, metrics_, o);
+  ASSERT_EQ(router.Invoke(Request()).http_status, 200);
+  InvocationStats::Totals t = stats.Get({kAccount, "ep", "ic-a"});
+  EXPECT_EQ(t.invocations, 1u);
+  EXPECT_EQ(t.in_flight, 0);
+  dir_.SetRoute(kAccount, "ep", Route({}));  // no copy: ModelNotReady
+  EXPECT_NE(router.Invoke(Request()).http_status, 200);
+  t = stats.Get({kAccount, "ep", "ic-a"});
+  EXPECT_EQ(t.invocations, 2u);
+  EXPECT_EQ(t.in_flight, 0);
+}
+
 TEST_F(RouterTest, UnknownEndpointIsAValidationErrorNamingIt) {
   Router router(dir_, metrics_, Options());
   NativeResponse out = router.Invoke(Request("nope"));
