@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aws/event_stream.h"
+#include "common/bounded_json.h"
 
 namespace carve::server::runtime {
 namespace {
@@ -85,6 +86,14 @@ TEST(StreamRelay, DeepOrHugeErrorEventsDoNotCrashTheRelay) {
   EXPECT_NE(shown.find("[...]"), std::string::npos) << shown;
   EXPECT_LT(SseErrorMessage("data: {\"error\":[\"" + std::string(1 << 20, 'e') + "\"]}\n\n").size(),
             1100u);
+}
+
+// An error value that is neither a string nor {"message": ...} is quoted as its first 1024 bytes
+// of compact JSON, cut as TextPreview cuts (docs/design.md, the router's streaming).
+TEST(StreamRelay, AnOddErrorValueIsQuotedAsItsFirstKibibyte) {
+  const std::string value = "[\"" + std::string(5000, 'e') + "\"]";
+  EXPECT_EQ(SseErrorMessage("data: {\"error\":" + value + "}\n\n"), TextPreview(value, 1024));
+  EXPECT_EQ(SseErrorMessage("data: {\"error\":[1,2]}\n\n"), "[1,2]");  // short: whole
 }
 
 }  // namespace
