@@ -153,6 +153,27 @@ TEST_F(RouterStreamTest, RelaysEachSseEventAsAPayloadPart) {
   EXPECT_EQ(router.balancer().Outstanding("c1"), 0);
 }
 
+// A stream's time in the copy is recorded once it ends: its model latency (and the router's
+// overhead beside it) is observed once, as a unary invocation's is.
+TEST_F(RouterStreamTest, AStreamsModelTimeIsObservedOnceItEnds) {
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n"}));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  NativeResponse out = router.InvokeStream(Request());
+  ASSERT_EQ(out.http_status, 200) << out.body;
+  ASSERT_EQ(Drain(out).size(), 2u);
+  auto count_of = [&](const std::string& family) {
+    const std::string text = metrics_.Expose();
+    const size_t at = text.find(family + "_count{");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t end = text.find('\n', at);
+    return text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1);
+  };
+  EXPECT_EQ(count_of("carve_runtime_model_latency_seconds"), "1");
+  EXPECT_EQ(count_of("carve_runtime_overhead_latency_seconds"), "1");
+  EXPECT_EQ(count_of("carve_runtime_request_duration_seconds"), "1");
+}
+
 TEST_F(RouterStreamTest, AnSseErrorEventBecomesAModelStreamErrorFrame) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n",
                      "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"},
