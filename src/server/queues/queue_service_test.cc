@@ -404,6 +404,11 @@ TEST_F(QueueServiceTest, FailsAJobThatCanNeverFitTheQueue) {
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=200;");
   EXPECT_EQ(job.state, JobState::kFailed);
   EXPECT_NE(job.reason.find("can never run"), std::string::npos);
+  // A gang job whose tasks each fit but never all at once says it is the gang that cannot.
+  JobRecord gang = Submit("q1", "emr.serverless.mgpu.core=60;", 2, true);
+  EXPECT_EQ(gang.state, JobState::kFailed);
+  EXPECT_NE(gang.reason.find("gang: all tasks of the job start together"), std::string::npos)
+      << gang.reason;
 }
 
 TEST_F(QueueServiceTest, RefusesToDeleteAQueueWithRunningJobsThenReleasesItsNodes) {
