@@ -195,6 +195,18 @@ TEST(Validator, AShortValueFailsTheMinimumLengthWithoutReachingThePattern) {
   EXPECT_EQ(pattern_calls, 1);  // Within its lengths, the pattern runs.
 }
 
+// A structure member given as another kind of value is refused at its path, quoting it.
+TEST(Validator, AStructureMemberThatIsNotAnObjectIsRefused) {
+  Validator v;
+  EXPECT_EQ(v.Object(json{{"RuntimeConfig", 5}}, "RuntimeConfig", "", true), nullptr);
+  EXPECT_EQ(v.ToStatus().error().message,
+            "1 validation error detected: Value '5' at 'runtimeConfig' failed to satisfy "
+            "constraint: Member must be a structure");
+  Validator ok;
+  EXPECT_NE(ok.Object(json{{"RuntimeConfig", json::object()}}, "RuntimeConfig", "", true), nullptr);
+  EXPECT_TRUE(ok.ToStatus().ok());
+}
+
 // A list or other container in the wrong place is quoted as a bounded preview, never dumped
 // whole, however deep (values built in code can be deeper than ParseJson allows).
 TEST(Validator, QuotesABoundedPreviewOfADeepOrWideValue) {

@@ -334,6 +334,55 @@ TEST_F(ServiceTest, UpdateEndpointKeepsTheVariantsAndTheirInstanceTypes) {
   }
 }
 
+// CreateModel of a name taken is the service's own refusal, naming the model's ARN.
+TEST_F(ServiceTest, ASecondModelOfOneNameIsRefusedNamingIt) {
+  Ok("CreateModel", {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "img"}}}});
+  ApiResponse r =
+      Call("CreateModel", {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "other"}}}});
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("Cannot create already existing model "
+                        "\\\"arn:aws:sagemaker:us-east-1:111111111111:model/m\\\""),
+            std::string::npos)
+      << r.body;
+}
+
+// A component's Specification names a ModelName or gives its own Container (docs/api.md); one
+// with neither is refused at specification.modelName.
+TEST_F(ServiceTest, AComponentRunsAContainerOfItsOwnOrAModelButNotNeither) {
+  SeedEndpoint();
+  Settle();
+  json own = Component("own", "mig-1g.5gb", 1);
+  own["Specification"].erase("ModelName");
+  own["Specification"]["Container"] = {{"Image", "img"}};
+  Ok("CreateInferenceComponent", own);
+  json neither = Component("neither", "mig-1g.5gb", 1);
+  neither["Specification"].erase("ModelName");
+  ApiResponse r = Call("CreateInferenceComponent", neither);
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("at 'specification.modelName' failed to satisfy constraint: Member must "
+                        "not be null when Container is not given"),
+            std::string::npos)
+      << r.body;
+}
+
+// A copy-count change of a component that served makes it Updating until the copies match.
+TEST_F(ServiceTest, ACopyCountChangeOfAServingComponentIsUpdatingUntilItIsDone) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("ic", "mig-1g.5gb", 1));
+  Settle();
+  auto status = [&] {
+    return Ok("DescribeInferenceComponent",
+              {{"InferenceComponentName", "ic"}})["InferenceComponentStatus"];
+  };
+  ASSERT_EQ(status(), "InService");
+  Ok("UpdateInferenceComponent",
+     {{"InferenceComponentName", "ic"}, {"RuntimeConfig", {{"CopyCount", 2}}}});
+  EXPECT_EQ(status(), "Updating");
+  Settle();
+  EXPECT_EQ(status(), "InService");
+}
+
 // A SageMaker instance type without a GPU (a CPU type) is told apart from a name AWS does not
 // have: only the second is an enum violation.
 TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
