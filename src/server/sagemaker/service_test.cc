@@ -383,6 +383,24 @@ TEST_F(ServiceTest, ACopyCountChangeOfAServingComponentIsUpdatingUntilItIsDone) 
   EXPECT_EQ(status(), "InService");
 }
 
+// A component that waited for room says why in StatusMessage, and says nothing once InService.
+TEST_F(ServiceTest, AComponentsStatusMessageClearsOnceItIsInService) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("ic", "mig-4g.20gb", 9));  // 8 GPUs, one 4g each
+  Settle();
+  json d = Ok("DescribeInferenceComponent", {{"InferenceComponentName", "ic"}});
+  ASSERT_EQ(d["InferenceComponentStatus"], "Creating") << d.dump();
+  EXPECT_NE(d.value("StatusMessage", "").find("1 of 9 copies are not placed"), std::string::npos)
+      << d.dump();
+  Ok("UpdateInferenceComponentRuntimeConfig",
+     {{"InferenceComponentName", "ic"}, {"DesiredRuntimeConfig", {{"CopyCount", 8}}}});
+  Settle();
+  d = Ok("DescribeInferenceComponent", {{"InferenceComponentName", "ic"}});
+  ASSERT_EQ(d["InferenceComponentStatus"], "InService") << d.dump();
+  EXPECT_FALSE(d.contains("StatusMessage")) << d.dump();
+}
+
 // A SageMaker instance type without a GPU (a CPU type) is told apart from a name AWS does not
 // have: only the second is an enum violation.
 TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
@@ -409,6 +427,18 @@ TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
                        "satisfy constraint: Member must satisfy enum value set: [ml."),
             std::string::npos)
       << bogus;
+  // With a partition layout too: the same refusal, before any layout is checked against the
+  // hardware it does not have.
+  ApiResponse r = Call(
+      "CreateEndpointConfig",
+      {{"EndpointConfigName", "c"},
+       {"ProductionVariants",
+        {{{"VariantName", "v"},
+          {"InstanceType", "ml.c5.xlarge"},
+          {"InitialInstanceCount", 1},
+          {"AcceleratorPartitionLayouts", {{{"AcceleratorPartitionTypes", {"mig-1g.5gb"}}}}}}}}});
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("a CPU type, has nothing to carve"), std::string::npos) << r.body;
 }
 
 TEST_F(ServiceTest, AFailedCommitLeavesNoEndpointBehind) {
