@@ -141,6 +141,18 @@ class FrontEndLimitsTest(unittest.TestCase):
     def fresh_client(self, server):
         return server.client()
 
+    def connect(self, server):
+        """A socket to `server`; when it refuses, the failure says whether the process is gone
+        and how its log ends (once in a full `make test` the capped server refused the first
+        connection of its class, and passed every run since: 2026-12-06)."""
+        try:
+            return socket.create_connection(("127.0.0.1", server.port))
+        except ConnectionRefusedError:
+            with open(server.log_path, errors="replace") as f:
+                tail = f.read()[-3000:]
+            self.fail(f"port {server.port} refused; the server's exit status: "
+                      f"{server.proc.poll()!r}; its log ends:\n{tail}")
+
     def test_half_open_connections_do_not_stop_another_clients_list_models(self):
         socks = []
         try:
@@ -168,7 +180,7 @@ class FrontEndLimitsTest(unittest.TestCase):
                 s.close()
 
     def test_header_deadline_closes_a_slow_sender(self):
-        s = socket.create_connection(("127.0.0.1", self.capped.port))
+        s = self.connect(self.capped)
         t = time.monotonic()
         s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n")  # Headers never finish.
         data, closed = recv_all(s, 5)
@@ -182,7 +194,7 @@ class FrontEndLimitsTest(unittest.TestCase):
         socks = []
         try:
             for _ in range(40):
-                s = socket.create_connection(("127.0.0.1", self.capped.port))
+                s = self.connect(self.capped)
                 socks.append(s)
                 # One answered request proves the server accepted it; it then idles, kept alive.
                 s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
