@@ -48,16 +48,29 @@ CONTAINERS_CONF = textwrap.dedent("""\
     {runtime}
     """)
 
+# The mount namespace every podman of the test runs in: a private /run holding the test's CDI
+# specs, kept by a process that sleeps until the suite ends. One namespace for all invocations,
+# not one each: `podman rm` must see the network namespace `podman run` mounted under
+# /run/netns to tear its port mapping down, or netavark's DNAT rule for the copy's loopback port
+# stays on the host and sends a later test's connections to that port to a dead container.
+HOLDER = ("mount -t tmpfs tmpfs /run && mkdir -p /run/cdi && mount --bind {tmp}/cdi /run/cdi "
+          "&& echo ready && exec sleep infinity")
+
 WRAPPER = textwrap.dedent("""\
     #!/bin/sh
-    # podman for the container test: a private /run holding the test's CDI specs, and the
-    # test's own storage. The agent finds this first on its PATH and runs it as podman.
+    # podman for the container test: the test's mount namespace (HOLDER) and its own storage.
+    # The agent finds this first on its PATH and runs it as podman.
     export CONTAINERS_CONF={tmp}/containers.conf
-    exec unshare --mount --propagation private sh -c '
-      mount -t tmpfs tmpfs /run && mkdir -p /run/cdi && mount --bind {tmp}/cdi /run/cdi &&
-      exec {podman} --root {tmp}/storage --runroot {tmp}/runroot --tmpdir {tmp}/podman-tmp "$@"
-    ' podman "$@"
+    exec nsenter --mount=/proc/{holder}/ns/mnt \\
+      {podman} --root {tmp}/storage --runroot {tmp}/runroot --tmpdir {tmp}/podman-tmp "$@"
     """)
+
+
+def port_rules():
+    """The destination ports of the host's NAT rules (netavark's port mappings)."""
+    out = subprocess.run(["iptables", "-w", "5", "-t", "nat", "-S"], capture_output=True,
+                         text=True).stdout
+    return set(re.findall(r"--dport (\d+)", out))
 
 
 # Each run's copies carry this in their environment (the model's Environment), so that the
@@ -86,17 +99,26 @@ class ContainerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         podman = shutil.which("podman")
-        if podman is None or shutil.which("unshare") is None:
+        if podman is None or shutil.which("unshare") is None or shutil.which("nsenter") is None:
             raise unittest.SkipTest("podman is not installed (scripts/setup.sh installs it)")
         cls.tmp = tempfile.mkdtemp(prefix="carve-podman-")
         for d in ("cdi", "bin", "model", "image", "storage", "runroot", "podman-tmp"):
             os.makedirs(os.path.join(cls.tmp, d))
+        cls.rules_before = port_rules()
+        cls.holder = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             HOLDER.format(tmp=cls.tmp)], stdout=subprocess.PIPE, text=True)
+        if cls.holder.stdout.readline().strip() != "ready":
+            cls.holder.kill()
+            cls.holder.wait()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise unittest.SkipTest("cannot make a private mount namespace for podman here")
         runc = shutil.which("runc")
         with open(os.path.join(cls.tmp, "containers.conf"), "w") as f:
             f.write(CONTAINERS_CONF.format(runtime=f'runtime = "{runc}"' if runc else ""))
         cls.podman = os.path.join(cls.tmp, "bin", "podman")
         with open(cls.podman, "w") as f:
-            f.write(WRAPPER.format(tmp=cls.tmp, podman=podman))
+            f.write(WRAPPER.format(tmp=cls.tmp, podman=podman, holder=cls.holder.pid))
         os.chmod(cls.podman, 0o755)
         with open(os.path.join(cls.tmp, "model", "weights.txt"), "w") as f:
             f.write("weights-v1\n")
@@ -105,6 +127,7 @@ class ContainerTest(unittest.TestCase):
         problem = build_static(os.path.join(HERE, "container_image", "serve.c"),
                                os.path.join(image_dir, "serve"))
         if problem is not None:
+            cls.stop_holder()
             shutil.rmtree(cls.tmp, ignore_errors=True)
             raise unittest.SkipTest(f"cannot build the static test server: {problem[-2000:]}")
         with open(os.path.join(image_dir, "Containerfile"), "w") as f:
@@ -113,6 +136,7 @@ class ContainerTest(unittest.TestCase):
         # podman itself must be able to run a container here, before carve is asked to.
         probe = cls.run_podman("run", "--rm", IMAGE, "probe") if built.returncode == 0 else built
         if probe.returncode != 2 or "run me as `serve`" not in probe.stdout:
+            cls.stop_holder()
             shutil.rmtree(cls.tmp, ignore_errors=True)
             raise unittest.SkipTest(f"podman cannot run a container on this machine: "
                                     f"{probe.stdout[-2000:]}")
@@ -139,7 +163,13 @@ class ContainerTest(unittest.TestCase):
         for pid in serving_processes():  # Only when a test failed before its component went.
             os.kill(pid, signal.SIGKILL)
         cls.run_podman("rm", "-a", "-f")
+        cls.stop_holder()
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def stop_holder(cls):
+        cls.holder.kill()
+        cls.holder.wait()
 
     @classmethod
     def run_podman(cls, *args):
@@ -244,6 +274,9 @@ class ContainerTest(unittest.TestCase):
         poll(lambda: not serving_processes(), timeout_s=60, what="the container's program gone")
         poll(lambda: self.run_podman("ps", "-a", "-q").stdout.strip() == "", timeout_s=60,
              what="the container removed from podman's store")
+        # Its port mapping went with it: no NAT rule of the host names a port it did not before.
+        poll(lambda: port_rules() <= self.rules_before, timeout_s=30,
+             what="the copy's port mapping removed from the host's NAT table")
 
 
 if __name__ == "__main__":

@@ -41,9 +41,18 @@ class SageMakerFlowTest(unittest.TestCase):
             EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
 
     def wait_copies(self, ic, current):
-        return poll(lambda: (d := self.sm.describe_inference_component(
-            InferenceComponentName=ic))["RuntimeConfig"]["CurrentCopyCount"] == current and d,
-            what=f"{ic} to have {current} copies")
+        seen = []
+
+        def done():
+            seen.append(self.sm.describe_inference_component(InferenceComponentName=ic))
+            return seen[-1]["RuntimeConfig"]["CurrentCopyCount"] == current and seen[-1]
+        try:
+            return poll(done, what=f"{ic} to have {current} copies")
+        except AssertionError as e:  # Say where it stood (once it timed out under load).
+            last = seen[-1] if seen else {}
+            raise AssertionError(f"{e}; status {last.get('InferenceComponentStatus')!r}, "
+                                 f"{last.get('RuntimeConfig')!r}, message "
+                                 f"{last.get('StatusMessage')!r}") from None
 
     def test_seed_flow_with_the_aws_cli(self):
         s = self.server
