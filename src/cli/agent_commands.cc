@@ -16,6 +16,7 @@
 #include "agent/node/fence.h"
 #include "agent/node/node_credential.h"
 #include "cli/commands.h"
+#include "cli/sandbox_flags.h"
 #include "protocol/signed_client.h"
 
 namespace carve::cli {
@@ -235,27 +236,8 @@ void RegisterAgentCommands(CLI::App& app, Context& ctx) {
                   "docs/security.md")
       ->check(CLI::IsMember({"auto", "required", "off"}))
       ->capture_default_str();
-  cmd->add_option("--sandbox-uid-base", flags->sandbox_uid_base,
-                  "First uid of the range sandboxed tenant processes run as (one per account)")
-      ->check(CLI::Range(1u, 0x7FFFFFFFu))
-      ->capture_default_str();
-  cmd->add_option("--sandbox-uid-count", flags->sandbox_uid_count,
-                  "How many uids the range holds: the most accounts this node runs")
-      ->check(CLI::Range(1u, 0x7FFFFFFFu))
-      ->capture_default_str();
-  cmd->add_option("--sandbox-container-uid-base", flags->sandbox_container_uid_base,
-                  "First host id of the containers' blocks: podman maps each account's "
-                  "container ids 0..65535 onto its own block of 65536 from here")
-      ->check(CLI::Range(1u, 0xFFFEFFFEu))
-      ->capture_default_str();
-  cmd->add_option("--sandbox-network", flags->sandbox_network,
-                  "auto: keep every other account's sandboxed processes off a tenant "
-                  "workload's ports with an iptables chain of this agent's (when the host "
-                  "sandboxes; with --sandbox required a node without iptables runs no tenant "
-                  "code); off: leave the ports open to every local process. docs/security.md")
-      ->check(CLI::IsMember({"auto", "off"}))
-      ->envname("CARVE_SANDBOX_NETWORK")
-      ->capture_default_str();
+  AddSandboxRangeFlags(cmd, flags->sandbox_uid_base, flags->sandbox_uid_count,
+                       flags->sandbox_container_uid_base, flags->sandbox_network);
   cmd->add_option("--sandbox-read-only", flags->sandbox_read_only,
                   "A path sandboxed processes may read although it lies under /tmp (repeatable; "
                   "the directory of carve itself always is)");

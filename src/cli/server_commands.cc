@@ -13,6 +13,7 @@
 #include "agent/launch/device_binding.h"
 #include "app/server_app.h"
 #include "cli/commands.h"
+#include "cli/sandbox_flags.h"
 
 namespace carve::cli {
 namespace {
@@ -212,30 +213,11 @@ void RegisterServerCommands(CLI::App& app, Context& ctx) {
                   "(development). docs/security.md")
       ->check(CLI::IsMember({"auto", "required", "off"}))
       ->capture_default_str();
-  cmd->add_option("--sandbox-network", flags->sandbox_network,
-                  "auto: keep every other account's sandboxed processes off a tenant "
-                  "workload's ports with an iptables chain of this agent's (when the host "
-                  "sandboxes; with --sandbox required a node without iptables runs no tenant "
-                  "code); off: leave the ports open to every local process. docs/security.md")
-      ->check(CLI::IsMember({"auto", "off"}))
-      ->envname("CARVE_SANDBOX_NETWORK")
-      ->capture_default_str();
   cmd->add_option("--sandbox-read-only", flags->config.sandbox_read_only,
                   "A path the embedded agents' sandboxed processes may read although it lies "
                   "under /tmp (repeatable; the directory of carve itself always is)");
-  cmd->add_option("--sandbox-uid-base", flags->config.sandbox_uid_base,
-                  "First uid of the range sandboxed tenant processes run as (one per account)")
-      ->check(CLI::Range(1u, 0x7FFFFFFFu))
-      ->capture_default_str();
-  cmd->add_option("--sandbox-uid-count", flags->config.sandbox_uid_count,
-                  "How many uids the range holds: the most accounts one node runs")
-      ->check(CLI::Range(1u, 0x7FFFFFFFu))
-      ->capture_default_str();
-  cmd->add_option("--sandbox-container-uid-base", flags->config.sandbox_container_uid_base,
-                  "First host id of the containers' blocks: podman maps each account's "
-                  "container ids 0..65535 onto its own block of 65536 from here")
-      ->check(CLI::Range(1u, 0xFFFEFFFEu))
-      ->capture_default_str();
+  AddSandboxRangeFlags(cmd, flags->config.sandbox_uid_base, flags->config.sandbox_uid_count,
+                       flags->config.sandbox_container_uid_base, flags->sandbox_network);
   cmd->add_option("--model-root", flags->config.model_roots,
                   "A directory a file:///path or /path ModelDataUrl may name (itself or below "
                   "it, symlinks resolved); repeat for several. Default: DATA_DIR/models "
