@@ -18,12 +18,6 @@
 namespace carve::agent::node {
 namespace {
 
-using namespace std::chrono_literals;
-using testing::Eventually;
-using testing::ProcessExists;
-using testing::ReadFile;
-using testing::ShellCopy;
-
 TEST_F(WorkloadManagerTest, ACopyWaitsForItsPartitionToBeCarved) {
   auto w = ShellCopy("acct/ic-test/9", "exec sleep 30");
   w.device.gpus = {0};

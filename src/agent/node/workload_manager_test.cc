@@ -17,12 +17,6 @@
 namespace carve::agent::node {
 namespace {
 
-using namespace std::chrono_literals;
-using testing::Eventually;
-using testing::ProcessExists;
-using testing::ReadFile;
-using testing::ShellCopy;
-
 TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
   gpu_desired_ = {{1, true, {{"3g.20gb", 0}, {"3g.20gb", 4}}}};
   auto w = ShellCopy("acct/ic-test/1", "env > {out}; echo carve={carve}; exec sleep 30");

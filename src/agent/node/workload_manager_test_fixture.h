@@ -21,6 +21,13 @@
 
 namespace carve::agent::node {
 
+// What every WorkloadManager test file uses from test_support.h.
+using namespace std::chrono_literals;
+using testing::Eventually;
+using testing::ProcessExists;
+using testing::ReadFile;
+using testing::ShellCopy;
+
 class WorkloadManagerTest : public ::testing::Test {
  protected:
   WorkloadManagerTest()

@@ -50,6 +50,21 @@ std::unique_ptr<WorkloadSandbox> Make(launch::SandboxMode mode, const std::strin
   return s ? std::move(s).value() : nullptr;
 }
 
+// A sandbox in required mode over this host's own tools (its PATH), with the uid range given:
+// what the tests that need a real sandbox start from (each skips where the host cannot).
+std::unique_ptr<WorkloadSandbox> OnThisHost(
+    const std::string& data_dir, uint32_t uid_base,
+    uint32_t container_uid_base = launch::kDefaultContainerUidBase) {
+  SandboxOptions o;
+  o.uid_base = uid_base;
+  o.container_uid_base = container_uid_base;
+  o.mode = launch::SandboxMode::kRequired;
+  const char* path = std::getenv("PATH");
+  auto s = WorkloadSandbox::Create(o, data_dir, path != nullptr ? path : "/usr/bin:/bin");
+  EXPECT_TRUE(s.has_value());
+  return s ? std::move(s).value() : nullptr;
+}
+
 TEST(WorkloadSandbox, AutoWithoutASandboxRunsOnlyTheFirstAccount) {
   TempDir d;
   auto s = Make(launch::SandboxMode::kAuto, d.path, "/nonexistent");
@@ -103,14 +118,8 @@ TEST(WorkloadSandbox, LeavesAnImageToTheContainerRuntimeWhereItCannotSandbox) {
 // the "--" that ends them, so the image stays an operand.
 TEST(WorkloadSandbox, MapsAPodmanContainersIdsOntoTheAccountsBlock) {
   TempDir d;
-  const char* path = std::getenv("PATH");
-  SandboxOptions o;
-  o.mode = launch::SandboxMode::kRequired;
-  o.uid_base = 220000;
-  o.container_uid_base = 1u << 30;
-  auto created = WorkloadSandbox::Create(o, d.path, path != nullptr ? path : "/usr/bin:/bin");
-  ASSERT_TRUE(created.has_value());
-  auto& s = *created;
+  auto s = OnThisHost(d.path, 220000, 1u << 30);
+  ASSERT_TRUE(s);
   if (!s->active()) GTEST_SKIP() << "this host cannot sandbox (not root, or no bwrap)";
   protocol::WorkloadDesired w = Task("111111111111");
   w.command.clear();
@@ -135,13 +144,8 @@ TEST(WorkloadSandbox, MapsAPodmanContainersIdsOntoTheAccountsBlock) {
 // process uid, with no capabilities.
 TEST(WorkloadSandbox, RunsADockerContainerAsTheAccountsUidWithoutCapabilities) {
   TempDir d;
-  const char* path = std::getenv("PATH");
-  SandboxOptions o;
-  o.mode = launch::SandboxMode::kRequired;
-  o.uid_base = 220000;
-  auto created = WorkloadSandbox::Create(o, d.path, path != nullptr ? path : "/usr/bin:/bin");
-  ASSERT_TRUE(created.has_value());
-  auto& s = *created;
+  auto s = OnThisHost(d.path, 220000);
+  ASSERT_TRUE(s);
   if (!s->active()) GTEST_SKIP() << "this host cannot sandbox (not root, or no bwrap)";
   protocol::WorkloadDesired w = Task("111111111111");
   w.command.clear();
@@ -161,13 +165,8 @@ TEST(WorkloadSandbox, RunsADockerContainerAsTheAccountsUidWithoutCapabilities) {
 // On a host that can sandbox (root, bwrap): each account its own uid, the data dir hidden.
 TEST(WorkloadSandbox, GivesEachAccountItsOwnUidAndHidesTheDataDir) {
   TempDir d;
-  const char* path = std::getenv("PATH");
-  SandboxOptions o;
-  o.mode = launch::SandboxMode::kRequired;
-  o.uid_base = 210000;
-  auto created = WorkloadSandbox::Create(o, d.path, path != nullptr ? path : "/usr/bin:/bin");
-  ASSERT_TRUE(created.has_value());
-  auto& s = *created;
+  auto s = OnThisHost(d.path, 210000);
+  ASSERT_TRUE(s);
   if (!s->active()) GTEST_SKIP() << "this host cannot sandbox (not root, or no bwrap)";
   auto a = s->Wrap(Task("111111111111"), d.path + "/w", {}, Request(d.path));
   auto b = s->Wrap(Task("222222222222"), d.path + "/w", {}, Request(d.path));

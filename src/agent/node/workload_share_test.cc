@@ -18,12 +18,6 @@
 namespace carve::agent::node {
 namespace {
 
-using namespace std::chrono_literals;
-using testing::Eventually;
-using testing::ProcessExists;
-using testing::ReadFile;
-using testing::ShellCopy;
-
 TEST_F(WorkloadManagerTest, AnInterposerShareWithoutTheLibraryFailsNamingWhy) {
   options_.interposer_path = "";
   auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
