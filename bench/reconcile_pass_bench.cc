@@ -179,7 +179,7 @@ class Bench {
   }
 
   json Ok(const std::string& op, const json& body) {
-    ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
+    http::ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
     if (r.http_status != 200) Die(op + ": " + r.body);
     return json::parse(r.body);
   }

@@ -7,13 +7,13 @@
 #include <csignal>
 #include <cstdio>
 
-#include "server/http_server.h"
-#include "server/runtime/router.h"
+#include "http/http_server.h"
+#include "runtime/router.h"
 
 namespace {
 
-using carve::server::runtime::CopyDirectory;
-using carve::server::runtime::RouteInfo;
+using carve::runtime::CopyDirectory;
+using carve::runtime::RouteInfo;
 
 class OneCopyDirectory final : public CopyDirectory {
  public:
@@ -23,7 +23,7 @@ class OneCopyDirectory final : public CopyDirectory {
     route_.copies = {{"copy-0", std::move(address)}};
   }
   carve::Result<RouteInfo> Resolve(const std::string&, const std::string&, const std::string&,
-                                   carve::server::runtime::Unnamed) override {
+                                   carve::runtime::Unnamed) override {
     return route_;
   }
 
@@ -31,7 +31,7 @@ class OneCopyDirectory final : public CopyDirectory {
   RouteInfo route_;
 };
 
-carve::server::HttpServer* g_server = nullptr;
+carve::http::HttpServer* g_server = nullptr;
 extern "C" void OnSignal(int) {
   if (g_server != nullptr) g_server->Stop();
 }
@@ -54,13 +54,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   carve::aws::Credentials creds({{"default", access_key, secret, account}});
-  carve::server::MetricsRegistry metrics;
+  carve::http::MetricsRegistry metrics;
   OneCopyDirectory directory(copy);
-  carve::server::runtime::Router router(directory, metrics);
-  carve::server::HttpServerOptions options;
+  carve::runtime::Router router(directory, metrics);
+  carve::http::HttpServerOptions options;
   options.threads = threads;
-  carve::server::HttpServer server(options, creds, metrics);
-  carve::server::runtime::RegisterRuntimeRoutes(server, router);
+  carve::http::HttpServer server(options, creds, metrics);
+  carve::runtime::RegisterRuntimeRoutes(server, router);
   auto bound = server.Start("127.0.0.1", port);
   if (!bound) {
     std::fprintf(stderr, "%s\n", bound.error().message.c_str());

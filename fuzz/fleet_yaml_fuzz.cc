@@ -1,4 +1,4 @@
-// The fleet section of the server's --config YAML (src/server/nodes/fleet_config.h). Properties,
+// The fleet section of the server's --config YAML (src/app/fleet_config.h). Properties,
 // beyond "no crash, no leak, no UB, no hang, no exception escaping":
 //  - an accepted fleet has unique node names, and each node is claimable or refused with a
 //    reason (NodeClaims::Upsert, as the server builds its simulated fleet);
@@ -8,13 +8,13 @@
 #include <set>
 #include <string>
 
+#include "app/fleet_config.h"
 #include "fuzz_util.h"
-#include "server/nodes/fleet_config.h"
 #include "server/nodes/node_claims.h"
 
 namespace {
 
-namespace fleet = carve::server::nodes;
+namespace fleet = carve::app;
 
 std::string Write(const fleet::FleetConfig& config) {
   YAML::Emitter out;
@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(names.insert(n.id.value()).second, "node name '%s' accepted twice",
                n.id.value().c_str());
   }
-  fleet::NodeClaims claims;
+  carve::server::nodes::NodeClaims claims;
   for (const fleet::NodeSpec& n : config->nodes) (void)claims.Upsert(n.id, n.instance_type, true);
   // Writing every node back as a named entry and parsing that is the slow part (seconds for
   // thousands under the fuzzer's instrumentation, past its timeout near the 10,000-node cap);

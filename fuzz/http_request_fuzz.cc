@@ -1,4 +1,4 @@
-// The HTTP front end (src/server/http_server.h; the per-connection parser and state machine in
+// The HTTP front end (src/http/http_server.h; the per-connection parser and state machine in
 // http_connection.cc): the bytes of any connection to the listener. One HttpServer runs for the
 // whole fuzzing session on 127.0.0.1, configured as `carve server` configures it (one Asio loop,
 // Beast's incremental parser with the header and body limits, SigV4 on), with an API handler,
@@ -24,12 +24,11 @@
 
 #include "aws/credentials.h"
 #include "fuzz_util.h"
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 namespace {
 
-namespace server = carve::server;
-namespace http = boost::beast::http;
+namespace beast = boost::beast;
 
 constexpr size_t kMaxBody = 64 * 1024;  // small, so the 413 path is within the fuzzer's reach
 
@@ -38,38 +37,40 @@ int Port() {
     auto* creds = new carve::aws::Credentials(
         {carve::aws::Credential{"default", "AKIAIOSFODNN7EXAMPLE",
                                 "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "123456789012"}});
-    auto* metrics = new server::MetricsRegistry();
-    server::HttpServerOptions options;
+    auto* metrics = new carve::http::MetricsRegistry();
+    carve::http::HttpServerOptions options;
     options.threads = 4;
     options.max_body_bytes = kMaxBody;
     options.header_timeout = std::chrono::seconds(2);
     options.body_timeout = std::chrono::seconds(2);
     options.keep_alive_timeout = std::chrono::seconds(2);
     // Lives for the whole run (the pointer is kept, so LeakSanitizer sees it reachable).
-    static server::HttpServer* s = new server::HttpServer(options, *creds, *metrics);
-    s->SetApiHandler([](const server::ApiRequest& r) {
-      return server::ApiResponse{200, "{\"op\":\"" + r.operation + "\"}", ""};
+    static carve::http::HttpServer* s = new carve::http::HttpServer(options, *creds, *metrics);
+    s->SetApiHandler([](const carve::http::ApiRequest& r) {
+      return carve::http::ApiResponse{200, "{\"op\":\"" + r.operation + "\"}", ""};
     });
-    s->AddRoute("GET", "/v1/things/{name}", server::kForAnyone, [](const server::NativeRequest& r) {
-      return server::NativeResponse{200, r.path_params.at("name")};
-    });
-    s->AddRoute("POST", "/v1/things/{name}/act", server::kForTenants,
-                [](const server::NativeRequest& r) {
-                  return server::NativeResponse{200, r.account_id + r.body};
+    s->AddRoute("GET", "/v1/things/{name}", carve::http::kForAnyone,
+                [](const carve::http::NativeRequest& r) {
+                  return carve::http::NativeResponse{200, r.path_params.at("name")};
                 });
-    s->AddAsyncRoute("GET", "/v1/wait/{name}", server::kForAnyone,
-                     [](server::NativeRequest r, server::Responder respond) {
-                       respond(server::NativeResponse{200, r.path_params.at("name")});
+    s->AddRoute("POST", "/v1/things/{name}/act", carve::http::kForTenants,
+                [](const carve::http::NativeRequest& r) {
+                  return carve::http::NativeResponse{200, r.account_id + r.body};
+                });
+    s->AddAsyncRoute("GET", "/v1/wait/{name}", carve::http::kForAnyone,
+                     [](carve::http::NativeRequest r, carve::http::Responder respond) {
+                       respond(carve::http::NativeResponse{200, r.path_params.at("name")});
                      });
-    s->AddRoute("GET", "/v1/stream/{n}", server::kForAnyone, [](const server::NativeRequest& r) {
-      server::NativeResponse out;
-      const size_t n = r.path_params.at("n").size();
-      out.stream = [n](const server::StreamWriter& write) {
-        for (size_t i = 0; i < n && write(std::string(i, 'x')); ++i) {
-        }
-      };
-      return out;
-    });
+    s->AddRoute("GET", "/v1/stream/{n}", carve::http::kForAnyone,
+                [](const carve::http::NativeRequest& r) {
+                  carve::http::NativeResponse out;
+                  const size_t n = r.path_params.at("n").size();
+                  out.stream = [n](const carve::http::StreamWriter& write) {
+                    for (size_t i = 0; i < n && write(std::string(i, 'x')); ++i) {
+                    }
+                  };
+                  return out;
+                });
     auto port = s->Start("127.0.0.1", 0);
     FUZZ_CHECK(port.has_value(), "cannot start the server: %s", port.error().message.c_str());
     return *port;
@@ -125,15 +126,15 @@ void CheckResponses(const std::string& reply) {
   buffer.commit(boost::asio::buffer_copy(buffer.prepare(reply.size()),
                                          boost::asio::buffer(reply.data(), reply.size())));
   while (buffer.size() > 0) {
-    http::response_parser<http::string_body> parser;
+    beast::http::response_parser<beast::http::string_body> parser;
     parser.body_limit(std::numeric_limits<uint64_t>::max());
     parser.eager(true);
     boost::beast::error_code ec;
     while (!parser.is_done()) {
       const size_t used = parser.put(buffer.data(), ec);
       buffer.consume(used);
-      if (ec == http::error::need_more && used > 0) continue;
-      if (ec == http::error::need_more) parser.put_eof(ec);  // a body that runs to the close
+      if (ec == beast::http::error::need_more && used > 0) continue;
+      if (ec == beast::http::error::need_more) parser.put_eof(ec);  // a body that runs to the close
       break;
     }
     FUZZ_CHECK(!ec && parser.is_done(), "the server sent a malformed response (%s): %s",

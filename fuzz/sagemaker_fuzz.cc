@@ -15,9 +15,8 @@
 
 #include "common/fake_clock.h"
 #include "fuzz_util.h"
-#include "server/nodes/fleet_config.h"
 #include "server/nodes/node_claims.h"
-#include "server/nodes/simulated_node_driver.h"
+#include "server/nodes/testing/simulated_node_driver.h"
 #include "server/sagemaker/service.h"
 #include "store/fake_store.h"
 
@@ -64,10 +63,8 @@ struct World {
   void Boot() {
     service.reset();
     claims = std::make_unique<nodes::NodeClaims>();
-    for (const auto& n : nodes::DefaultFleetConfig().nodes) {
-      auto added = claims->Upsert(n.id, n.instance_type, true);
-      FUZZ_CHECK(added.ok(), "default fleet: %s", added.error().message.c_str());
-    }
+    auto added = nodes::ClaimTestFleet(*claims);
+    FUZZ_CHECK(added.ok(), "default fleet: %s", added.error().message.c_str());
     sm::ServiceOptions options;
     options.clock = &clock;
     service = std::make_unique<sm::SageMakerService>(store, *claims, driver, options);
@@ -77,7 +74,7 @@ struct World {
   }
 };
 
-void CheckAnswer(const char* op, const carve::server::ApiResponse& r) {
+void CheckAnswer(const char* op, const carve::http::ApiResponse& r) {
   const nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);
   FUZZ_CHECK(!body.is_discarded() && body.is_object(), "%s answered with a non-object: %s", op,
              r.body.c_str());
@@ -112,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     const char* op = kOperations[which];
-    carve::server::ApiRequest req{op, std::string(record.substr(1)), "111111111111", "req"};
+    carve::http::ApiRequest req{op, std::string(record.substr(1)), "111111111111", "req"};
     if (req.body.empty()) req.body = "{}";
     CheckAnswer(op, w.service->Handle(req));
   }

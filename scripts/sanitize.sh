@@ -26,7 +26,7 @@ tsan_dir=${TSAN_BUILD_DIR:-build-tsan}
 # The suites with threads over shared state: SqliteStore's group commit, the HTTP front end,
 # the runtime router, the agent's loops and launcher, the node registry, the queue reconciler
 # and the interposer's shared ledger. A new concurrent suite is added here.
-tsan_tests=(store_test store_kill_test server_infra_test runtime_test agent_node_test
+tsan_tests=(store_test store_kill_test http_test runtime_test agent_node_test
             launch_test nodes_test queues_test interposer_core_test)
 
 configure() {  # dir sanitizers build-type

@@ -4,8 +4,8 @@
 Usage: tools/check_deps.py [--src DIR] [--rules FILE]
 
 A part is a folder of src/ ("store") or a folder inside one that has a rule of its own
-("server/sagemaker"); a file belongs to the deepest part that holds it, so "server/metrics.h"
-is in part server and "server/sagemaker/ops.h" in part server/sagemaker. An include counts when
+("server/sagemaker"); a file belongs to the deepest part that holds it, so
+"server/reconciler_loop.h" is in part server and "server/sagemaker/ops.h" in part server/sagemaker. An include counts when
 it is a quoted include whose first path component is a folder of src/; it names the deepest part
 its path lies in. A part may include from itself and from the parts its rule lists. Naming a
 folder allows all of its parts to everyone outside that folder; inside it, the name means the

@@ -3,7 +3,7 @@
 #include <memory>
 #include <utility>
 
-#include "server/native_reply.h"
+#include "http/native_reply.h"
 
 namespace carve::app {
 
@@ -72,14 +72,14 @@ json ClusterJson(const ClusterSources& s) {
   return view;
 }
 
-void RegisterClusterRoute(server::HttpServer& http, ClusterSources sources) {
-  http.AddRoute("GET", "/v1/cluster", server::kForOperators,
-                [sources = std::move(sources)](const server::NativeRequest&) {
-                  return server::JsonReply(200, ClusterJson(sources));
+void RegisterClusterRoute(http::HttpServer& http, ClusterSources sources) {
+  http.AddRoute("GET", "/v1/cluster", http::kForOperators,
+                [sources = std::move(sources)](const http::NativeRequest&) {
+                  return http::JsonReply(200, ClusterJson(sources));
                 });
 }
 
-void RegisterStoreCacheMetrics(server::MetricsRegistry& metrics, const store::EtcdStore& etcd) {
+void RegisterStoreCacheMetrics(http::MetricsRegistry& metrics, const store::EtcdStore& etcd) {
   auto& reads = metrics.AddCounter(
       "carve_store_cache_reads_total",
       "Store reads on this replica by where they were answered: from the watch cache, or from "

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/http_server.h"
-#include "server/metrics.h"
+#include "http/http_server.h"
+#include "http/metrics.h"
 #include "store/etcd_leadership.h"
 #include "store/etcd_store.h"
 
@@ -25,10 +25,10 @@ struct ClusterSources {
 // The view; etcd members that do not answer are listed unhealthy with the reason.
 nlohmann::json ClusterJson(const ClusterSources& sources);
 
-void RegisterClusterRoute(server::HttpServer& http, ClusterSources sources);
+void RegisterClusterRoute(http::HttpServer& http, ClusterSources sources);
 
 // The etcd store's read cache: carve_store_cache_reads_total{served="cache"|"etcd"} (reads it
 // answered, and reads that went to etcd because it was behind) and carve_store_cache_records.
-void RegisterStoreCacheMetrics(server::MetricsRegistry& metrics, const store::EtcdStore& etcd);
+void RegisterStoreCacheMetrics(http::MetricsRegistry& metrics, const store::EtcdStore& etcd);
 
 }  // namespace carve::app

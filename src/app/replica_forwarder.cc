@@ -11,8 +11,8 @@
 
 namespace carve::app {
 
-using server::NativeResponse;
-using server::RawRequest;
+using http::NativeResponse;
+using http::RawRequest;
 
 namespace {
 
@@ -48,8 +48,7 @@ struct ReplicaForwarder::Sent {
   std::string error;
 };
 
-ReplicaForwarder::ReplicaForwarder(ReplicaForwarderOptions options,
-                                   server::MetricsRegistry& metrics)
+ReplicaForwarder::ReplicaForwarder(ReplicaForwarderOptions options, http::MetricsRegistry& metrics)
     : options_(std::move(options)),
       forwarded_(metrics.AddCounter(
           "carve_replica_forwarded_requests_total",
@@ -60,7 +59,7 @@ ReplicaForwarder::ReplicaForwarder(ReplicaForwarderOptions options,
 
 ReplicaForwarder::~ReplicaForwarder() = default;
 
-server::Forwarder ReplicaForwarder::Hook() {
+http::Forwarder ReplicaForwarder::Hook() {
   return {.active = [this] { return role() != ReplicaRole::kLeading; },
           .forward = [this](const RawRequest& r) { return Forward(r); }};
 }

@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/http_server.h"
+#include "http/metrics.h"
 #include "protocol/server_trust.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
 
 namespace httplib {
 class Client;
@@ -63,20 +63,20 @@ struct ReplicaForwarderOptions {
 
 class ReplicaForwarder {
  public:
-  ReplicaForwarder(ReplicaForwarderOptions options, server::MetricsRegistry& metrics);
+  ReplicaForwarder(ReplicaForwarderOptions options, http::MetricsRegistry& metrics);
   ~ReplicaForwarder();
   ReplicaForwarder(const ReplicaForwarder&) = delete;
   ReplicaForwarder& operator=(const ReplicaForwarder&) = delete;
 
   // For HttpServer::SetForwarder: active until the role is kLeading.
-  server::Forwarder Hook();
+  http::Forwarder Hook();
   void SetRole(ReplicaRole role);
   ReplicaRole role() const;
 
   // Whether a standby answers `request` itself (from its cache) rather than forwarding it.
-  static bool ServedByStandby(const server::RawRequest& request);
+  static bool ServedByStandby(const http::RawRequest& request);
   // The answer to `request` on a replica that does not lead yet; nullopt: serve it here.
-  std::optional<server::NativeResponse> Forward(const server::RawRequest& request);
+  std::optional<http::NativeResponse> Forward(const http::RawRequest& request);
 
   static constexpr const char* kForwardedByHeader = "x-carve-forwarded-by";
 
@@ -84,12 +84,12 @@ class ReplicaForwarder {
   struct Sent;
   // The leader's base URL, read again when `refresh` or when the one known is older than 1 s.
   std::string LeaderUrl(bool refresh);
-  Sent Send(const std::string& url, const server::RawRequest& request);
+  Sent Send(const std::string& url, const http::RawRequest& request);
   // Cuts off the requests waiting on an answer from `url` ("": from anyone).
   void CutOff(const std::string& url);
 
   const ReplicaForwarderOptions options_;
-  server::Counter& forwarded_;
+  http::Counter& forwarded_;
   mutable std::mutex mu_;
   ReplicaRole role_ = ReplicaRole::kStandby;             // Guarded by mu_.
   std::string leader_url_;                               // Guarded by mu_.

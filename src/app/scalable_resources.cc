@@ -7,7 +7,7 @@ using server::autoscaling::ScalableKey;
 
 Result<json> SageMakerScalableResources::Call(const std::string& account, const std::string& op,
                                               const json& body) {
-  server::ApiResponse r = sagemaker_.Handle({op, body.dump(), account, "autoscaling"});
+  http::ApiResponse r = sagemaker_.Handle({op, body.dump(), account, "autoscaling"});
   json out = json::parse(r.body, nullptr, false);
   if (r.http_status == 200) return out;
   const std::string message = out.is_object() ? out.value("message", r.body) : r.body;

@@ -20,6 +20,7 @@
 #include "agent/node/control_plane.h"
 #include "app/cluster_view.h"
 #include "app/data_dir.h"
+#include "app/fleet_config.h"
 #include "app/replica_forwarder.h"
 #include "app/scalable_resources.h"
 #include "app/scrape_token.h"
@@ -27,26 +28,25 @@
 #include "app/server_routes.h"
 #include "aws/credentials.h"
 #include "common/clock.h"
+#include "http/http_server.h"
+#include "http/metrics.h"
+#include "http/tls_context.h"
 #include "protocol/server_trust.h"
 #include "protocol/signed_client.h"
+#include "runtime/bearer_revocations.h"
+#include "runtime/invocation_stats.h"
+#include "runtime/router.h"
+#include "runtime/token_routes.h"
 #include "server/autoscaling/autoscaling_service.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
 #include "server/nodes/agent_node_driver.h"
 #include "server/nodes/agent_routes.h"
-#include "server/nodes/fleet_config.h"
 #include "server/nodes/node_claims.h"
 #include "server/nodes/node_identity.h"
 #include "server/nodes/node_registry.h"
 #include "server/queues/queue_routes.h"
 #include "server/queues/queue_service.h"
-#include "server/runtime/bearer_revocations.h"
-#include "server/runtime/invocation_stats.h"
-#include "server/runtime/router.h"
-#include "server/runtime/token_routes.h"
 #include "server/sagemaker/runtimes.h"
 #include "server/sagemaker/service.h"
-#include "server/tls_context.h"
 #include "server/ui/ui_routes.h"
 #include "store/etcd_leadership.h"
 #include "store/etcd_store.h"
@@ -64,9 +64,9 @@ struct ServerApp::Parts {
   bool credentials_created = false;
   std::unique_ptr<ScrapeToken> scrape_token;
   // HTTPS: the listener's certificate (null on plain HTTP) and what the server prints of it.
-  std::shared_ptr<const server::TlsContext> tls;
+  std::shared_ptr<const http::TlsContext> tls;
   std::optional<ListenerTls> tls_info;
-  server::nodes::FleetConfig fleet;
+  FleetConfig fleet;
   std::unique_ptr<store::Store> store;
   store::EtcdStore* etcd = nullptr;                   // The store, when it is etcd.
   std::unique_ptr<store::EtcdLeadership> leadership;  // With etcd; released before the store.
@@ -76,15 +76,15 @@ struct ServerApp::Parts {
   std::unique_ptr<server::nodes::AgentNodeDriver> driver;
   std::unique_ptr<server::sagemaker::SageMakerService> sagemaker;
   std::unique_ptr<server::queues::QueueService> queues;
-  server::MetricsRegistry metrics;
+  http::MetricsRegistry metrics;
   std::unique_ptr<ServiceCopyDirectory> directory;
-  server::runtime::InvocationStats invocation_stats;
-  std::unique_ptr<server::runtime::Router> router;
-  std::unique_ptr<server::runtime::BearerRevocations> revocations;
+  runtime::InvocationStats invocation_stats;
+  std::unique_ptr<runtime::Router> router;
+  std::unique_ptr<runtime::BearerRevocations> revocations;
   std::unique_ptr<SageMakerScalableResources> scalable;
   std::unique_ptr<server::autoscaling::AutoScalingService> autoscaling;
   std::unique_ptr<ReplicaForwarder> forwarder;  // With etcd: what a standby serves, and sends on.
-  std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<http::HttpServer> http;
   std::unique_ptr<server::ui::Dashboard> dashboard;
   // One per embedded agent: each speaks with its own node credential.
   std::vector<std::unique_ptr<agent::node::HttpControlPlane>> controls;
@@ -106,7 +106,7 @@ Result<std::string> ReadConfig(const std::string& path) {
 }
 
 // Blocks until every node of `fleet` has registered with this server process, or the deadline.
-void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const server::nodes::FleetConfig& fleet,
+void AwaitLocalNodes(server::nodes::NodeRegistry& registry, const FleetConfig& fleet,
                      std::chrono::seconds timeout) {
   std::mutex mu;
   std::condition_variable registered;
@@ -231,7 +231,7 @@ Status SetUpTls(ServerApp::Parts& p) {
         break;
     }
   }
-  CARVE_ASSIGN_OR_RETURN(p.tls, server::TlsContext::Load(info.cert_file, info.key_file));
+  CARVE_ASSIGN_OR_RETURN(p.tls, http::TlsContext::Load(info.cert_file, info.key_file));
   info.pin = p.tls->pin();
   spdlog::info("TLS: certificate {} ({}), pin {}", info.cert_file, info.how, info.pin);
   p.tls_info = std::move(info);
@@ -355,9 +355,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   }
   CARVE_ASSIGN_OR_RETURN(std::string config_text, ReadConfig(c.config_path));
   if (c.config_path.empty()) {
-    p->fleet = server::nodes::DefaultFleetConfig();
+    p->fleet = DefaultFleetConfig();
   } else {
-    CARVE_ASSIGN_OR_RETURN(p->fleet, server::nodes::ParseFleetConfig(config_text));
+    CARVE_ASSIGN_OR_RETURN(p->fleet, ParseFleetConfig(config_text));
   }
   // The embedded default fleet is simulated, so the simulator serves every image there.
   server::sagemaker::RuntimeCatalog runtimes;
@@ -402,9 +402,9 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   RegisterServerMetrics(p->metrics, *p->sagemaker, *p->registry);
   server::queues::RegisterQueueMetrics(p->metrics, *p->queues);
   p->directory = std::make_unique<ServiceCopyDirectory>(p->sagemaker->routes());
-  server::runtime::RouterOptions router_options;
+  runtime::RouterOptions router_options;
   router_options.stats = &p->invocation_stats;
-  p->router = std::make_unique<server::runtime::Router>(*p->directory, p->metrics, router_options);
+  p->router = std::make_unique<runtime::Router>(*p->directory, p->metrics, router_options);
   p->scalable = std::make_unique<SageMakerScalableResources>(*p->sagemaker);
   server::autoscaling::AutoScalingOptions scaling;  // Before the routes: its metrics read it.
   scaling.region = c.region;
@@ -416,15 +416,14 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->autoscaling = std::make_unique<server::autoscaling::AutoScalingService>(
       *p->store, *p->scalable, p->invocation_stats, scaling);
   RegisterAutoScalingMetrics(p->metrics, *p->autoscaling);
-  server::HttpServerOptions http_options;
+  http::HttpServerOptions http_options;
   http_options.insecure_no_auth = c.insecure_no_auth;
   http_options.max_connections = c.max_connections;
   http_options.header_timeout = c.header_timeout;
   http_options.max_body_bytes = c.max_body_bytes;
   http_options.public_metrics = c.public_metrics;
   http_options.region = c.region;
-  p->revocations =
-      std::make_unique<server::runtime::BearerRevocations>(*p->store, SystemClock::Get());
+  p->revocations = std::make_unique<runtime::BearerRevocations>(*p->store, SystemClock::Get());
   http_options.bearer_token_revoked = [revocations = p->revocations.get()](std::string_view id) {
     return revocations->IsRevoked(id);
   };
@@ -442,7 +441,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   http_options.bootstrap_token_ok = [identity = p->identity.get()](std::string_view token) {
     return identity->VerifyBootstrapToken(token);
   };
-  p->http = std::make_unique<server::HttpServer>(http_options, p->credentials, p->metrics);
+  p->http = std::make_unique<http::HttpServer>(http_options, p->credentials, p->metrics);
   if (p->etcd != nullptr) {
     p->forwarder = std::make_unique<ReplicaForwarder>(
         ReplicaForwarderOptions{
@@ -455,14 +454,14 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
     RegisterStoreCacheMetrics(p->metrics, *p->etcd);
   }
   p->http->SetApiHandler(
-      [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
+      [svc = p->sagemaker.get()](const http::ApiRequest& r) { return svc->Handle(r); });
   p->http->AddApiHandler(
       "AnyScaleFrontendService.", "application-autoscaling",
-      [svc = p->autoscaling.get()](const server::ApiRequest& r) { return svc->Handle(r); });
+      [svc = p->autoscaling.get()](const http::ApiRequest& r) { return svc->Handle(r); });
   server::nodes::RegisterAgentRoutes(*p->http, *p->registry, *p->identity,
                                      p->tls ? p->tls->pin() : "");
-  server::runtime::RegisterRuntimeRoutes(*p->http, *p->router);
-  server::runtime::RegisterTokenRoutes(
+  runtime::RegisterRuntimeRoutes(*p->http, *p->router);
+  runtime::RegisterTokenRoutes(
       *p->http, *p->revocations,
       {.credentials = &p->credentials, .service = "sagemaker", .region = c.region});
   server::queues::RegisterQueueRoutes(*p->http, *p->queues);
@@ -482,7 +481,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   // The web dashboard at /ui/ and its read routes (docs/dashboard.md).
   p->dashboard = server::ui::RegisterUiRoutes(
       *p->http, p->credentials, p->metrics,
-      [svc = p->sagemaker.get()](const server::ApiRequest& r) { return svc->Handle(r); });
+      [svc = p->sagemaker.get()](const http::ApiRequest& r) { return svc->Handle(r); });
   if (p->etcd == nullptr) {
     CARVE_RETURN_IF_ERROR(RecoverAll(*p));
   } else if (Status led = ServeAsStandbyThenLead(*p); !led.ok()) {

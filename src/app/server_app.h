@@ -89,7 +89,7 @@ struct ServerConfig {
   bool keep_workloads = false;
   std::chrono::milliseconds node_timeout{15000};
   std::chrono::milliseconds heartbeat{2000};
-  // Front-end limits (server/http_server.h): open connections, the deadline for a request's
+  // Front-end limits (http/http_server.h): open connections, the deadline for a request's
   // headers, and the largest request body.
   int max_connections = 16384;
   std::chrono::milliseconds header_timeout{10000};

@@ -3,7 +3,7 @@
 #include <map>
 #include <utility>
 
-#include "server/native_reply.h"
+#include "http/native_reply.h"
 
 namespace carve::app {
 namespace {
@@ -100,14 +100,13 @@ json FragmentationJson(const std::vector<server::nodes::ShapeFragmentation>& sha
 
 }  // namespace
 
-Result<server::runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::string& account,
-                                                                 const std::string& endpoint,
-                                                                 const std::string& component,
-                                                                 server::runtime::Unnamed unnamed) {
-  CARVE_ASSIGN_OR_RETURN(
-      auto r, table_.Resolve(account, endpoint, component,
-                             unnamed == server::runtime::Unnamed::kTheOnlyComponent));
-  server::runtime::RouteInfo out;
+Result<runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::string& account,
+                                                         const std::string& endpoint,
+                                                         const std::string& component,
+                                                         runtime::Unnamed unnamed) {
+  CARVE_ASSIGN_OR_RETURN(auto r, table_.Resolve(account, endpoint, component,
+                                                unnamed == runtime::Unnamed::kTheOnlyComponent));
+  runtime::RouteInfo out;
   out.variant = r.variant;
   out.component = r.component;
   out.strategy = r.strategy;
@@ -116,7 +115,7 @@ Result<server::runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::stri
   return out;
 }
 
-void RegisterServerMetrics(server::MetricsRegistry& registry,
+void RegisterServerMetrics(http::MetricsRegistry& registry,
                            server::sagemaker::SageMakerService& svc,
                            server::nodes::NodeRegistry& nodes) {
   auto& total = registry.AddGauge("carve_partitions",
@@ -161,7 +160,7 @@ void RegisterServerMetrics(server::MetricsRegistry& registry,
   });
 }
 
-void RegisterAutoScalingMetrics(server::MetricsRegistry& registry,
+void RegisterAutoScalingMetrics(http::MetricsRegistry& registry,
                                 server::autoscaling::AutoScalingService& autoscaling) {
   auto& per_copy = registry.AddGauge(
       "carve_autoscaling_invocations_per_copy",
@@ -194,10 +193,10 @@ void RegisterAutoScalingMetrics(server::MetricsRegistry& registry,
   });
 }
 
-void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& svc,
+void RegisterViewRoutes(http::HttpServer& http, server::sagemaker::SageMakerService& svc,
                         server::queues::QueueService& queues) {
   // The route table with whom each route serves (docs/security.md), as the server holds it.
-  http.AddRoute("GET", "/v1/routes", server::kForOperators, [&http](const server::NativeRequest&) {
+  http.AddRoute("GET", "/v1/routes", http::kForOperators, [&http](const http::NativeRequest&) {
     json routes = json::array();
     for (const auto& r : http.Routes()) {
       routes.push_back({{"method", r.method},
@@ -205,30 +204,29 @@ void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerSe
                         {"serves", r.access.serves.Names()},
                         {"endpoint_tokens", r.access.endpoint_tokens}});
     }
-    return server::JsonReply(200, json{{"routes", std::move(routes)}});
+    return http::JsonReply(200, json{{"routes", std::move(routes)}});
   });
-  http.AddRoute("GET", "/v1/fleet", server::kForTenants,
-                [&svc, &queues](const server::NativeRequest& r) {
+  http.AddRoute("GET", "/v1/fleet", http::kForTenants,
+                [&svc, &queues](const http::NativeRequest& r) {
                   json fleet = svc.FleetJson(r.account_id);
                   AddQueueCards(fleet, queues.AllGpuViews(), r.account_id);
-                  return server::JsonReply(200, fleet);
+                  return http::JsonReply(200, fleet);
                 });
-  http.AddRoute("GET", "/v1/fragmentation", server::kForTenants,
-                [&svc, &queues](const server::NativeRequest& r) {
+  http.AddRoute("GET", "/v1/fragmentation", http::kForTenants,
+                [&svc, &queues](const http::NativeRequest& r) {
                   auto shapes = svc.Fragmentation(r.account_id);
                   auto more = queues.Fragmentation(r.account_id);
                   shapes.insert(shapes.end(), more.begin(), more.end());
-                  return server::JsonReply(200, json{{"shapes", FragmentationJson(shapes)}});
+                  return http::JsonReply(200, json{{"shapes", FragmentationJson(shapes)}});
                 });
   http.AddRoute(
-      "GET", "/v1/endpoints/{name}/carve", server::kForTenants,
-      [&svc](const server::NativeRequest& r) {
-        return server::Answer(svc.EndpointCarveJson(r.account_id, r.path_params.at("name")));
+      "GET", "/v1/endpoints/{name}/carve", http::kForTenants, [&svc](const http::NativeRequest& r) {
+        return http::Answer(svc.EndpointCarveJson(r.account_id, r.path_params.at("name")));
       });
   http.AddRoute(
-      "GET", "/v1/inference-components/{name}/copies", server::kForTenants,
-      [&svc](const server::NativeRequest& r) {
-        return server::Answer(svc.ComponentCopiesJson(r.account_id, r.path_params.at("name")));
+      "GET", "/v1/inference-components/{name}/copies", http::kForTenants,
+      [&svc](const http::NativeRequest& r) {
+        return http::Answer(svc.ComponentCopiesJson(r.account_id, r.path_params.at("name")));
       });
 }
 

@@ -4,25 +4,24 @@
 // endpoint's partitions from the SageMaker service and a queue's cards from the queues.
 #pragma once
 
+#include "http/http_server.h"
+#include "http/metrics.h"
+#include "runtime/copy_directory.h"
 #include "server/autoscaling/autoscaling_service.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
 #include "server/nodes/node_registry.h"
 #include "server/queues/queue_service.h"
-#include "server/runtime/copy_directory.h"
 #include "server/sagemaker/route_table.h"
 #include "server/sagemaker/service.h"
 
 namespace carve::app {
 
 // The runtime router's view of the SageMaker service: its route table, rebuilt every pass.
-class ServiceCopyDirectory final : public server::runtime::CopyDirectory {
+class ServiceCopyDirectory final : public runtime::CopyDirectory {
  public:
   explicit ServiceCopyDirectory(const server::sagemaker::RouteTable& table) : table_(table) {}
-  Result<server::runtime::RouteInfo> Resolve(const std::string& account,
-                                             const std::string& endpoint,
-                                             const std::string& component,
-                                             server::runtime::Unnamed unnamed) override;
+  Result<runtime::RouteInfo> Resolve(const std::string& account, const std::string& endpoint,
+                                     const std::string& component,
+                                     runtime::Unnamed unnamed) override;
 
  private:
   const server::sagemaker::RouteTable& table_;
@@ -30,18 +29,18 @@ class ServiceCopyDirectory final : public server::runtime::CopyDirectory {
 
 // carve_partitions / _used, carve_inference_component_copies, carve_endpoints, and the
 // mGPU ledger-vs-NVML gap per worker.
-void RegisterServerMetrics(server::MetricsRegistry& metrics,
+void RegisterServerMetrics(http::MetricsRegistry& metrics,
                            server::sagemaker::SageMakerService& sagemaker,
                            server::nodes::NodeRegistry& registry);
 
 // The signals Application Auto Scaling's policies read, per scalable target:
 // carve_autoscaling_invocations_per_copy, _concurrent_requests_per_copy, _invocations_per_instance.
-void RegisterAutoScalingMetrics(server::MetricsRegistry& metrics,
+void RegisterAutoScalingMetrics(http::MetricsRegistry& metrics,
                                 server::autoscaling::AutoScalingService& autoscaling);
 
 // GET /v1/fleet, GET /v1/fragmentation and GET /v1/endpoints/{name}/carve, scoped to the
 // caller's account; and GET /v1/routes, the route table, for operators.
-void RegisterViewRoutes(server::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
+void RegisterViewRoutes(http::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
                         server::queues::QueueService& queues);
 
 }  // namespace carve::app

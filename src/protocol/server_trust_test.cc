@@ -1,5 +1,5 @@
 // Pins and the plain-HTTP rule. The pins are checked against a real TLS listener in
-// src/server/tls_test.cc (the server may depend on this library, not the reverse).
+// src/http/tls_test.cc (the server may depend on this library, not the reverse).
 #include "protocol/server_trust.h"
 
 #include <gtest/gtest.h>

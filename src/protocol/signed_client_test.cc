@@ -1,6 +1,6 @@
 // LoadClientCredentials: the agent's and the CLI's reading of the shared-credentials file. The
 // client's signatures are verified against the real HttpServer in
-// src/server/signed_client_test.cc (the server may depend on this library, not the reverse).
+// src/http/signed_client_test.cc (the server may depend on this library, not the reverse).
 #include "protocol/signed_client.h"
 
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@ carve_library(carve_queues
        ${qd}/queue_service.cc ${qd}/queue_reconcile.cc ${qd}/queue_view.cc ${qd}/queue_routes.cc
        ${qd}/ray_runtime.cc ${qd}/serve_config.cc
   DEPS carve_nodes carve_protocol carve_launch_inputs carve_placement carve_share carve_store
-       carve_server_infra
+       carve_http carve_reconciler
        yaml-cpp nlohmann_json::nlohmann_json fmt::fmt spdlog::spdlog Threads::Threads)
 
 carve_test(queues_test

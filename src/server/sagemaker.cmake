@@ -13,7 +13,7 @@ carve_library(carve_sagemaker
        ${sm}/component_rollout.cc
        ${sm}/workload_publisher.cc ${sm}/runtimes.cc ${sm}/route_table.cc
        ${sm}/service.cc ${sm}/service_views.cc
-  DEPS carve_aws carve_catalog carve_layout carve_placement carve_store carve_nodes carve_server_infra
+  DEPS carve_aws carve_catalog carve_layout carve_placement carve_store carve_nodes carve_http carve_reconciler
        carve_launch_inputs
        nlohmann_json::nlohmann_json yaml-cpp fmt::fmt spdlog::spdlog Threads::Threads)
 
@@ -23,6 +23,6 @@ carve_test(sagemaker_test
        ${sm}/migration_test.cc ${sm}/endpoint_lifecycle_test.cc ${sm}/workload_publisher_test.cc
        ${sm}/ops_test.cc ${sm}/deployment_test.cc ${sm}/rolling_update_test.cc
        ${sm}/runtimes_test.cc ${sm}/refused_members_test.cc
-  DEPS carve_sagemaker)
+  DEPS carve_sagemaker carve_nodes_testing)
 target_compile_definitions(sagemaker_test PRIVATE
   CARVE_STORE_V1_FIXTURE="${PROJECT_SOURCE_DIR}/tests/fixtures/store_v1.sql")

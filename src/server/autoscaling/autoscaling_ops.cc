@@ -67,7 +67,7 @@ constexpr UnsupportedMember kUnsupportedActivities[] = {
 };
 
 // A message may quote the caller's raw bytes (a body that is not JSON): never let them throw.
-ApiResponse Error(int status, std::string_view type, const std::string& message) {
+http::ApiResponse Error(int status, std::string_view type, const std::string& message) {
   return {status,
           json{{"__type", type}, {"message", message}}.dump(-1, ' ', false,
                                                             json::error_handler_t::replace),
@@ -75,7 +75,7 @@ ApiResponse Error(int status, std::string_view type, const std::string& message)
 }
 
 // carve's error codes as Application Auto Scaling's.
-ApiResponse ToAasError(const carve::Error& e) {
+http::ApiResponse ToAasError(const carve::Error& e) {
   switch (e.code) {
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kAlreadyExists:
@@ -220,7 +220,7 @@ Result<json> RemoveNamed(store::Store& store, const std::string& account, std::s
 }
 
 void ValidateCustom(Validator& v, const json& cm, const std::string& p,
-                    const MetricsRegistry* metrics, const std::string& account) {
+                    const http::MetricsRegistry* metrics, const std::string& account) {
   v.Unsupported(cm, kUnsupportedCustom, p);
   v.String(cm, "Namespace", p, EnumRule(kCustomNamespaces), true);
   auto name = v.String(cm, "MetricName", p, LengthRule(1, 255), true);
@@ -253,7 +253,7 @@ void ValidateCustom(Validator& v, const json& cm, const std::string& p,
 }
 
 void ValidateTracking(Validator& v, const json& c, const ScalableKey& key,
-                      const MetricsRegistry* metrics, const std::string& account) {
+                      const http::MetricsRegistry* metrics, const std::string& account) {
   const std::string p = "targetTrackingScalingPolicyConfiguration";
   v.Number(c, "TargetValue", p, {8.515920e-109, 1.174271e+108}, true);
   v.Integer(c, "ScaleOutCooldown", p, {0, 86400}, false);
@@ -318,7 +318,7 @@ void ValidateStep(Validator& v, const json& c, const ScalableKey& key) {
 
 }  // namespace
 
-ApiResponse AutoScalingService::Handle(const ApiRequest& request) {
+http::ApiResponse AutoScalingService::Handle(const http::ApiRequest& request) {
   using Op = Result<json> (AutoScalingService::*)(const std::string&, const json&);
   static const std::map<std::string, Op, std::less<>> kOps = {
       {"RegisterScalableTarget", &AutoScalingService::RegisterScalableTarget},

@@ -55,10 +55,10 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "server/api.h"
+#include "http/api.h"
+#include "http/metrics.h"
+#include "runtime/invocation_stats.h"
 #include "server/autoscaling/scaling_records.h"
-#include "server/metrics.h"
-#include "server/runtime/invocation_stats.h"
 #include "store/store.h"
 
 namespace carve::server::autoscaling {
@@ -92,7 +92,7 @@ struct AutoScalingOptions {
   std::chrono::milliseconds scale_in_evaluation{std::chrono::minutes(15)};
   size_t max_activities_per_target = 100;  // Older ones are removed.
   // Where customized metrics are read (carve's own Prometheus series); nullptr refuses them.
-  const MetricsRegistry* metrics = nullptr;
+  const http::MetricsRegistry* metrics = nullptr;
 };
 
 class AutoScalingService {
@@ -103,7 +103,7 @@ class AutoScalingService {
   AutoScalingService(const AutoScalingService&) = delete;
   AutoScalingService& operator=(const AutoScalingService&) = delete;
 
-  ApiResponse Handle(const ApiRequest& request);
+  http::ApiResponse Handle(const http::ApiRequest& request);
 
   // The last sample's metric values of every scalable target, as the policies read them (for
   // /metrics): invocations per minute per unit of capacity (copy or instance) and, for

@@ -17,7 +17,7 @@ TEST_F(AutoScalingServiceTest, RefusesDeepDuplicateAndNonUtf8BodiesNamingTheRule
            {R"({"ServiceNamespace":"sagemaker","ServiceNamespace":"x"})",
             R"(has the key "ServiceNamespace" more than once)"},
            {"{\"ServiceNamespace\":\"\xff\"}", "is not valid JSON"}}) {
-    ApiResponse r = service_->Handle({"DescribeScalableTargets", body, kAccount, "req"});
+    http::ApiResponse r = service_->Handle({"DescribeScalableTargets", body, kAccount, "req"});
     EXPECT_EQ(r.http_status, 400);
     EXPECT_EQ(r.error_type, "ValidationException");
     const json j = json::parse(r.body);

@@ -55,17 +55,17 @@ class AutoScalingServiceTest : public ::testing::Test {
     o.metrics = &metrics_;
     service_ = std::make_unique<AutoScalingService>(store_, resources_, stats_, o);
   }
-  ApiResponse Call(const std::string& op, const json& body) {
+  http::ApiResponse Call(const std::string& op, const json& body) {
     return service_->Handle({op, body.dump(), kAccount, "req"});
   }
   json Ok(const std::string& op, const json& body) {
-    ApiResponse r = Call(op, body);
+    http::ApiResponse r = Call(op, body);
     EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
     return json::parse(r.body);
   }
   // The error type and message of a call expected to fail.
   std::pair<std::string, std::string> Fails(const std::string& op, const json& body) {
-    ApiResponse r = Call(op, body);
+    http::ApiResponse r = Call(op, body);
     // Application Auto Scaling answers every client error 400, whatever its type.
     EXPECT_EQ(r.http_status, 400) << op << ": " << r.body;
     json j = json::parse(r.body);
@@ -151,10 +151,10 @@ class AutoScalingServiceTest : public ::testing::Test {
   store::FakeStore store_;
   FakeResources resources_;
   runtime::InvocationStats stats_;
-  MetricsRegistry metrics_;
-  Gauge& depth_ =
+  http::MetricsRegistry metrics_;
+  http::Gauge& depth_ =
       metrics_.AddGauge("carve_test_queue_depth", "Requests queued", {"account", "component"});
-  Gauge& fleet_depth_ = metrics_.AddGauge("carve_test_fleet_depth", "Requests queued", {});
+  http::Gauge& fleet_depth_ = metrics_.AddGauge("carve_test_fleet_depth", "Requests queued", {});
   std::unique_ptr<AutoScalingService> service_;
 };
 

@@ -100,15 +100,15 @@ namespace {
 
 // A customized metric's value now: the Statistic over the matching series of the policy's
 // `account`; nullopt when none matches (no data) or it cannot be read.
-std::optional<std::pair<double, bool>> ReadCustom(const MetricsRegistry& metrics, const json& cm,
-                                                  const std::string& account) {
+std::optional<std::pair<double, bool>> ReadCustom(const http::MetricsRegistry& metrics,
+                                                  const json& cm, const std::string& account) {
   auto match = CustomMetricMatch(cm, account);
   if (!match.has_value()) return std::nullopt;
   auto read = metrics.Read(cm.value("MetricName", ""), *match);
   if (!read.has_value()) return std::nullopt;
   const std::vector<double>& v = read->values;
   const std::string stat = cm.value("Statistic", "Average");
-  const bool counter = read->type == MetricFamily::Type::kCounter;
+  const bool counter = read->type == http::MetricFamily::Type::kCounter;
   if (stat == "SampleCount") return std::make_pair(static_cast<double>(v.size()), counter);
   if (stat == "Sum") return std::make_pair(std::accumulate(v.begin(), v.end(), 0.0), counter);
   if (v.empty()) return std::nullopt;

@@ -14,13 +14,13 @@
 
 #include <string>
 
-#include "server/http_server.h"
+#include "http/http_server.h"
 #include "server/nodes/node_identity.h"
 #include "server/nodes/node_registry.h"
 
 namespace carve::server::nodes {
 
-void RegisterAgentRoutes(HttpServer& http, NodeRegistry& registry, NodeIdentity& identity,
+void RegisterAgentRoutes(http::HttpServer& server, NodeRegistry& registry, NodeIdentity& identity,
                          std::string server_cert_pin = "");
 
 }  // namespace carve::server::nodes

@@ -1,5 +1,5 @@
-// NodeDriver: the control plane's handle on a node's GPUs. The simulated driver stands in for
-// real nodes; the agent issue adds one backed by NVML on each host.
+// NodeDriver: the control plane's handle on a node's GPUs. AgentNodeDriver carves through each
+// node's agent (NVML on the host); the services' unit tests use the simulated one in testing/.
 //
 // Contract: calls block until the GPU is in the requested state. Carve is idempotent (carving
 // the layout a GPU already has succeeds), so a reconciler that restarts mid-carve just carves

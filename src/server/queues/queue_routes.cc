@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "common/bounded_json.h"
-#include "server/native_reply.h"
+#include "http/native_reply.h"
 
 namespace carve::server::queues {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 // Bounded nesting, no repeated keys (common/bounded_json.h).
-Result<json> Body(const NativeRequest& r) {
+Result<json> Body(const http::NativeRequest& r) {
   Result<json> body = ParseJson(r.body.empty() ? std::string_view("{}") : r.body);
   if (!body.has_value()) return InvalidArgument("request body " + body.error().message);
   return body;
@@ -81,55 +81,55 @@ json LogsJson(const JobRecord& job, size_t max_lines) {
 
 }  // namespace
 
-void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
-  const Access auth = kForTenants;
-  http.AddRoute("POST", "/v1/queues", auth, [&svc](const NativeRequest& r) {
+void RegisterQueueRoutes(http::HttpServer& server, QueueService& svc) {
+  const http::Access auth = http::kForTenants;
+  server.AddRoute("POST", "/v1/queues", auth, [&svc](const http::NativeRequest& r) {
     auto body = Body(r);
-    if (!body.has_value()) return ErrorReply(body.error());
+    if (!body.has_value()) return http::ErrorReply(body.error());
     auto request = ParseCreateQueue(*body);
-    if (!request.has_value()) return ErrorReply(request.error());
-    return Answer(svc.CreateQueue(r.account_id, *request), 201,
-                  [](const QueueRecord& q) { return QueueJson(q, nullptr); });
+    if (!request.has_value()) return http::ErrorReply(request.error());
+    return http::Answer(svc.CreateQueue(r.account_id, *request), 201,
+                        [](const QueueRecord& q) { return QueueJson(q, nullptr); });
   });
-  http.AddRoute("GET", "/v1/queues", auth, [&svc](const NativeRequest& r) {
+  server.AddRoute("GET", "/v1/queues", auth, [&svc](const http::NativeRequest& r) {
     json list = json::array();
     for (const auto& q : svc.ListQueues(r.account_id)) {
       auto jobs = svc.ListJobs(r.account_id, q.name);
       list.push_back(QueueJson(q, jobs.has_value() ? &*jobs : nullptr));
     }
-    return JsonReply(200, json{{"queues", list}});
+    return http::JsonReply(200, json{{"queues", list}});
   });
-  http.AddRoute("GET", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
+  server.AddRoute("GET", "/v1/queues/{q}", auth, [&svc](const http::NativeRequest& r) {
     const std::string& name = r.path_params.at("q");
     auto jobs = svc.ListJobs(r.account_id, name);
-    return Answer(svc.GetQueue(r.account_id, name), 200, [&](const QueueRecord& q) {
+    return http::Answer(svc.GetQueue(r.account_id, name), 200, [&](const QueueRecord& q) {
       return QueueJson(q, jobs.has_value() ? &*jobs : nullptr);
     });
   });
-  http.AddRoute("PUT", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
+  server.AddRoute("PUT", "/v1/queues/{q}", auth, [&svc](const http::NativeRequest& r) {
     auto body = Body(r);
-    if (!body.has_value()) return ErrorReply(body.error());
-    return Answer(svc.UpdateQueue(r.account_id, r.path_params.at("q"), *body), 200,
-                  [](const QueueRecord& q) { return QueueJson(q, nullptr); });
+    if (!body.has_value()) return http::ErrorReply(body.error());
+    return http::Answer(svc.UpdateQueue(r.account_id, r.path_params.at("q"), *body), 200,
+                        [](const QueueRecord& q) { return QueueJson(q, nullptr); });
   });
-  http.AddRoute("DELETE", "/v1/queues/{q}", auth, [&svc](const NativeRequest& r) {
+  server.AddRoute("DELETE", "/v1/queues/{q}", auth, [&svc](const http::NativeRequest& r) {
     Status st = svc.DeleteQueue(r.account_id, r.path_params.at("q"));
-    if (!st.ok()) return ErrorReply(st.error());
-    return JsonReply(200, json{{"deleted", r.path_params.at("q")}});
+    if (!st.ok()) return http::ErrorReply(st.error());
+    return http::JsonReply(200, json{{"deleted", r.path_params.at("q")}});
   });
-  http.AddRoute("GET", "/v1/queues/{q}/gpu", auth, [&svc](const NativeRequest& r) {
-    return Answer(svc.GpuView(r.account_id, r.path_params.at("q")), 200,
-                  [](const QueueGpuView& v) { return ToJson(v); });
+  server.AddRoute("GET", "/v1/queues/{q}/gpu", auth, [&svc](const http::NativeRequest& r) {
+    return http::Answer(svc.GpuView(r.account_id, r.path_params.at("q")), 200,
+                        [](const QueueGpuView& v) { return ToJson(v); });
   });
-  http.AddRoute("POST", "/v1/queues/{q}/jobs", auth, [&svc](const NativeRequest& r) {
+  server.AddRoute("POST", "/v1/queues/{q}/jobs", auth, [&svc](const http::NativeRequest& r) {
     auto body = Body(r);
-    if (!body.has_value()) return ErrorReply(body.error());
+    if (!body.has_value()) return http::ErrorReply(body.error());
     auto sub = ParseJobSubmission(*body);
-    if (!sub.has_value()) return ErrorReply(sub.error());
-    return Answer(svc.SubmitJob(r.account_id, r.path_params.at("q"), *sub), 201,
-                  [](const JobRecord& j) { return ToJson(j); });
+    if (!sub.has_value()) return http::ErrorReply(sub.error());
+    return http::Answer(svc.SubmitJob(r.account_id, r.path_params.at("q"), *sub), 201,
+                        [](const JobRecord& j) { return ToJson(j); });
   });
-  http.AddRoute("GET", "/v1/queues/{q}/jobs", auth, [&svc](const NativeRequest& r) {
+  server.AddRoute("GET", "/v1/queues/{q}/jobs", auth, [&svc](const http::NativeRequest& r) {
     // Paged in submission order: max_results (1..1000, default 1000) and the next_token the
     // previous page gave.
     int limit = kMaxJobsPage;
@@ -137,7 +137,7 @@ void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
     if (auto it = r.query.find("max_results"); it != r.query.end()) {
       auto n = ParseWhole(it->second);
       if (!n || *n < 1 || *n > kMaxJobsPage) {
-        return ErrorReply(InvalidArgument(fmt::format(
+        return http::ErrorReply(InvalidArgument(fmt::format(
             "max_results={}: must be a whole number from 1 to {}", it->second, kMaxJobsPage)));
       }
       limit = static_cast<int>(*n);
@@ -145,44 +145,48 @@ void RegisterQueueRoutes(HttpServer& http, QueueService& svc) {
     if (auto it = r.query.find("next_token"); it != r.query.end()) {
       auto n = ParseWhole(it->second);
       if (!n) {
-        return ErrorReply(InvalidArgument(fmt::format(
+        return http::ErrorReply(InvalidArgument(fmt::format(
             "next_token={}: not a token this server gave (pass the last page's next_token)",
             it->second)));
       }
       after = *n;
     }
-    return Answer(svc.ListJobsPage(r.account_id, r.path_params.at("q"), after, limit), 200,
-                  [](const QueueService::JobPage& page) {
-                    json list = json::array();
-                    for (const auto& j : page.jobs) list.push_back(ToJson(j));
-                    json out{{"jobs", list}};
-                    if (page.next_after) out["next_token"] = std::to_string(*page.next_after);
-                    return out;
+    return http::Answer(svc.ListJobsPage(r.account_id, r.path_params.at("q"), after, limit), 200,
+                        [](const QueueService::JobPage& page) {
+                          json list = json::array();
+                          for (const auto& j : page.jobs) list.push_back(ToJson(j));
+                          json out{{"jobs", list}};
+                          if (page.next_after) out["next_token"] = std::to_string(*page.next_after);
+                          return out;
+                        });
+  });
+  server.AddRoute("GET", "/v1/queues/{q}/jobs/{id}", auth, [&svc](const http::NativeRequest& r) {
+    return http::Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")),
+                        200, [](const JobRecord& j) { return ToJson(j); });
+  });
+  server.AddRoute("POST", "/v1/queues/{q}/jobs/{id}/cancel", auth,
+                  [&svc](const http::NativeRequest& r) {
+                    return http::Answer(
+                        svc.CancelJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")),
+                        200, [](const JobRecord& j) { return ToJson(j); });
                   });
-  });
-  http.AddRoute("GET", "/v1/queues/{q}/jobs/{id}", auth, [&svc](const NativeRequest& r) {
-    return Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")), 200,
-                  [](const JobRecord& j) { return ToJson(j); });
-  });
-  http.AddRoute("POST", "/v1/queues/{q}/jobs/{id}/cancel", auth, [&svc](const NativeRequest& r) {
-    return Answer(svc.CancelJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")), 200,
-                  [](const JobRecord& j) { return ToJson(j); });
-  });
-  http.AddRoute("GET", "/v1/queues/{q}/jobs/{id}/logs", auth, [&svc](const NativeRequest& r) {
-    size_t lines = 100;
-    if (auto it = r.query.find("lines"); it != r.query.end()) {
-      try {
-        lines = std::stoul(it->second);
-      } catch (const std::exception&) {
-        return ErrorReply(InvalidArgument("lines=" + it->second + ": must be a whole number"));
-      }
-    }
-    return Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")), 200,
-                  [&](const JobRecord& j) { return LogsJson(j, lines); });
-  });
+  server.AddRoute(
+      "GET", "/v1/queues/{q}/jobs/{id}/logs", auth, [&svc](const http::NativeRequest& r) {
+        size_t lines = 100;
+        if (auto it = r.query.find("lines"); it != r.query.end()) {
+          try {
+            lines = std::stoul(it->second);
+          } catch (const std::exception&) {
+            return http::ErrorReply(
+                InvalidArgument("lines=" + it->second + ": must be a whole number"));
+          }
+        }
+        return http::Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")),
+                            200, [&](const JobRecord& j) { return LogsJson(j, lines); });
+      });
 }
 
-void RegisterQueueMetrics(MetricsRegistry& m, QueueService& svc) {
+void RegisterQueueMetrics(http::MetricsRegistry& m, QueueService& svc) {
   const std::vector<std::string> card = {"account", "queue", "node", "gpu"};
   const std::vector<std::string> worker = {"account", "queue", "job", "task", "node", "gpu"};
   auto& core_alloc = m.AddGauge("carve_queue_card_core_allocated_percent",
@@ -210,14 +214,14 @@ void RegisterQueueMetrics(MetricsRegistry& m, QueueService& svc) {
   auto& jobs =
       m.AddGauge("carve_queue_jobs", "Jobs per queue and state", {"account", "queue", "state"});
   m.AddCollector([&, &svc = svc] {
-    for (Gauge* g : {&core_alloc, &mem_alloc, &mem_cap, &workers, &util, &mem_used, &w_core,
-                     &w_used, &w_mem, &w_mem_used, &jobs}) {
+    for (http::Gauge* g : {&core_alloc, &mem_alloc, &mem_cap, &workers, &util, &mem_used, &w_core,
+                           &w_used, &w_mem, &w_mem_used, &jobs}) {
       g->Clear();
     }
     constexpr double kMib = 1024.0 * 1024.0;
     for (const auto& v : svc.AllGpuViews()) {
       for (const auto& c : v.cards) {
-        const LabelValues l = {v.account, v.queue, c.node, std::to_string(c.gpu)};
+        const http::LabelValues l = {v.account, v.queue, c.node, std::to_string(c.gpu)};
         core_alloc.Set(l, c.core_allocated_percent);
         mem_alloc.Set(l, static_cast<double>(c.memory_allocated_mib) * kMib);
         mem_cap.Set(l, static_cast<double>(c.memory_capacity_mib) * kMib);
@@ -225,7 +229,7 @@ void RegisterQueueMetrics(MetricsRegistry& m, QueueService& svc) {
         if (c.utilization_percent) util.Set(l, *c.utilization_percent);
         if (c.memory_used_mib) mem_used.Set(l, static_cast<double>(*c.memory_used_mib) * kMib);
         for (const auto& w : c.worker_views) {
-          const LabelValues wl = {
+          const http::LabelValues wl = {
               v.account, v.queue, w.job, std::to_string(w.task), c.node, std::to_string(c.gpu)};
           w_core.Set(wl, w.core_limit_percent);
           w_mem.Set(wl, static_cast<double>(w.memory_limit_mib) * kMib);

@@ -13,16 +13,16 @@
 //   POST   /v1/queues/{q}/jobs/{id}/cancel    cancel          -> 409 when finished
 //   GET    /v1/queues/{q}/jobs/{id}/logs      where each task's logs are (and their tail when
 //                                             the server can read them: embedded agent)
-// Errors are server/native_reply.h's: {"error": message, "code": name}, 400 / 404 / 409 / 503.
+// Errors are http/native_reply.h's: {"error": message, "code": name}, 400 / 404 / 409 / 503.
 #pragma once
 
-#include "server/http_server.h"
-#include "server/metrics.h"
+#include "http/http_server.h"
+#include "http/metrics.h"
 #include "server/queues/queue_service.h"
 
 namespace carve::server::queues {
 
-void RegisterQueueRoutes(HttpServer& http, QueueService& service);
+void RegisterQueueRoutes(http::HttpServer& server, QueueService& service);
 
 // Gauges, refreshed on every scrape, with the figures of the GPU view:
 //   carve_queue_card_core_allocated_percent{account,queue,node,gpu}
@@ -32,6 +32,6 @@ void RegisterQueueRoutes(HttpServer& http, QueueService& service);
 //   carve_queue_worker_core_used_percent (achieved share; only when measured)
 //   carve_queue_worker_memory_limit_bytes / carve_queue_worker_memory_used_bytes (when measured)
 //   carve_queue_jobs{account,queue,state}
-void RegisterQueueMetrics(MetricsRegistry& metrics, QueueService& service);
+void RegisterQueueMetrics(http::MetricsRegistry& metrics, QueueService& service);
 
 }  // namespace carve::server::queues

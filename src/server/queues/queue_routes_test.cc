@@ -40,8 +40,8 @@ class QueueRoutesTest : public ::testing::Test {
     EXPECT_TRUE(claims->Upsert(NodeId("s1"), "ml.g5.xlarge", true).ok());
     return claims;
   }
-  static HttpServerOptions Insecure() {
-    HttpServerOptions o;
+  static http::HttpServerOptions Insecure() {
+    http::HttpServerOptions o;
     o.insecure_no_auth = true;
     o.threads = 4;
     return o;
@@ -62,8 +62,8 @@ class QueueRoutesTest : public ::testing::Test {
   std::unique_ptr<nodes::NodeClaims> claims_ = OneSmallNode();
   QueueService service_{store_, registry_, *claims_, ServiceOptions()};
   aws::Credentials credentials_;
-  MetricsRegistry metrics_;
-  HttpServer http_{Insecure(), credentials_, metrics_};
+  http::MetricsRegistry metrics_;
+  http::HttpServer http_{Insecure(), credentials_, metrics_};
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -86,7 +86,7 @@ class AgentModeTest : public ::testing::Test {
   }
 
   json Ok(const std::string& op, const json& body) {
-    ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
+    http::ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
     EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
     return json::parse(r.body);
   }

@@ -55,7 +55,7 @@ bool ListsResourceLimitExceeded(std::string_view operation) {
   return std::ranges::find(kLimitOperations, operation) != kLimitOperations.end();
 }
 
-ApiResponse ToAwsError(const Error& error, std::string_view operation) {
+http::ApiResponse ToAwsError(const Error& error, std::string_view operation) {
   const auto row = std::ranges::find(kTable, error.code, &AwsErrorRow::kind);
   int status = row == kTable.end() ? 500 : row->http_status;
   std::string_view code = row == kTable.end() ? "InternalFailure" : row->code;
@@ -63,7 +63,7 @@ ApiResponse ToAwsError(const Error& error, std::string_view operation) {
       !ListsResourceLimitExceeded(operation)) {
     code = "ValidationException";  // An operation that cannot answer it on AWS.
   }
-  ApiResponse r;
+  http::ApiResponse r;
   r.http_status = status;
   r.error_type = std::string(code);
   // A message may quote the caller's raw bytes (a body that is not JSON): never let them throw.
@@ -72,8 +72,8 @@ ApiResponse ToAwsError(const Error& error, std::string_view operation) {
   return r;
 }
 
-ApiResponse JsonOk(const nlohmann::json& body) {
-  ApiResponse r;
+http::ApiResponse JsonOk(const nlohmann::json& body) {
+  http::ApiResponse r;
   r.http_status = 200;
   r.body = body.is_null() ? "{}" : body.dump();
   return r;

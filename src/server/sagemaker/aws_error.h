@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "server/api.h"
+#include "http/api.h"
 
 namespace carve::server::sagemaker {
 
@@ -36,9 +36,9 @@ bool ListsResourceLimitExceeded(std::string_view operation);
 
 // Maps an Error of `operation` (its X-Amz-Target action, "" when unknown) to the awsJson1_1
 // error response, by the table above.
-ApiResponse ToAwsError(const Error& error, std::string_view operation = "");
+http::ApiResponse ToAwsError(const Error& error, std::string_view operation = "");
 
 // HTTP 200 with the JSON body.
-ApiResponse JsonOk(const nlohmann::json& body);
+http::ApiResponse JsonOk(const nlohmann::json& body);
 
 }  // namespace carve::server::sagemaker

@@ -7,10 +7,10 @@
 namespace carve::server::sagemaker {
 namespace {
 
-nlohmann::json Body(const ApiResponse& r) { return nlohmann::json::parse(r.body); }
+nlohmann::json Body(const http::ApiResponse& r) { return nlohmann::json::parse(r.body); }
 
 TEST(AwsError, NotFoundIsAValidationExceptionSoTheDeletedWaiterWorks) {
-  ApiResponse r = ToAwsError(NotFound("Could not find endpoint \"arn\"."));
+  http::ApiResponse r = ToAwsError(NotFound("Could not find endpoint \"arn\"."));
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_EQ(Body(r)["__type"], "ValidationException");
@@ -23,7 +23,7 @@ TEST(AwsError, AlreadyExistsAndInvalidArgumentAreValidationExceptions) {
 }
 
 TEST(AwsError, CapacityShortfallIsResourceLimitExceeded) {
-  ApiResponse r = ToAwsError(ResourceExhausted("no room"));
+  http::ApiResponse r = ToAwsError(ResourceExhausted("no room"));
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ResourceLimitExceeded");
 }
@@ -31,7 +31,7 @@ TEST(AwsError, CapacityShortfallIsResourceLimitExceeded) {
 // botocore's model lists ResourceInUse for none of the operations carve serves; SageMaker
 // answers "Cannot update in-progress endpoint" with ValidationException.
 TEST(AwsError, WrongStateIsAValidationException) {
-  ApiResponse r = ToAwsError(FailedPrecondition("Cannot update in-progress endpoint"));
+  http::ApiResponse r = ToAwsError(FailedPrecondition("Cannot update in-progress endpoint"));
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ValidationException");
 }
@@ -54,7 +54,7 @@ TEST(AwsError, TheTableHasOneRowPerKindWithASource) {
   for (const AwsErrorRow& row : SageMakerErrorTable()) {
     EXPECT_TRUE(kinds.insert(row.kind).second) << ErrorCodeName(row.kind) << " twice";
     EXPECT_FALSE(row.source.empty()) << ErrorCodeName(row.kind);
-    const ApiResponse r = ToAwsError(Error{row.kind, "m"}, "CreateEndpoint");
+    const http::ApiResponse r = ToAwsError(Error{row.kind, "m"}, "CreateEndpoint");
     EXPECT_EQ(r.http_status, row.http_status) << ErrorCodeName(row.kind);
     EXPECT_EQ(r.error_type, row.code) << ErrorCodeName(row.kind);
   }
@@ -75,7 +75,7 @@ TEST(AwsError, OnlyTransientAndInternalFailuresAre5xx) {
 }
 
 TEST(AwsError, SuccessIsA200WithTheBody) {
-  ApiResponse r = JsonOk({{"EndpointArn", "a"}});
+  http::ApiResponse r = JsonOk({{"EndpointArn", "a"}});
   EXPECT_EQ(r.http_status, 200);
   EXPECT_TRUE(r.error_type.empty());
   EXPECT_EQ(Body(r)["EndpointArn"], "a");

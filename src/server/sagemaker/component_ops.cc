@@ -199,7 +199,8 @@ json Summary(const OpContext& ctx, const store::Record& r, const json& body) {
           {"LastModifiedTime", EpochSeconds(r.updated_ms)}};
 }
 
-Status RefuseWhileDeleting(const OpContext& ctx, const ApiRequest& req, const ComponentRecord& c) {
+Status RefuseWhileDeleting(const OpContext& ctx, const http::ApiRequest& req,
+                           const ComponentRecord& c) {
   if (c.status != ComponentStatus::kDeleting) return OkStatus();
   return FailedPrecondition(fmt::format("Inference component \"{}\" is being deleted.",
                                         ctx.Arn(req.account_id, kInferenceComponent, c.name)));
@@ -230,7 +231,8 @@ json SpecificationSummary(const json& spec) {
 
 }  // namespace
 
-Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> CreateInferenceComponent(const OpContext& ctx, const http::ApiRequest& req,
+                                      const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   auto endpoint = v.String(in, "EndpointName", "", kEndpointNameRule, true);
@@ -300,7 +302,7 @@ Result<json> CreateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   return json{{"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, *name)}};
 }
 
-Result<json> DescribeInferenceComponent(const OpContext& ctx, const ApiRequest& req,
+Result<json> DescribeInferenceComponent(const OpContext& ctx, const http::ApiRequest& req,
                                         const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
@@ -323,7 +325,8 @@ Result<json> DescribeInferenceComponent(const OpContext& ctx, const ApiRequest& 
   return out;
 }
 
-Result<json> DeleteInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DeleteInferenceComponent(const OpContext& ctx, const http::ApiRequest& req,
+                                      const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -340,7 +343,8 @@ Result<json> DeleteInferenceComponent(const OpContext& ctx, const ApiRequest& re
   return json::object();
 }
 
-Result<json> ListInferenceComponents(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> ListInferenceComponents(const OpContext& ctx, const http::ApiRequest& req,
+                                     const json& in) {
   static const ListSpec spec{
       kInferenceComponent,
       "InferenceComponents",
@@ -353,7 +357,8 @@ Result<json> ListInferenceComponents(const OpContext& ctx, const ApiRequest& req
   return ListResources(ctx, req, in, spec);
 }
 
-Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> UpdateInferenceComponent(const OpContext& ctx, const http::ApiRequest& req,
+                                      const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   v.Unsupported(in, kUnsupportedUpdate, "");
@@ -428,8 +433,8 @@ Result<json> UpdateInferenceComponent(const OpContext& ctx, const ApiRequest& re
   return json{{"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, c.name)}};
 }
 
-Result<json> UpdateInferenceComponentRuntimeConfig(const OpContext& ctx, const ApiRequest& req,
-                                                   const json& in) {
+Result<json> UpdateInferenceComponentRuntimeConfig(const OpContext& ctx,
+                                                   const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   std::optional<int64_t> copies;

@@ -34,7 +34,8 @@ json Summary(const OpContext& ctx, const store::Record& r, const json&) {
 
 }  // namespace
 
-Result<json> CreateEndpointConfig(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> CreateEndpointConfig(const OpContext& ctx, const http::ApiRequest& req,
+                                  const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
@@ -86,7 +87,8 @@ Result<json> CreateEndpointConfig(const OpContext& ctx, const ApiRequest& req, c
   return json{{"EndpointConfigArn", ctx.Arn(req.account_id, kEndpointConfig, *name)}};
 }
 
-Result<json> DescribeEndpointConfig(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DescribeEndpointConfig(const OpContext& ctx, const http::ApiRequest& req,
+                                    const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -99,7 +101,8 @@ Result<json> DescribeEndpointConfig(const OpContext& ctx, const ApiRequest& req,
   return body;
 }
 
-Result<json> DeleteEndpointConfig(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DeleteEndpointConfig(const OpContext& ctx, const http::ApiRequest& req,
+                                  const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -113,7 +116,8 @@ Result<json> DeleteEndpointConfig(const OpContext& ctx, const ApiRequest& req, c
   return json::object();
 }
 
-Result<json> ListEndpointConfigs(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> ListEndpointConfigs(const OpContext& ctx, const http::ApiRequest& req,
+                                 const json& in) {
   static const ListSpec spec{kEndpointConfig, "EndpointConfigs", "", false, {}, &Summary, {},
                              nullptr};
   return ListResources(ctx, req, in, spec);

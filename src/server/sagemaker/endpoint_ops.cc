@@ -86,7 +86,7 @@ bool SameLayout(const VariantSpec& a, const VariantSpec& b) {
 
 }  // namespace
 
-Result<json> CreateEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> CreateEndpoint(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   auto config_name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
@@ -119,7 +119,7 @@ Result<json> CreateEndpoint(const OpContext& ctx, const ApiRequest& req, const j
   return json{{"EndpointArn", ctx.Arn(req.account_id, kEndpoint, *name)}};
 }
 
-Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DescribeEndpoint(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -198,7 +198,7 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const ApiRequest& req, const
   return out;
 }
 
-Result<json> DeleteEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DeleteEndpoint(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -234,13 +234,13 @@ Result<json> DeleteEndpoint(const OpContext& ctx, const ApiRequest& req, const j
   return json::object();
 }
 
-Result<json> ListEndpoints(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> ListEndpoints(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   static const ListSpec spec{kEndpoint, "Endpoints", "EndpointStatus", true, EndpointStatusNames(),
                              &Summary,  {},          nullptr};
   return ListResources(ctx, req, in, spec);
 }
 
-Result<json> UpdateEndpoint(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> UpdateEndpoint(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   auto config_name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
@@ -305,7 +305,7 @@ constexpr UnsupportedMember kUnsupportedCapacity[] = {
     {"ServerlessUpdateConfig", "carve serves instance-based variants only; omit it"},
 };
 
-Result<json> UpdateEndpointWeightsAndCapacities(const OpContext& ctx, const ApiRequest& req,
+Result<json> UpdateEndpointWeightsAndCapacities(const OpContext& ctx, const http::ApiRequest& req,
                                                 const json& in) {
   Validator v;
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);

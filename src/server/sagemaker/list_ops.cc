@@ -26,7 +26,7 @@ std::optional<int64_t> Millis(Validator& v, const json& in, std::string_view mem
 
 }  // namespace
 
-Result<json> ListResources(const OpContext& ctx, const ApiRequest& req, const json& in,
+Result<json> ListResources(const OpContext& ctx, const http::ApiRequest& req, const json& in,
                            const ListSpec& spec) {
   const bool has_status = !spec.status_member.empty();
   Validator v;

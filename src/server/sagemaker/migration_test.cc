@@ -13,8 +13,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "server/nodes/fleet_config.h"
-#include "server/nodes/simulated_node_driver.h"
+#include "server/nodes/testing/simulated_node_driver.h"
 #include "server/sagemaker/copy_record.h"
 #include "server/sagemaker/resources.h"
 #include "server/sagemaker/service.h"
@@ -46,9 +45,7 @@ class StoreV1MigrationTest : public ::testing::Test {
     sqlite3_free(err);
     sqlite3_close(db);
     store_ = store::SqliteStore::Open((dir_ / "carve.db").string()).value();
-    for (const auto& n : nodes::DefaultFleetConfig().nodes) {
-      ASSERT_TRUE(claims_.Upsert(n.id, n.instance_type, true).ok());
-    }
+    ASSERT_TRUE(nodes::ClaimTestFleet(claims_).ok());
     account_ = store_->ListAllAccounts(std::string(kEndpoint)).value().at(0).key.account;
   }
   void TearDown() override {

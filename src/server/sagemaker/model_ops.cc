@@ -92,7 +92,7 @@ json Summary(const OpContext& ctx, const store::Record& r, const json&) {
 
 }  // namespace
 
-Result<json> CreateModel(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> CreateModel(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   v.String(in, "ExecutionRoleArn", "", kRoleArnRule, false);
@@ -126,7 +126,7 @@ Result<json> CreateModel(const OpContext& ctx, const ApiRequest& req, const json
   return json{{"ModelArn", ctx.Arn(req.account_id, kModel, *name)}};
 }
 
-Result<json> DescribeModel(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DescribeModel(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -138,7 +138,7 @@ Result<json> DescribeModel(const OpContext& ctx, const ApiRequest& req, const js
   return body;
 }
 
-Result<json> DeleteModel(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DeleteModel(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto name = v.String(in, "ModelName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
@@ -150,7 +150,7 @@ Result<json> DeleteModel(const OpContext& ctx, const ApiRequest& req, const json
   return json::object();
 }
 
-Result<json> ListModels(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> ListModels(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   static const ListSpec spec{kModel, "Models", "", false, {}, &Summary, {}, nullptr};
   return ListResources(ctx, req, in, spec);
 }

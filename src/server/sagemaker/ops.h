@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/utf8.h"
-#include "server/api.h"
+#include "http/api.h"
 #include "server/sagemaker/op_context.h"
 #include "server/sagemaker/resources.h"
 #include "store/store.h"
@@ -24,7 +24,7 @@ using nlohmann::json;
 // and an inference component's StatusMessage; Describe answers cut longer text with FitUtf8.
 inline constexpr size_t kMaxMessage = 1024;
 
-using Handler = Result<json> (*)(const OpContext&, const ApiRequest&, const json&);
+using Handler = Result<json> (*)(const OpContext&, const http::ApiRequest&, const json&);
 // nullptr for an operation this service does not implement.
 Handler FindHandler(std::string_view operation);
 
@@ -35,34 +35,35 @@ Handler FindHandler(std::string_view operation);
 // within SageMaker's limits and free of reserved names. Messages name the member and the rule.
 void ValidateLaunchInputs(Validator& v, const OpContext& ctx, const json& container,
                           const std::string& path, std::string_view url_member);
-Result<json> CreateModel(const OpContext&, const ApiRequest&, const json&);
-Result<json> DescribeModel(const OpContext&, const ApiRequest&, const json&);
-Result<json> DeleteModel(const OpContext&, const ApiRequest&, const json&);
-Result<json> ListModels(const OpContext&, const ApiRequest&, const json&);
+Result<json> CreateModel(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DescribeModel(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DeleteModel(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> ListModels(const OpContext&, const http::ApiRequest&, const json&);
 // endpoint_config_ops.cc
-Result<json> CreateEndpointConfig(const OpContext&, const ApiRequest&, const json&);
-Result<json> DescribeEndpointConfig(const OpContext&, const ApiRequest&, const json&);
-Result<json> DeleteEndpointConfig(const OpContext&, const ApiRequest&, const json&);
-Result<json> ListEndpointConfigs(const OpContext&, const ApiRequest&, const json&);
+Result<json> CreateEndpointConfig(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DescribeEndpointConfig(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DeleteEndpointConfig(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> ListEndpointConfigs(const OpContext&, const http::ApiRequest&, const json&);
 // endpoint_ops.cc
-Result<json> CreateEndpoint(const OpContext&, const ApiRequest&, const json&);
-Result<json> DescribeEndpoint(const OpContext&, const ApiRequest&, const json&);
-Result<json> DeleteEndpoint(const OpContext&, const ApiRequest&, const json&);
-Result<json> ListEndpoints(const OpContext&, const ApiRequest&, const json&);
-Result<json> UpdateEndpoint(const OpContext&, const ApiRequest&, const json&);
-Result<json> UpdateEndpointWeightsAndCapacities(const OpContext&, const ApiRequest&, const json&);
+Result<json> CreateEndpoint(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DescribeEndpoint(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DeleteEndpoint(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> ListEndpoints(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> UpdateEndpoint(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> UpdateEndpointWeightsAndCapacities(const OpContext&, const http::ApiRequest&,
+                                                const json&);
 // component_ops.cc
-Result<json> CreateInferenceComponent(const OpContext&, const ApiRequest&, const json&);
-Result<json> DescribeInferenceComponent(const OpContext&, const ApiRequest&, const json&);
-Result<json> DeleteInferenceComponent(const OpContext&, const ApiRequest&, const json&);
-Result<json> ListInferenceComponents(const OpContext&, const ApiRequest&, const json&);
-Result<json> UpdateInferenceComponent(const OpContext&, const ApiRequest&, const json&);
-Result<json> UpdateInferenceComponentRuntimeConfig(const OpContext&, const ApiRequest&,
+Result<json> CreateInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DescribeInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DeleteInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> ListInferenceComponents(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> UpdateInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> UpdateInferenceComponentRuntimeConfig(const OpContext&, const http::ApiRequest&,
                                                    const json&);
 // tag_ops.cc
-Result<json> AddTags(const OpContext&, const ApiRequest&, const json&);
-Result<json> ListTags(const OpContext&, const ApiRequest&, const json&);
-Result<json> DeleteTags(const OpContext&, const ApiRequest&, const json&);
+Result<json> AddTags(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> ListTags(const OpContext&, const http::ApiRequest&, const json&);
+Result<json> DeleteTags(const OpContext&, const http::ApiRequest&, const json&);
 
 // A stored body as JSON; Internal when it is not (stored data is ours, never the user's).
 Result<json> Body(const store::Record& record);
@@ -81,7 +82,7 @@ struct ListSpec {
   std::vector<std::pair<std::string_view, std::string_view>> equals;
   const StringRule* equals_rule = nullptr;
 };
-Result<json> ListResources(const OpContext& ctx, const ApiRequest& req, const json& in,
+Result<json> ListResources(const OpContext& ctx, const http::ApiRequest& req, const json& in,
                            const ListSpec& spec);
 
 }  // namespace carve::server::sagemaker

@@ -27,12 +27,12 @@ json SeedVariant() {
 class OpsTest : public ::testing::Test {
  protected:
   json Ok(Handler h, const json& in) {
-    auto r = h(ctx_, ApiRequest{"op", in.dump(), kAccount, "req-1"}, in);
+    auto r = h(ctx_, http::ApiRequest{"op", in.dump(), kAccount, "req-1"}, in);
     EXPECT_TRUE(r.has_value()) << r.error().message;
     return r.value_or(json());
   }
   Error Fails(Handler h, const json& in) {
-    auto r = h(ctx_, ApiRequest{"op", in.dump(), kAccount, "req-1"}, in);
+    auto r = h(ctx_, http::ApiRequest{"op", in.dump(), kAccount, "req-1"}, in);
     EXPECT_FALSE(r.has_value());
     return r.has_value() ? Error{} : r.error();
   }

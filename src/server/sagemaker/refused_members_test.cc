@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "common/fake_clock.h"
-#include "server/nodes/fleet_config.h"
-#include "server/nodes/simulated_node_driver.h"
+#include "server/nodes/testing/simulated_node_driver.h"
 #include "server/sagemaker/service.h"
 #include "store/fake_store.h"
 
@@ -122,9 +121,7 @@ std::vector<Refused> Table() {
 class RefusedMembersTest : public ::testing::Test {
  protected:
   RefusedMembersTest() : store_(clock_), driver_(std::chrono::milliseconds(0)) {
-    for (const auto& n : nodes::DefaultFleetConfig().nodes) {
-      EXPECT_TRUE(claims_.Upsert(n.id, n.instance_type, true).ok());
-    }
+    EXPECT_TRUE(nodes::ClaimTestFleet(claims_).ok());
     ServiceOptions options;
     options.clock = &clock_;
     service_ = std::make_unique<SageMakerService>(store_, claims_, driver_, options);
@@ -143,11 +140,11 @@ class RefusedMembersTest : public ::testing::Test {
                                     {"Specification", Specification()},
                                     {"RuntimeConfig", {{"CopyCount", 1}}}});
   }
-  ApiResponse Call(const std::string& op, const json& body) {
+  http::ApiResponse Call(const std::string& op, const json& body) {
     return service_->Handle({op, body.dump(), kAccount, "req-1"});
   }
   void Ok(const std::string& op, const json& body) {
-    ApiResponse r = Call(op, body);
+    http::ApiResponse r = Call(op, body);
     ASSERT_EQ(r.http_status, 200) << op << ": " << r.body;
   }
 
@@ -166,7 +163,7 @@ TEST_F(RefusedMembersTest, EveryMemberOfTheTableIsRefusedNamingItAndNothingIsSto
     // Each body is accepted as it stands (the next test): a case fails by its member alone.
     json body = r.body;
     body[json::json_pointer(r.at)][r.member] = r.value;
-    ApiResponse answer = Call(r.op, body);
+    http::ApiResponse answer = Call(r.op, body);
     EXPECT_EQ(answer.http_status, 400) << answer.body;
     EXPECT_EQ(answer.error_type, "ValidationException") << answer.body;
     // The member's path, as AWS writes it (first letter lower case), then what carve says.
@@ -195,7 +192,7 @@ TEST_F(RefusedMembersTest, TheBodiesWithoutTheMemberAreAccepted) {
     if (std::find(done.begin(), done.end(), key) != done.end()) continue;
     done.push_back(key);
     SCOPED_TRACE(r.op);
-    ApiResponse answer = Call(r.op, r.body);
+    http::ApiResponse answer = Call(r.op, r.body);
     EXPECT_EQ(answer.http_status, 200) << answer.body;
     if (r.op == "UpdateEndpoint") {  // back to InService before the next update
       for (int i = 0; i < 4; ++i) service_->ReconcileOnce();

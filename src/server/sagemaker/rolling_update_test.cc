@@ -83,7 +83,7 @@ class RollingUpdateTest : public ::testing::Test {
   }
 
   json Call(const std::string& op, const json& body, int want = 200) {
-    ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
+    http::ApiResponse r = service_->Handle({op, body.dump(), kAccount, "req"});
     EXPECT_EQ(r.http_status, want) << op << ": " << r.body;
     return json::parse(r.body);
   }
@@ -356,12 +356,12 @@ TEST_F(RollingUpdateTest, EachBoundOfTheRollingUpdatePolicyIsChecked) {
     } else {
       config["RollingUpdatePolicy"][member] = value;
     }
-    ApiResponse r = service_->Handle({"UpdateInferenceComponent",
-                                      json{{"InferenceComponentName", "ic"},
-                                           {"Specification", Spec("2")},
-                                           {"DeploymentConfig", config}}
-                                          .dump(),
-                                      kAccount, "req"});
+    http::ApiResponse r = service_->Handle({"UpdateInferenceComponent",
+                                            json{{"InferenceComponentName", "ic"},
+                                                 {"Specification", Spec("2")},
+                                                 {"DeploymentConfig", config}}
+                                                .dump(),
+                                            kAccount, "req"});
     EXPECT_EQ(r.http_status, 400) << member << "=" << value.dump();
     std::string lower = member;
     lower[0] = static_cast<char>(std::tolower(lower[0]));
@@ -384,12 +384,12 @@ TEST_F(RollingUpdateTest, TheServiceRefusesWhatItCannotDo) {
   json percent = Policy(1, 0);
   percent["RollingUpdatePolicy"]["MaximumBatchSize"] = {{"Type", "CAPACITY_PERCENT"},
                                                         {"Value", 60}};
-  ApiResponse r = service_->Handle({"UpdateInferenceComponent",
-                                    json{{"InferenceComponentName", "ic"},
-                                         {"Specification", Spec("2")},
-                                         {"DeploymentConfig", percent}}
-                                        .dump(),
-                                    kAccount, "req"});
+  http::ApiResponse r = service_->Handle({"UpdateInferenceComponent",
+                                          json{{"InferenceComponentName", "ic"},
+                                               {"Specification", Spec("2")},
+                                               {"DeploymentConfig", percent}}
+                                              .dump(),
+                                          kAccount, "req"});
   EXPECT_EQ(r.http_status, 400);
   EXPECT_NE(r.body.find("deploymentConfig.rollingUpdatePolicy.maximumBatchSize.value"),
             std::string::npos)

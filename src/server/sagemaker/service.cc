@@ -184,7 +184,7 @@ Status SageMakerService::Recover() {
   return OkStatus();
 }
 
-ApiResponse SageMakerService::Handle(const ApiRequest& request) {
+http::ApiResponse SageMakerService::Handle(const http::ApiRequest& request) {
   Handler handler = FindHandler(request.operation);
   if (handler == nullptr) {
     return ToAwsError(Unimplemented("Unknown operation SageMaker." + request.operation));

@@ -37,7 +37,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "server/api.h"
+#include "http/api.h"
 #include "server/nodes/node_claims.h"
 #include "server/nodes/node_driver.h"
 #include "server/nodes/node_registry.h"
@@ -85,7 +85,7 @@ class SageMakerService {
   Status Recover();
 
   // One SageMaker operation. Never throws; every failure is an AWS error response.
-  ApiResponse Handle(const ApiRequest& request);
+  http::ApiResponse Handle(const http::ApiRequest& request);
 
   // Background reconciler. Stop() joins it and the carve workers; idempotent.
   void Start();

@@ -5,8 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
-#include "server/nodes/fleet_config.h"
-#include "server/nodes/simulated_node_driver.h"
+#include "server/nodes/testing/simulated_node_driver.h"
 #include "store/fake_store.h"
 
 namespace carve::server::sagemaker {
@@ -25,9 +24,7 @@ class ServiceTest : public ::testing::Test {
   void Reset() {
     service_.reset();
     claims_ = std::make_unique<nodes::NodeClaims>();
-    for (const auto& n : nodes::DefaultFleetConfig().nodes) {
-      EXPECT_TRUE(claims_->Upsert(n.id, n.instance_type, true).ok());
-    }
+    EXPECT_TRUE(nodes::ClaimTestFleet(*claims_).ok());
     ServiceOptions options;
     options.clock = &clock_;
     options.max_records_per_kind = max_records_per_kind_;
@@ -43,11 +40,12 @@ class ServiceTest : public ::testing::Test {
     return json();
   }
 
-  ApiResponse Call(const std::string& op, const json& body, const std::string& account = kAccount) {
+  http::ApiResponse Call(const std::string& op, const json& body,
+                         const std::string& account = kAccount) {
     return service_->Handle({op, body.dump(), account, "req-1"});
   }
   json Ok(const std::string& op, const json& body) {
-    ApiResponse r = Call(op, body);
+    http::ApiResponse r = Call(op, body);
     EXPECT_EQ(r.http_status, 200) << op << ": " << r.body;
     return json::parse(r.body);
   }
@@ -199,7 +197,7 @@ TEST_F(ServiceTest, DeletingAnEndpointReleasesItsNodes) {
   Settle();
   Ok("DeleteEndpoint", {{"EndpointName", "ep"}});
   Settle();
-  ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}});
+  http::ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}});
   EXPECT_EQ(r.error_type, "ValidationException");
   const json fleet = service_->FleetJson(kAccount);
   for (const auto& n : fleet["nodes"]) EXPECT_TRUE(n["claim"].is_null());
@@ -209,7 +207,7 @@ TEST_F(ServiceTest, DeletingAnEndpointReleasesItsNodes) {
 // which is what botocore's model allows DeleteEndpoint); once it serves, it is.
 TEST_F(ServiceTest, AnEndpointBeingCreatedIsNotDeletedUntilItServes) {
   SeedEndpoint();
-  ApiResponse r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
+  http::ApiResponse r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("Cannot delete in-progress endpoint"), std::string::npos) << r.body;
@@ -225,7 +223,7 @@ TEST_F(ServiceTest, AnEndpointHostingComponentsIsRefusedWithAValidationException
   SeedEndpoint();
   Settle();
   Ok("CreateInferenceComponent", Component("c", "mig-1g.5gb", 1));
-  ApiResponse r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
+  http::ApiResponse r = Call("DeleteEndpoint", {{"EndpointName", "ep"}});
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("still hosts inference components [c]"), std::string::npos) << r.body;
@@ -235,11 +233,11 @@ TEST_F(ServiceTest, AnEndpointHostingComponentsIsRefusedWithAValidationException
 TEST_F(ServiceTest, UpdateEndpointWeightsAndCapacitiesNamesEachVariantOnce) {
   SeedEndpoint();
   Settle();
-  ApiResponse r = Call("UpdateEndpointWeightsAndCapacities",
-                       {{"EndpointName", "ep"},
-                        {"DesiredWeightsAndCapacities",
-                         {{{"VariantName", "AllTraffic"}, {"DesiredWeight", 1}},
-                          {{"VariantName", "AllTraffic"}, {"DesiredInstanceCount", 2}}}}});
+  http::ApiResponse r = Call("UpdateEndpointWeightsAndCapacities",
+                             {{"EndpointName", "ep"},
+                              {"DesiredWeightsAndCapacities",
+                               {{{"VariantName", "AllTraffic"}, {"DesiredWeight", 1}},
+                                {{"VariantName", "AllTraffic"}, {"DesiredInstanceCount", 2}}}}});
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("Value 'AllTraffic' at "
                         "'desiredWeightsAndCapacities.2.member.variantName' failed to satisfy "
@@ -260,7 +258,7 @@ TEST_F(ServiceTest, AnEndpointInProgressIsNeitherUpdatedNorDeleted) {
   for (const auto& [op, body] : std::vector<std::pair<std::string, json>>{
            {"UpdateEndpointWeightsAndCapacities", weights},
            {"UpdateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}}}}) {
-    ApiResponse r = Call(op, body);
+    http::ApiResponse r = Call(op, body);
     EXPECT_EQ(r.error_type, "ValidationException") << op;
     EXPECT_NE(r.body.find("Cannot update in-progress endpoint"), std::string::npos) << r.body;
     EXPECT_NE(r.body.find("(status Creating)"), std::string::npos) << r.body;
@@ -269,7 +267,7 @@ TEST_F(ServiceTest, AnEndpointInProgressIsNeitherUpdatedNorDeleted) {
   ASSERT_EQ(Status("ep"), "InService");
   json zero = weights;
   zero["DesiredWeightsAndCapacities"][0]["DesiredInstanceCount"] = 0;
-  ApiResponse r = Call("UpdateEndpointWeightsAndCapacities", zero);
+  http::ApiResponse r = Call("UpdateEndpointWeightsAndCapacities", zero);
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("desiredWeightsAndCapacities.1.member.desiredInstanceCount"),
             std::string::npos)
@@ -324,7 +322,7 @@ TEST_F(ServiceTest, UpdateEndpointKeepsTheVariantsAndTheirInstanceTypes) {
            {"whole", "whole-g5",
             "Variant AllTraffic of endpoint whole runs ml.p5.48xlarge; "
             "endpoint configuration whole-g5 asks for ml.g5.48xlarge."}}) {
-    ApiResponse r =
+    http::ApiResponse r =
         Call("UpdateEndpoint", {{"EndpointName", endpoint}, {"EndpointConfigName", config}});
     EXPECT_EQ(r.error_type, "ValidationException") << config;
     EXPECT_NE(r.body.find(says), std::string::npos) << r.body;
@@ -337,7 +335,7 @@ TEST_F(ServiceTest, UpdateEndpointKeepsTheVariantsAndTheirInstanceTypes) {
 // CreateModel of a name taken is the service's own refusal, naming the model's ARN.
 TEST_F(ServiceTest, ASecondModelOfOneNameIsRefusedNamingIt) {
   Ok("CreateModel", {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "img"}}}});
-  ApiResponse r =
+  http::ApiResponse r =
       Call("CreateModel", {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "other"}}}});
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("Cannot create already existing model "
@@ -357,7 +355,7 @@ TEST_F(ServiceTest, AComponentRunsAContainerOfItsOwnOrAModelButNotNeither) {
   Ok("CreateInferenceComponent", own);
   json neither = Component("neither", "mig-1g.5gb", 1);
   neither["Specification"].erase("ModelName");
-  ApiResponse r = Call("CreateInferenceComponent", neither);
+  http::ApiResponse r = Call("CreateInferenceComponent", neither);
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("at 'specification.modelName' failed to satisfy constraint: Member must "
                         "not be null when Container is not given"),
@@ -405,12 +403,11 @@ TEST_F(ServiceTest, AComponentsStatusMessageClearsOnceItIsInService) {
 // have: only the second is an enum violation.
 TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
   auto refusal = [&](const std::string& type) {
-    ApiResponse r = Call("CreateEndpointConfig",
-                         {{"EndpointConfigName", "c"},
-                          {"ProductionVariants",
-                           {{{"VariantName", "v"},
-                             {"InstanceType", type},
-                             {"InitialInstanceCount", 1}}}}});
+    http::ApiResponse r =
+        Call("CreateEndpointConfig",
+             {{"EndpointConfigName", "c"},
+              {"ProductionVariants",
+               {{{"VariantName", "v"}, {"InstanceType", type}, {"InitialInstanceCount", 1}}}}});
     EXPECT_EQ(r.error_type, "ValidationException") << type;
     return r.body;
   };
@@ -429,7 +426,7 @@ TEST_F(ServiceTest, ACpuInstanceTypeIsRefusedAsOneWithNothingToCarve) {
       << bogus;
   // With a partition layout too: the same refusal, before any layout is checked against the
   // hardware it does not have.
-  ApiResponse r = Call(
+  http::ApiResponse r = Call(
       "CreateEndpointConfig",
       {{"EndpointConfigName", "c"},
        {"ProductionVariants",
@@ -447,14 +444,15 @@ TEST_F(ServiceTest, AFailedCommitLeavesNoEndpointBehind) {
       {"ProductionVariants",
        {{{"VariantName", "v"}, {"InstanceType", "ml.p5.48xlarge"}, {"InitialInstanceCount", 1}}}}});
   store_.FailNthCommit(1, Unavailable("disk"));
-  ApiResponse r = Call("CreateEndpoint", {{"EndpointName", "e"}, {"EndpointConfigName", "c"}});
+  http::ApiResponse r =
+      Call("CreateEndpoint", {{"EndpointName", "e"}, {"EndpointConfigName", "c"}});
   EXPECT_EQ(r.http_status, 503);
   EXPECT_EQ(Call("DescribeEndpoint", {{"EndpointName", "e"}}).error_type, "ValidationException");
 }
 
 TEST_F(ServiceTest, AccountsDoNotSeeEachOther) {
   SeedEndpoint();
-  ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}}, "222222222222");
+  http::ApiResponse r = Call("DescribeEndpoint", {{"EndpointName", "ep"}}, "222222222222");
   EXPECT_EQ(r.error_type, "ValidationException");
   EXPECT_NE(r.body.find("222222222222:endpoint/ep"), std::string::npos);
 }
@@ -506,7 +504,7 @@ TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
   };
   Ok("CreateModel", model("a"));
   Ok("CreateModel", model("b"));
-  ApiResponse r = Call("CreateModel", model("c"));
+  http::ApiResponse r = Call("CreateModel", model("c"));
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "ResourceLimitExceeded");
   EXPECT_NE(r.body.find("account 111111111111 already holds 2 model"), std::string::npos) << r.body;
@@ -517,7 +515,7 @@ TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
 }
 
 TEST_F(ServiceTest, UnknownOperationsAre400) {
-  ApiResponse r = Call("MakeCoffee", json::object());
+  http::ApiResponse r = Call("MakeCoffee", json::object());
   EXPECT_EQ(r.http_status, 400);
   EXPECT_EQ(r.error_type, "UnknownOperationException");
 }
@@ -530,7 +528,7 @@ TEST_F(ServiceTest, ABodyNestedAHundredThousandDeepIsAValidationException) {
            {"CreateModel",
             R"({"ModelName":"m","PrimaryContainer":{"Image":"i","Environment":)" + deep + "}}"},
            {"CreateEndpointConfig", R"({"EndpointConfigName":"c","Tags":)" + deep + "}"}}) {
-    ApiResponse r = service_->Handle({op, body, kAccount, "req-1"});
+    http::ApiResponse r = service_->Handle({op, body, kAccount, "req-1"});
     EXPECT_EQ(r.http_status, 400) << op;
     EXPECT_EQ(r.error_type, "ValidationException") << op;
     EXPECT_NE(r.body.find("Request body nests arrays and objects deeper than 64 levels (the JSON "
@@ -542,7 +540,7 @@ TEST_F(ServiceTest, ABodyNestedAHundredThousandDeepIsAValidationException) {
 }
 
 TEST_F(ServiceTest, ABodyWithADuplicateKeyIsRefusedNamingTheKey) {
-  ApiResponse r = service_->Handle(
+  http::ApiResponse r = service_->Handle(
       {"CreateModel", R"({"ModelName":"a","PrimaryContainer":{"Image":"i"},"ModelName":"b"})",
        kAccount, "req-1"});
   EXPECT_EQ(r.http_status, 400);
@@ -554,8 +552,8 @@ TEST_F(ServiceTest, ABodyWithADuplicateKeyIsRefusedNamingTheKey) {
 }
 
 TEST_F(ServiceTest, AFiftyThousandCharacterNameFailsItsLengthRule) {
-  ApiResponse r = Call("CreateModel", {{"ModelName", std::string(50000, 'a')},
-                                       {"PrimaryContainer", {{"Image", "img"}}}});
+  http::ApiResponse r = Call("CreateModel", {{"ModelName", std::string(50000, 'a')},
+                                             {"PrimaryContainer", {{"Image", "img"}}}});
   EXPECT_EQ(r.http_status, 400);
   EXPECT_NE(r.body.find("Member must have length less than or equal to 63"), std::string::npos);
   EXPECT_LT(r.body.size(), 1000u);

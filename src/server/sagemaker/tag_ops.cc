@@ -12,7 +12,8 @@ constexpr int kMaxTags = 50;
 
 // Resolves the ARN to a record key of the caller's account: another account's ARN reads as
 // not found, so accounts cannot probe each other.
-Result<store::Key> KeyFor(const OpContext& ctx, const ApiRequest& req, const std::string& arn) {
+Result<store::Key> KeyFor(const OpContext& ctx, const http::ApiRequest& req,
+                          const std::string& arn) {
   auto parsed = ParseArn(arn);
   if (!parsed) {
     return InvalidArgument(
@@ -47,7 +48,7 @@ Result<json> EditTags(const OpContext& ctx, const store::Key& key,
 
 }  // namespace
 
-Result<json> AddTags(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> AddTags(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto arn = v.String(in, "ResourceArn", "", kResourceArnRule, true);
   v.List(in, "Tags", "", 0, kMaxTags, true);
@@ -76,7 +77,7 @@ Result<json> AddTags(const OpContext& ctx, const ApiRequest& req, const json& in
   return json{{"Tags", *tags}};
 }
 
-Result<json> DeleteTags(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> DeleteTags(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto arn = v.String(in, "ResourceArn", "", kResourceArnRule, true);
   std::vector<std::string> keys;
@@ -102,7 +103,7 @@ Result<json> DeleteTags(const OpContext& ctx, const ApiRequest& req, const json&
   return json::object();
 }
 
-Result<json> ListTags(const OpContext& ctx, const ApiRequest& req, const json& in) {
+Result<json> ListTags(const OpContext& ctx, const http::ApiRequest& req, const json& in) {
   Validator v;
   auto arn = v.String(in, "ResourceArn", "", kResourceArnRule, true);
   auto token = v.String(in, "NextToken", "", LengthRule(0, 8192), false);

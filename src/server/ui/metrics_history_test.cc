@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "server/metrics.h"
+#include "http/metrics.h"
 
 namespace carve::server::ui {
 namespace {
@@ -13,23 +13,24 @@ using nlohmann::json;
 
 constexpr int64_t kT0 = 1'700'000'000'000;
 
-// The router's families, declared as src/server/runtime/router.cc declares them.
+// The router's families, declared as src/runtime/router.cc declares them.
 struct RouterMetrics {
-  MetricsRegistry registry;
-  Counter& requests = registry.AddCounter("carve_runtime_requests_total", "h",
-                                          {"account", "endpoint", "component", "code"});
-  Counter& errors = registry.AddCounter("carve_runtime_errors_total", "h",
-                                        {"account", "endpoint", "component", "type"});
-  Histogram& latency = registry.AddHistogram("carve_runtime_request_duration_seconds", "h",
-                                             {"account", "endpoint", "component"}, {0.01, 0.1});
-  Gauge& card_core = registry.AddGauge("carve_queue_card_core_allocated_percent", "h",
-                                       {"account", "queue", "node", "gpu"});
-  Gauge& card_memory = registry.AddGauge("carve_queue_card_memory_allocated_bytes", "h",
-                                         {"account", "queue", "node", "gpu"});
-  Gauge& card_capacity = registry.AddGauge("carve_queue_card_memory_capacity_bytes", "h",
-                                           {"account", "queue", "node", "gpu"});
-  Gauge& worker_core = registry.AddGauge("carve_queue_worker_core_used_percent", "h",
-                                         {"account", "queue", "job", "task", "node", "gpu"});
+  http::MetricsRegistry registry;
+  http::Counter& requests = registry.AddCounter("carve_runtime_requests_total", "h",
+                                                {"account", "endpoint", "component", "code"});
+  http::Counter& errors = registry.AddCounter("carve_runtime_errors_total", "h",
+                                              {"account", "endpoint", "component", "type"});
+  http::Histogram& latency =
+      registry.AddHistogram("carve_runtime_request_duration_seconds", "h",
+                            {"account", "endpoint", "component"}, {0.01, 0.1});
+  http::Gauge& card_core = registry.AddGauge("carve_queue_card_core_allocated_percent", "h",
+                                             {"account", "queue", "node", "gpu"});
+  http::Gauge& card_memory = registry.AddGauge("carve_queue_card_memory_allocated_bytes", "h",
+                                               {"account", "queue", "node", "gpu"});
+  http::Gauge& card_capacity = registry.AddGauge("carve_queue_card_memory_capacity_bytes", "h",
+                                                 {"account", "queue", "node", "gpu"});
+  http::Gauge& worker_core = registry.AddGauge("carve_queue_worker_core_used_percent", "h",
+                                               {"account", "queue", "job", "task", "node", "gpu"});
 };
 
 constexpr char kA[] = "111111111111";

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "server/metrics.h"
+#include "http/metrics.h"
 
 namespace carve::server::ui {
 namespace {
@@ -70,7 +70,7 @@ TEST(PromText, KeepsOnlyTheNamesTheFilterAccepts) {
 // What the registry writes, the reader reads back: every family type, and a label value that
 // needs escaping.
 TEST(PromText, ReadsBackTheRegistryExposition) {
-  MetricsRegistry m;
+  http::MetricsRegistry m;
   m.AddCounter("c_total", "help", {"k"}).Increment({"a \"quoted\"\nvalue"}, 3);
   m.AddGauge("g", "help").Set({}, 1.25);
   m.AddHistogram("h_seconds", "help", {"k"}, {0.1, 1}).Observe({"x"}, 0.5);

@@ -4,12 +4,13 @@
 
 namespace carve::server::ui {
 
-std::unique_ptr<Dashboard> RegisterUiRoutes(HttpServer& http, const aws::Credentials& credentials,
-                                            MetricsRegistry& metrics, ApiHandler sagemaker,
-                                            UiOptions options) {
+std::unique_ptr<Dashboard> RegisterUiRoutes(http::HttpServer& server,
+                                            const aws::Credentials& credentials,
+                                            http::MetricsRegistry& metrics,
+                                            http::ApiHandler sagemaker, UiOptions options) {
   if (options.assets.empty()) options.assets = EmbeddedAssets();
   auto dashboard = std::make_unique<Dashboard>(options, credentials, metrics, std::move(sagemaker));
-  dashboard->Register(http);
+  dashboard->Register(server);
   dashboard->Start();
   return dashboard;
 }

@@ -14,8 +14,8 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-NativeResponse Plain(int status, std::string body) {
-  NativeResponse r;
+http::NativeResponse Plain(int status, std::string body) {
+  http::NativeResponse r;
   r.http_status = status;
   r.body = std::move(body);
   r.content_type = "text/plain; charset=utf-8";
@@ -76,9 +76,9 @@ const EmbeddedAsset* StaticAssets::Find(std::string_view path) const {
   return nullptr;
 }
 
-NativeResponse StaticAssets::Serve(const NativeRequest& request) const {
+http::NativeResponse StaticAssets::Serve(const http::NativeRequest& request) const {
   std::string_view path = request.path;
-  NativeResponse out;
+  http::NativeResponse out;
   if (path == "/ui") {
     out = Plain(308, "the dashboard is at /ui/\n");
     out.headers.emplace_back("Location", "/ui/");

@@ -12,7 +12,7 @@
 #include <span>
 
 #include "common/clock.h"
-#include "server/http_server.h"
+#include "http/http_server.h"
 #include "server/ui/embedded_asset.h"
 
 namespace carve::server::ui {
@@ -22,7 +22,7 @@ class StaticAssets {
   // `assets` and `clock` must outlive this object.
   StaticAssets(std::span<const EmbeddedAsset> assets, const Clock& clock);
 
-  NativeResponse Serve(const NativeRequest& request) const;
+  http::NativeResponse Serve(const http::NativeRequest& request) const;
 
   // The headers every /ui/ answer carries (Date excepted).
   static const std::vector<std::pair<std::string, std::string>>& SecurityHeaders();

@@ -8,15 +8,15 @@
 namespace carve::server::ui {
 namespace {
 
-std::string HeaderOf(const NativeResponse& r, std::string_view name) {
+std::string HeaderOf(const http::NativeResponse& r, std::string_view name) {
   for (const auto& [k, v] : r.headers) {
     if (k == name) return v;
   }
   return "";
 }
 
-NativeRequest Get(std::string path, std::map<std::string, std::string> headers = {}) {
-  NativeRequest r;
+http::NativeRequest Get(std::string path, std::map<std::string, std::string> headers = {}) {
+  http::NativeRequest r;
   r.method = "GET";
   r.path = std::move(path);
   r.headers = std::move(headers);
@@ -30,7 +30,7 @@ class StaticAssetsTest : public ::testing::Test {
 };
 
 TEST_F(StaticAssetsTest, ServesIndexHtmlAtTheRootAndRevalidatesIt) {
-  NativeResponse r = assets_.Serve(Get("/ui/"));
+  http::NativeResponse r = assets_.Serve(Get("/ui/"));
   EXPECT_EQ(r.http_status, 200);
   EXPECT_EQ(r.content_type, "text/html; charset=utf-8");
   EXPECT_EQ(r.body, "<!doctype html><p>test dashboard</p>");
@@ -39,32 +39,32 @@ TEST_F(StaticAssetsTest, ServesIndexHtmlAtTheRootAndRevalidatesIt) {
 }
 
 TEST_F(StaticAssetsTest, CachesHashedAssetsForever) {
-  NativeResponse r = assets_.Serve(Get("/ui/assets/main-TEST.js"));
+  http::NativeResponse r = assets_.Serve(Get("/ui/assets/main-TEST.js"));
   EXPECT_EQ(r.http_status, 200);
   EXPECT_EQ(r.content_type, "text/javascript; charset=utf-8");
   EXPECT_EQ(HeaderOf(r, "Cache-Control"), "public, max-age=31536000, immutable");
 }
 
 TEST_F(StaticAssetsTest, AnswersNotModifiedToAMatchingValidator) {
-  NativeResponse r = assets_.Serve(Get("/ui/", {{"if-none-match", "\"sha256:index\""}}));
+  http::NativeResponse r = assets_.Serve(Get("/ui/", {{"if-none-match", "\"sha256:index\""}}));
   EXPECT_EQ(r.http_status, 304);
   EXPECT_TRUE(r.body.empty());
   EXPECT_EQ(assets_.Serve(Get("/ui/", {{"if-none-match", "\"other\""}})).http_status, 200);
 }
 
 TEST_F(StaticAssetsTest, SendsTheGzipBodyOnlyToClientsThatAcceptIt) {
-  NativeResponse plain = assets_.Serve(Get("/ui/assets/main-TEST.js"));
+  http::NativeResponse plain = assets_.Serve(Get("/ui/assets/main-TEST.js"));
   EXPECT_EQ(plain.body, "console.log('test')");
   EXPECT_EQ(HeaderOf(plain, "Content-Encoding"), "");
   EXPECT_EQ(HeaderOf(plain, "Vary"), "Accept-Encoding");
-  NativeResponse gz =
+  http::NativeResponse gz =
       assets_.Serve(Get("/ui/assets/main-TEST.js", {{"accept-encoding", "gzip, deflate, br"}}));
   EXPECT_EQ(HeaderOf(gz, "Content-Encoding"), "gzip");
   EXPECT_EQ(gz.body.substr(0, 2), "\x1f\x8b");
 }
 
 TEST_F(StaticAssetsTest, AnswersUnknownFilesWith404AndTheSecurityHeaders) {
-  NativeResponse r = assets_.Serve(Get("/ui/assets/nope.js"));
+  http::NativeResponse r = assets_.Serve(Get("/ui/assets/nope.js"));
   EXPECT_EQ(r.http_status, 404);
   EXPECT_EQ(r.body, "no dashboard file /ui/assets/nope.js\n");
   EXPECT_NE(HeaderOf(r, "Content-Security-Policy").find("script-src 'self'"), std::string::npos);
@@ -73,7 +73,7 @@ TEST_F(StaticAssetsTest, AnswersUnknownFilesWith404AndTheSecurityHeaders) {
 }
 
 TEST_F(StaticAssetsTest, RedirectsTheBarePathToTheDirectory) {
-  NativeResponse r = assets_.Serve(Get("/ui"));
+  http::NativeResponse r = assets_.Serve(Get("/ui"));
   EXPECT_EQ(r.http_status, 308);
   EXPECT_EQ(HeaderOf(r, "Location"), "/ui/");
 }

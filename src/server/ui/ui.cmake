@@ -47,7 +47,7 @@ add_custom_command(
 carve_library(carve_server_ui_core
   SRCS ${ui_src}/prom_text.cc ${ui_src}/metrics_history.cc ${ui_src}/static_assets.cc
        ${ui_src}/catalog_json.cc ${ui_src}/ui_routes.cc
-  DEPS carve_server_infra carve_catalog nlohmann_json::nlohmann_json
+  DEPS carve_http carve_catalog nlohmann_json::nlohmann_json
        spdlog::spdlog Threads::Threads)
 carve_library(carve_server_ui SRCS ${ui_src}/register_ui_routes.cc ${ui_out}/ui_assets.cc
   DEPS carve_server_ui_core)

@@ -11,20 +11,20 @@ namespace {
 
 using nlohmann::json;
 
-NativeResponse Json(int status, const json& body) {
-  NativeResponse r;
+http::NativeResponse Json(int status, const json& body) {
+  http::NativeResponse r;
   r.http_status = status;
   r.body = body.dump() + "\n";
   r.headers.emplace_back("Cache-Control", "no-store");
   return r;
 }
 
-NativeResponse JsonError(int status, const std::string& code, const std::string& message) {
+http::NativeResponse JsonError(int status, const std::string& code, const std::string& message) {
   return Json(status, json{{"error", message}, {"code", code}});
 }
 
 // "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/sagemaker/aws4_request, ..." -> "AKID".
-std::string AccessKeyOf(const NativeRequest& r) {
+std::string AccessKeyOf(const http::NativeRequest& r) {
   auto it = r.headers.find("authorization");
   if (it == r.headers.end()) return "";
   const std::string& v = it->second;
@@ -38,7 +38,7 @@ std::string AccessKeyOf(const NativeRequest& r) {
 }  // namespace
 
 Dashboard::Dashboard(UiOptions options, const aws::Credentials& credentials,
-                     MetricsRegistry& metrics, ApiHandler sagemaker)
+                     http::MetricsRegistry& metrics, http::ApiHandler sagemaker)
     : options_(options),
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Get()),
       credentials_(credentials),
@@ -50,18 +50,18 @@ Dashboard::Dashboard(UiOptions options, const aws::Credentials& credentials,
 
 Dashboard::~Dashboard() { Stop(); }
 
-void Dashboard::Register(HttpServer& http) {
-  auto serve = [this](const NativeRequest& r) { return assets_.Serve(r); };
-  http.AddRoute("GET", "/ui", kForAnyone, serve);
-  http.AddRoute("GET", "/ui/", kForAnyone, serve);
-  http.AddRoute("GET", "/ui/{file}", kForAnyone, serve);
-  http.AddRoute("GET", "/ui/assets/{file}", kForAnyone, serve);
-  http.AddRoute("GET", "/v1/ui/whoami", kForTenants,
-                [this](const NativeRequest& r) { return WhoAmI(r); });
-  http.AddRoute("GET", "/v1/ui/metrics", kForTenants,
-                [this](const NativeRequest& r) { return Metrics(r); });
-  http.AddRoute("GET", "/v1/catalog", kForTenants, [this](const NativeRequest&) {
-    NativeResponse r;
+void Dashboard::Register(http::HttpServer& server) {
+  auto serve = [this](const http::NativeRequest& r) { return assets_.Serve(r); };
+  server.AddRoute("GET", "/ui", http::kForAnyone, serve);
+  server.AddRoute("GET", "/ui/", http::kForAnyone, serve);
+  server.AddRoute("GET", "/ui/{file}", http::kForAnyone, serve);
+  server.AddRoute("GET", "/ui/assets/{file}", http::kForAnyone, serve);
+  server.AddRoute("GET", "/v1/ui/whoami", http::kForTenants,
+                  [this](const http::NativeRequest& r) { return WhoAmI(r); });
+  server.AddRoute("GET", "/v1/ui/metrics", http::kForTenants,
+                  [this](const http::NativeRequest& r) { return Metrics(r); });
+  server.AddRoute("GET", "/v1/catalog", http::kForTenants, [this](const http::NativeRequest&) {
+    http::NativeResponse r;
     r.body = catalog_body_;
     r.headers.emplace_back("Cache-Control", "private, max-age=300");
     return r;
@@ -103,8 +103,8 @@ Result<std::set<ComponentKey>> Dashboard::ComponentsOf(const std::string& accoun
   for (int page = 0; page < 1000; ++page) {
     json body{{"MaxResults", 100}};
     if (!token.empty()) body["NextToken"] = token;
-    ApiResponse res =
-        sagemaker_(ApiRequest{"ListInferenceComponents", body.dump(), account, request_id});
+    http::ApiResponse res =
+        sagemaker_(http::ApiRequest{"ListInferenceComponents", body.dump(), account, request_id});
     if (res.http_status != 200) {
       return Unavailable("ListInferenceComponents answered " + std::to_string(res.http_status) +
                          " " + res.error_type + ": " + res.body);
@@ -120,7 +120,7 @@ Result<std::set<ComponentKey>> Dashboard::ComponentsOf(const std::string& accoun
   return out;
 }
 
-NativeResponse Dashboard::WhoAmI(const NativeRequest& r) const {
+http::NativeResponse Dashboard::WhoAmI(const http::NativeRequest& r) const {
   const std::string key = AccessKeyOf(r);
   const std::optional<aws::Credential> c = credentials_.Find(key);
   return Json(200, json{{"account_id", r.account_id},
@@ -130,7 +130,7 @@ NativeResponse Dashboard::WhoAmI(const NativeRequest& r) const {
                         {"server_time_ms", clock_.UnixMillis()}});
 }
 
-NativeResponse Dashboard::Metrics(const NativeRequest& r) const {
+http::NativeResponse Dashboard::Metrics(const http::NativeRequest& r) const {
   auto owned = ComponentsOf(r.account_id, r.request_id);
   if (!owned.has_value()) return JsonError(503, "Unavailable", owned.error().message);
   return Json(200, history_.Query(r.account_id, *owned, clock_.UnixMillis()));

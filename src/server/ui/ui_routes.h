@@ -23,8 +23,8 @@
 
 #include "aws/credentials.h"
 #include "common/clock.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
+#include "http/http_server.h"
+#include "http/metrics.h"
 #include "server/ui/embedded_asset.h"
 #include "server/ui/metrics_history.h"
 #include "server/ui/static_assets.h"
@@ -44,14 +44,14 @@ class Dashboard {
   // calls (the server's ApiHandler); the dashboard asks it which inference components an account
   // owns, so that a component without traffic yet is listed too, and reads each from the series
   // labelled with the caller's account.
-  Dashboard(UiOptions options, const aws::Credentials& credentials, MetricsRegistry& metrics,
-            ApiHandler sagemaker);
+  Dashboard(UiOptions options, const aws::Credentials& credentials, http::MetricsRegistry& metrics,
+            http::ApiHandler sagemaker);
   ~Dashboard();  // Stops the sampler.
   Dashboard(const Dashboard&) = delete;
   Dashboard& operator=(const Dashboard&) = delete;
 
   // Adds the routes above to `http` (before it starts).
-  void Register(HttpServer& http);
+  void Register(http::HttpServer& server);
   // Samples the registry now and then every history.step_ms on a thread until Stop().
   void Start();
   void Stop();  // Idempotent.
@@ -66,14 +66,14 @@ class Dashboard {
   const MetricsHistory& history() const { return history_; }
 
  private:
-  NativeResponse WhoAmI(const NativeRequest& r) const;
-  NativeResponse Metrics(const NativeRequest& r) const;
+  http::NativeResponse WhoAmI(const http::NativeRequest& r) const;
+  http::NativeResponse Metrics(const http::NativeRequest& r) const;
 
   const UiOptions options_;
   const Clock& clock_;
   const aws::Credentials& credentials_;
-  MetricsRegistry& metrics_;
-  const ApiHandler sagemaker_;
+  http::MetricsRegistry& metrics_;
+  const http::ApiHandler sagemaker_;
   const StaticAssets assets_;
   MetricsHistory history_;
   const std::string catalog_body_;  // GET /v1/catalog: fixed for the binary's life.
@@ -88,8 +88,9 @@ class Dashboard {
 // (EmbeddedAssets(), unless options.assets names others), with its routes on `http` and its
 // sampler running. Keep it alive while `http` serves. Defined in register_ui_routes.cc, which
 // links the generated table (library carve_server_ui).
-std::unique_ptr<Dashboard> RegisterUiRoutes(HttpServer& http, const aws::Credentials& credentials,
-                                            MetricsRegistry& metrics, ApiHandler sagemaker,
-                                            UiOptions options = {});
+std::unique_ptr<Dashboard> RegisterUiRoutes(http::HttpServer& server,
+                                            const aws::Credentials& credentials,
+                                            http::MetricsRegistry& metrics,
+                                            http::ApiHandler sagemaker, UiOptions options = {});
 
 }  // namespace carve::server::ui

@@ -31,8 +31,8 @@ class UiRoutesTest : public ::testing::Test {
     UiOptions options;
     options.assets = TestAssets();
     options.clock = &clock_;
-    dashboard_ = std::make_unique<Dashboard>(options, creds_, metrics_,
-                                             [this](const ApiRequest& r) { return SageMaker(r); });
+    dashboard_ = std::make_unique<Dashboard>(
+        options, creds_, metrics_, [this](const http::ApiRequest& r) { return SageMaker(r); });
     dashboard_->Register(http_);
     auto port = http_.Start("127.0.0.1", 0);
     ASSERT_TRUE(port.has_value()) << port.error().message;
@@ -41,14 +41,14 @@ class UiRoutesTest : public ::testing::Test {
 
   // The SageMaker API as the dashboard sees it: Alice owns e/alice-c, Bob owns e/bob-c, and
   // both own shared/ic (an endpoint and a component of the same names in each account).
-  ApiResponse SageMaker(const ApiRequest& r) {
-    if (fail_sagemaker_) return ApiResponse{503, "{}", "ServiceUnavailable"};
+  http::ApiResponse SageMaker(const http::ApiRequest& r) {
+    if (fail_sagemaker_) return http::ApiResponse{503, "{}", "ServiceUnavailable"};
     EXPECT_EQ(r.operation, "ListInferenceComponents");
     const std::string mine = r.account_id == kAlice.account_id ? "alice-c" : "bob-c";
     json body{{"InferenceComponents",
                json::array({{{"EndpointName", "e"}, {"InferenceComponentName", mine}},
                             {{"EndpointName", "shared"}, {"InferenceComponentName", "ic"}}})}};
-    return ApiResponse{200, body.dump(), ""};
+    return http::ApiResponse{200, body.dump(), ""};
   }
 
   httplib::Result Get(const std::string& path, const aws::Credential* who) {
@@ -66,11 +66,11 @@ class UiRoutesTest : public ::testing::Test {
 
   FakeClock clock_;
   aws::Credentials creds_{{kAlice, kBob}};
-  MetricsRegistry metrics_;
-  Counter* runtime_ = nullptr;
-  Gauge* card_ = nullptr;
+  http::MetricsRegistry metrics_;
+  http::Counter* runtime_ = nullptr;
+  http::Gauge* card_ = nullptr;
   bool fail_sagemaker_ = false;
-  HttpServer http_{HttpServerOptions{}, creds_, metrics_};
+  http::HttpServer http_{http::HttpServerOptions{}, creds_, metrics_};
   std::unique_ptr<Dashboard> dashboard_;
   int port_ = 0;
 };
@@ -153,10 +153,10 @@ TEST_F(UiRoutesTest, CatalogIsServedToSignedCallers) {
 // The sampler thread records on its own, every step, and records nothing once stopped.
 TEST(Dashboard, SamplesEveryStepUntilStopped) {
   aws::Credentials creds;
-  MetricsRegistry metrics;
+  http::MetricsRegistry metrics;
   UiOptions options;
   options.history.step_ms = 10;
-  Dashboard d(options, creds, metrics, [](const ApiRequest&) { return ApiResponse{}; });
+  Dashboard d(options, creds, metrics, [](const http::ApiRequest&) { return http::ApiResponse{}; });
   d.Start();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (d.history().records() < 3 && std::chrono::steady_clock::now() < deadline) {

@@ -1,0 +1,81 @@
+#include "runtime/bearer_revocations.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "store/fake_store.h"
+
+namespace carve::runtime {
+namespace {
+
+constexpr int64_t kNowSeconds = 1'796'151'600;  // 2026-12-01T19:00:00Z
+
+aws::VerifiedBearer Token(const std::string& id, int64_t expires_at = kNowSeconds + 3600) {
+  aws::VerifiedBearer t;
+  t.caller = aws::VerifiedCaller{"AKIDEXAMPLE", "111111111111", "us-east-1"};
+  t.endpoint = "ep";
+  t.expires_at_unix_seconds = expires_at;
+  t.id = id;
+  return t;
+}
+
+class BearerRevocationsTest : public ::testing::Test {
+ protected:
+  FakeClock clock_{kNowSeconds * 1000};
+  store::FakeStore store_{clock_};
+};
+
+TEST_F(BearerRevocationsTest, ARevokedTokenIsRevokedAndAnotherIsNot) {
+  BearerRevocations r(store_, clock_);
+  EXPECT_FALSE(r.IsRevoked("a"));
+  ASSERT_TRUE(r.Revoke(Token("a")).ok());
+  EXPECT_TRUE(r.IsRevoked("a"));
+  EXPECT_FALSE(r.IsRevoked("b"));
+  ASSERT_TRUE(r.Revoke(Token("a")).ok()) << "revoking twice is not an error";
+  EXPECT_EQ(r.size(), 1u);
+}
+
+// Another replica (another instance on the same Store) sees a revocation at its next check,
+// through the change feed; and a server that starts later reads it from the Store.
+TEST_F(BearerRevocationsTest, ARevocationCountsEverywhereFromTheNextCheck) {
+  BearerRevocations here(store_, clock_);
+  BearerRevocations there(store_, clock_);
+  EXPECT_FALSE(there.IsRevoked("a"));
+  ASSERT_TRUE(here.Revoke(Token("a")).ok());
+  EXPECT_TRUE(there.IsRevoked("a"));
+  BearerRevocations restarted(store_, clock_);
+  EXPECT_TRUE(restarted.IsRevoked("a"));
+  ASSERT_TRUE(store_.Delete({"111111111111", std::string(kRevokedBearerTokenKind), "a"}).ok());
+  EXPECT_FALSE(there.IsRevoked("a"));
+}
+
+// Nothing is revoked when the Store does not take the write, and the caller is told.
+TEST_F(BearerRevocationsTest, AFailedWriteRevokesNothing) {
+  BearerRevocations r(store_, clock_);
+  store_.FailNthCommit(1, Error{ErrorCode::kUnavailable, "disk full"});
+  Status s = r.Revoke(Token("a"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  EXPECT_FALSE(r.IsRevoked("a"));
+  EXPECT_EQ(r.size(), 0u);
+}
+
+// A token refused as expired needs no record: the record goes at the next revocation.
+TEST_F(BearerRevocationsTest, RecordsOfExpiredTokensAreDroppedAtTheNextRevocation) {
+  BearerRevocations r(store_, clock_);
+  ASSERT_TRUE(r.Revoke(Token("short", kNowSeconds + 60)).ok());
+  ASSERT_TRUE(r.Revoke(Token("long", kNowSeconds + 7200)).ok());
+  clock_.Advance(std::chrono::seconds(61));
+  EXPECT_FALSE(r.IsRevoked("short"));  // Expired: refused as such, not as revoked.
+  EXPECT_EQ(r.size(), 2u);
+  ASSERT_TRUE(r.Revoke(Token("next")).ok());
+  EXPECT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r.IsRevoked("long"));
+  EXPECT_TRUE(r.IsRevoked("next"));
+  auto left = store_.ListAllAccounts(std::string(kRevokedBearerTokenKind));
+  ASSERT_TRUE(left.has_value());
+  EXPECT_EQ(left->size(), 2u);
+}
+
+}  // namespace
+}  // namespace carve::runtime
