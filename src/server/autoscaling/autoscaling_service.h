@@ -40,44 +40,36 @@
 // are Store records. Samples are memory only, so after a restart no policy acts until it has a
 // whole evaluation period of fresh samples: a restart causes no scaling.
 //
-// Thread-safe. Start() runs the sampler on its own thread.
+// The parts: the operations (ops.h, one file per resource), the typed policy spec
+// (policy_spec.h), the datapoints (datapoints.h), each policy kind's decision
+// (policy_decisions.h), the activity log (activity_log.h), and the engine here that samples and
+// combines them (scaling_engine.cc).
+//
+// Thread-safe. Start() runs the sampler on a ReconcilerLoop.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "common/clock.h"
 #include "common/result.h"
 #include "http/api.h"
 #include "http/metrics.h"
 #include "runtime/invocation_stats.h"
+#include "server/autoscaling/activity_log.h"
+#include "server/autoscaling/datapoints.h"
+#include "server/autoscaling/ops.h"
+#include "server/autoscaling/scalable_resources.h"
 #include "server/autoscaling/scaling_records.h"
+#include "server/reconciler_loop.h"
 #include "store/store.h"
 
 namespace carve::server::autoscaling {
-
-// What scalable targets scale. The SageMaker service, in carve (app/), behind this seam.
-class ScalableResources {
- public:
-  virtual ~ScalableResources() = default;
-  struct Capacity {
-    int desired = 0;
-    int current = 0;
-    std::string endpoint;        // The component's endpoint (for its invocation signals).
-    std::string status_message;  // Why copies or instances wait, when they do.
-  };
-  // NotFound (its message names the resource) when it does not exist.
-  virtual Result<Capacity> Get(const std::string& account, const ScalableKey& key) = 0;
-  // Sets the desired capacity through the resource's own operation.
-  virtual Status Set(const std::string& account, const ScalableKey& key, int desired) = 0;
-};
 
 struct AutoScalingOptions {
   std::string region = "us-east-1";
@@ -135,57 +127,40 @@ class AutoScalingService {
     int capacity = 0;
   };
   using TargetId = std::pair<std::string, ScalableKey>;  // (account, key)
-
-  // Operations (autoscaling_ops.cc).
-  Result<nlohmann::json> RegisterScalableTarget(const std::string& account,
-                                                const nlohmann::json& in);
-  Result<nlohmann::json> DeregisterScalableTarget(const std::string& account,
-                                                  const nlohmann::json& in);
-  Result<nlohmann::json> DescribeScalableTargets(const std::string& account,
-                                                 const nlohmann::json& in);
-  Result<nlohmann::json> PutScalingPolicy(const std::string& account, const nlohmann::json& in);
-  Result<nlohmann::json> DescribeScalingPolicies(const std::string& account,
-                                                 const nlohmann::json& in);
-  Result<nlohmann::json> DeleteScalingPolicy(const std::string& account, const nlohmann::json& in);
-  Result<nlohmann::json> DescribeScalingActivities(const std::string& account,
-                                                   const nlohmann::json& in);
-  Result<nlohmann::json> PutScheduledAction(const std::string& account, const nlohmann::json& in);
-  Result<nlohmann::json> DescribeScheduledActions(const std::string& account,
-                                                  const nlohmann::json& in);
-  Result<nlohmann::json> DeleteScheduledAction(const std::string& account,
-                                               const nlohmann::json& in);
-  Result<ScalableTarget> GetTarget(const std::string& account, const ScalableKey& key);
+  // A customized metric's sample: (millis, value or none), and whether it is a counter.
+  struct CustomSample {
+    int64_t at_ms = 0;
+    std::optional<double> value;
+    bool counter = false;
+  };
+  using PolicyId = std::pair<std::string, std::string>;  // (account, policy record name)
 
   // The engine (scaling_engine.cc).
-  void EvaluateTarget(const std::string& account, ScalableTarget target,
+  // Runs the first due scheduled action of `target` (updating it and its record); a due action
+  // changes the target's record version, so the next one waits for the next tick.
+  void RunScheduledActions(const std::string& account, const store::Record& record,
+                           ScalableTarget& target, const ScalableResources::Capacity& capacity);
+  // Each policy's verdict, combined: any scale-out wins, the largest; scale-in only when every
+  // target-tracking policy wants it, to the largest capacity any wants.
+  void EvaluateTarget(const std::string& account, const ScalableTarget& target,
                       const ScalableResources::Capacity& capacity);
-  // Sets the capacity and records the activity; returns whether it was set.
-  bool Scale(const std::string& account, const ScalableTarget& target, int from, int to,
-             const std::string& cause);
-  void RecordActivity(const std::string& account, ScalingActivity activity);
-  void UpdateActivities(const std::string& account, const ScalableKey& key,
-                        const ScalableResources::Capacity& capacity);
-  std::string Arn(const std::string& account, const std::string& what) const;
+  // A policy's metric over the samples held for it.
+  MetricSeries SeriesOf(const std::string& account, const store::Record& record,
+                        const TargetTrackingSpec& spec, const std::deque<Sample>& samples) const;
+  // Samples every policy's customized metric, outside mu_.
+  std::map<PolicyId, CustomSample> SampleCustomMetrics() const;
 
   store::Store& store_;
   ScalableResources& resources_;
   const runtime::InvocationStats& stats_;
   const AutoScalingOptions options_;
   const Clock& clock_;
-  std::mutex mu_;                                   // Serialises operations and ticks.
+  std::mutex mu_;           // Serialises operations and ticks.
+  ActivityLog activities_;  // Guarded by mu_.
+  const OpContext ctx_;
   std::map<TargetId, std::deque<Sample>> samples_;  // Guarded by mu_.
-  // Customized metrics' samples, by (account, policy record name): (millis, value or none).
-  struct CustomSample {
-    int64_t at_ms = 0;
-    std::optional<double> value;
-    bool counter = false;
-  };
-  std::map<std::pair<std::string, std::string>, std::deque<CustomSample>> custom_;  // mu_.
-  uint32_t activity_seq_ = 0;  // Guarded by mu_.
-  std::mutex run_mu_;
-  std::condition_variable run_cv_;
-  bool stop_ = false;  // Guarded by run_mu_.
-  std::thread thread_;
+  std::map<PolicyId, std::deque<CustomSample>> custom_;  // Guarded by mu_.
+  ReconcilerLoop loop_;  // Runs Tick() every sample_interval once started.
 };
 
 }  // namespace carve::server::autoscaling

@@ -122,29 +122,6 @@ std::string ScalableKey::Component() const {
 std::string ScalableKey::Endpoint() const { return Split(resource_id, '/').at(1); }
 std::string ScalableKey::Variant() const { return Split(resource_id, '/').at(3); }
 
-Result<std::map<std::string, std::string>> CustomMetricMatch(const nlohmann::json& spec,
-                                                             const std::string& account) {
-  std::map<std::string, std::string> match;
-  if (spec.is_object() && spec.contains("Dimensions") && spec["Dimensions"].is_array()) {
-    for (const auto& d : spec["Dimensions"]) {
-      const auto name = d.is_object() ? d.find("Name") : d.end();
-      const auto value = d.is_object() ? d.find("Value") : d.end();
-      if (name == d.end() || value == d.end() || !name->is_string() || !value->is_string()) {
-        continue;  // The Validator names it.
-      }
-      match[name->get<std::string>()] = value->get<std::string>();
-    }
-  }
-  if (auto it = match.find("account"); it != match.end() && it->second != account) {
-    return InvalidArgument(
-        fmt::format("Dimension account must be the policy's own account, {}: a policy reads "
-                    "only its own account's series",
-                    account));
-  }
-  match["account"] = account;
-  return match;
-}
-
 Status ValidateKey(const ScalableKey& key) {
   if (key.dimension == kCopyCount) {
     const std::string_view prefix = "inference-component/";
@@ -227,6 +204,9 @@ Result<ScalingPolicy> ScalingPolicy::FromJson(const json& j) {
     p.type = j.at("PolicyType").get<std::string>();
     p.config = j.at(p.type == "StepScaling" ? "StepScalingPolicyConfiguration"
                                             : "TargetTrackingScalingPolicyConfiguration");
+    auto spec = ParsePolicySpec(p.type, p.config);
+    if (!spec.has_value()) return Internal("stored scaling policy: " + spec.error().message);
+    p.spec = std::move(*spec);
     p.created_ms = Millis(j, "CreationTime");
     const json& c = j.at("Carve");
     p.last_scale_out_ms = c.at("LastScaleOutMs").get<int64_t>();

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "server/autoscaling/policy_spec.h"
 #include "store/store.h"
 
 namespace carve::server::autoscaling {
@@ -46,14 +47,6 @@ struct ScalableKey {
 // Checks a dimension and resource id pair; the error is the service's ValidationException text.
 Status ValidateKey(const ScalableKey& key);
 
-// The series a CustomizedMetricSpecification of a policy in `account` reads: its Dimensions as
-// label matchers, and the label "account" set to the policy's own account, so a policy reads
-// only its account's series (two accounts may both have a component "ic") and never another's.
-// A family without an account label is therefore refused (MetricsRegistry::Read). The error
-// names a Dimension that asks for another account.
-Result<std::map<std::string, std::string>> CustomMetricMatch(const nlohmann::json& spec,
-                                                             const std::string& account);
-
 struct ScalableTarget {
   ScalableKey key;
   int min = 0;
@@ -73,6 +66,7 @@ struct ScalingPolicy {
   std::string name;
   std::string type;       // "TargetTrackingScaling" or "StepScaling".
   nlohmann::json config;  // TargetTrackingScalingPolicyConfiguration or StepScaling's, as given.
+  PolicySpec spec;        // `config`, parsed.
   int64_t created_ms = 0;
   std::string arn;
   // carve's state: when the policy last scaled out and in (for the cooldowns).

@@ -95,9 +95,14 @@ TEST(ScalingRecordsTest, EachSurvivesItsRecord) {
   p.key = t.key;
   p.name = "p";
   p.type = "TargetTrackingScaling";
-  p.config = {{"TargetValue", 5.0}};
+  p.config = {{"TargetValue", 5.0},
+              {"PredefinedMetricSpecification",
+               {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
   p.last_scale_out_ms = 77;
-  EXPECT_EQ(ScalingPolicy::FromJson(p.ToJson())->ToJson(), p.ToJson());
+  auto read = ScalingPolicy::FromJson(p.ToJson());
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(read->ToJson(), p.ToJson());
+  EXPECT_EQ(std::get<TargetTrackingSpec>(read->spec).target_value, 5.0);
   ScalingActivity a;
   a.key = t.key;
   a.id = "id";
