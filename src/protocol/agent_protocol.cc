@@ -2,9 +2,30 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 
 namespace carve::protocol {
+
+namespace {
+
+template <NamedEnum E>
+E EnumFromJson(const nlohmann::json& j) {
+  auto v = ParseEnum<E>(j.get<std::string>(), EnumNames<E>::kField);
+  if (!v.has_value()) throw std::invalid_argument(v.error().message);
+  return *v;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, Enforcement v) { j = NameOf(v); }
+void from_json(const nlohmann::json& j, Enforcement& v) { v = EnumFromJson<Enforcement>(j); }
+void to_json(nlohmann::json& j, WorkloadKind v) { j = NameOf(v); }
+void from_json(const nlohmann::json& j, WorkloadKind& v) { v = EnumFromJson<WorkloadKind>(j); }
+void to_json(nlohmann::json& j, RestartPolicy v) { j = NameOf(v); }
+void from_json(const nlohmann::json& j, RestartPolicy& v) { v = EnumFromJson<RestartPolicy>(j); }
+void to_json(nlohmann::json& j, WorkloadState v) { j = NameOf(v); }
+void from_json(const nlohmann::json& j, WorkloadState& v) { v = EnumFromJson<WorkloadState>(j); }
 
 // Field-by-field mapping; a missing field takes the struct's default, a wrong type throws
 // (caught below and turned into InvalidArgument).
@@ -91,6 +112,8 @@ Result<T> Parse(const nlohmann::json& j, std::string_view what) {
     return j.get<T>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(std::string(what) + ": " + e.what());
+  } catch (const std::invalid_argument& e) {  // A name no enum lists (EnumFromJson).
+    return InvalidArgument(std::string(what) + ": " + e.what());
   }
 }
 
@@ -158,7 +181,35 @@ Result<RegisterReply> RegisterReplyFromJson(const nlohmann::json& j) {
   return Parse<RegisterReply>(j, "register reply");
 }
 Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j) {
-  return Parse<DesiredState>(j, "desired state");
+  // Each workload is read by itself, so one that names a value this agent does not know fails
+  // alone (it still needs an id to be reported under) instead of the whole desired state.
+  const auto list = j.is_object() ? j.find("workloads") : j.end();
+  if (list == j.end() || !list->is_array()) return Parse<DesiredState>(j, "desired state");
+  nlohmann::json rest = j;
+  rest["workloads"] = nlohmann::json::array();
+  std::vector<WorkloadDesired> read;
+  std::vector<UnreadableWorkload> unreadable;
+  for (const nlohmann::json& w : *list) {
+    auto one = Parse<WorkloadDesired>(w, "workload");
+    if (one.has_value()) {
+      read.push_back(std::move(*one));
+      continue;
+    }
+    const auto id = w.is_object() ? w.find("id") : w.end();
+    if (id == w.end() || !id->is_string()) {
+      return InvalidArgument("desired state: " + one.error().message);
+    }
+    const auto name = w.find("name");
+    const auto index = w.find("index");
+    unreadable.push_back({id->get<std::string>(),
+                          name != w.end() && name->is_string() ? name->get<std::string>() : "",
+                          index != w.end() && index->is_number_integer() ? index->get<int>() : 0,
+                          one.error().message});
+  }
+  CARVE_ASSIGN_OR_RETURN(DesiredState d, Parse<DesiredState>(rest, "desired state"));
+  d.workloads = std::move(read);
+  d.unreadable = std::move(unreadable);
+  return d;
 }
 Result<StatusReport> StatusReportFromJson(const nlohmann::json& j) {
   CARVE_ASSIGN_OR_RETURN(auto r, Parse<StatusReport>(j, "status report"));

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/result.h"
 
 namespace carve::protocol {
@@ -89,11 +90,47 @@ struct GpuDesired {
   friend bool operator==(const GpuDesired&, const GpuDesired&) = default;
 };
 
+// The protocol's vocabulary. Each is spelled once, here (EnumNames), and only the JSON
+// mapping spells it; a message naming a value not listed is refused, naming the field.
+
+// How a share is held to its limits: carve's interposer (libcarve-mgpu.so: exact memory quota,
+// time-share limiter), NVIDIA MPS (active-thread percentage and pinned device-memory limit), or
+// not at all (the limits travel as CARVE_MGPU_* environment variables only).
+enum class Enforcement { kInterposer, kMps, kNone };
+// What a workload is: an inference-component copy, or a job task or Ray process.
+enum class WorkloadKind { kCopy, kTask };
+// When the agent starts a workload's process again after it exits.
+enum class RestartPolicy { kAlways, kOnFailure, kNever };
+// A workload's state, as the server sees it:
+//   starting  process started, /ping not yet answering
+//   running   healthy (answers /ping, or started when health_check is false)
+//   backoff   crashed, restart scheduled
+//   succeeded exited 0 and will not restart (tasks)
+//   failed    exited non-zero with no restarts left, or could not start (message says why)
+//   stopped   stopped on request
+enum class WorkloadState { kStarting, kRunning, kBackoff, kSucceeded, kFailed, kStopped };
+
+// Their JSON: the name; a name not listed throws, and the message decoders catch it.
+void to_json(nlohmann::json& j, Enforcement v);
+void from_json(const nlohmann::json& j, Enforcement& v);
+void to_json(nlohmann::json& j, WorkloadKind v);
+void from_json(const nlohmann::json& j, WorkloadKind& v);
+void to_json(nlohmann::json& j, RestartPolicy v);
+void from_json(const nlohmann::json& j, RestartPolicy& v);
+void to_json(nlohmann::json& j, WorkloadState v);
+void from_json(const nlohmann::json& j, WorkloadState& v);
+
+// A state the workload will not leave by itself.
+constexpr bool IsFinal(WorkloadState s) {
+  return s == WorkloadState::kSucceeded || s == WorkloadState::kFailed ||
+         s == WorkloadState::kStopped;
+}
+
 // An mGPU share of one card.
 struct ShareSpec {
   int core_percent = 100;                  // 5..100
   int64_t memory_mib = 0;                  // 0: no quota (whole card memory)
-  std::string enforcement = "interposer";  // "interposer" or "mps"
+  Enforcement enforcement = Enforcement::kInterposer;
   bool burstable = false;
   friend bool operator==(const ShareSpec&, const ShareSpec&) = default;
 };
@@ -112,7 +149,7 @@ struct DeviceRequest {
 
 struct WorkloadDesired {
   std::string id;    // stable per placement: "<account>/<component>/<uid>"
-  std::string kind;  // "copy" (inference-component copy) or "task" (job task / ray process)
+  WorkloadKind kind = WorkloadKind::kCopy;
   std::string name;  // component or job name, for people (events, `carve logs NAME`)
   int index = 0;     // copy or task index, for `carve logs NAME --copy N`
   // Logs are keyed by `id`, never by `name`: <data_dir>/logs/<launch::LogDirName(id)>/.
@@ -125,7 +162,7 @@ struct WorkloadDesired {
   DeviceRequest device;
   int64_t cpu_milli = 0;           // host CPU limit (cgroup); 0: none
   int64_t memory_mib = 0;          // host memory limit (cgroup); 0: none
-  std::string restart = "always";  // "always" (copies), "on-failure", "never"
+  RestartPolicy restart = RestartPolicy::kAlways;
   int max_retries = -1;            // on-failure: -1 unlimited
   bool health_check = true;        // running only after GET /ping answers 200
   // More ports the agent picks, by name ([a-z0-9_]): each is the placeholder {port_NAME} and is
@@ -144,6 +181,16 @@ struct WorkloadDesired {
   friend bool operator==(const WorkloadDesired&, const WorkloadDesired&) = default;
 };
 
+// A workload of a desired state that this agent cannot read: a value it does not know (an
+// enforcement, a kind or a restart policy a newer server sends), or a member of the wrong kind.
+// The agent reports it failed, naming the reason, and runs the rest of the desired state.
+struct UnreadableWorkload {
+  std::string id;
+  std::string name;
+  int index = 0;
+  std::string reason;
+};
+
 struct DesiredState {
   std::string node_id;
   std::string epoch;
@@ -156,6 +203,8 @@ struct DesiredState {
   // neither, and its agent removes nothing of the kind.
   bool logs_listed = false;
   std::vector<std::string> kept_logs;  // ids of ended workloads whose logs stay readable
+  // Set by DesiredStateFromJson, never sent: the workloads it could not read (above).
+  std::vector<UnreadableWorkload> unreadable;
 };
 
 // ---- Status ----------------------------------------------------------------------------------
@@ -183,16 +232,9 @@ struct GpuStatus {
   std::vector<ProcessMemory> processes;
 };
 
-// Workload states, as the server sees them.
-//   starting  process started, /ping not yet answering
-//   running   healthy (answers /ping, or started when health_check is false)
-//   backoff   crashed, restart scheduled
-//   succeeded exited 0 and will not restart (tasks)
-//   failed    exited non-zero with no restarts left, or could not start (message says why)
-//   stopped   stopped on request
 struct WorkloadStatus {
   std::string id;
-  std::string state;
+  WorkloadState state = WorkloadState::kStarting;
   int pid = 0;
   int port = 0;         // 127.0.0.1 port (or host address below) the workload serves on
   std::string address;  // "host:port" reachable from the server; "" when not serving
@@ -280,3 +322,27 @@ Result<Heartbeat> HeartbeatFromJson(const nlohmann::json& j);
 Result<HeartbeatReply> HeartbeatReplyFromJson(const nlohmann::json& j);
 
 }  // namespace carve::protocol
+
+namespace carve {
+template <>
+struct EnumNames<protocol::Enforcement> {
+  static constexpr std::string_view kField = "enforcement";
+  static constexpr std::array<std::string_view, 3> kNames = {"interposer", "mps", "none"};
+};
+template <>
+struct EnumNames<protocol::WorkloadKind> {
+  static constexpr std::string_view kField = "kind";
+  static constexpr std::array<std::string_view, 2> kNames = {"copy", "task"};
+};
+template <>
+struct EnumNames<protocol::RestartPolicy> {
+  static constexpr std::string_view kField = "restart";
+  static constexpr std::array<std::string_view, 3> kNames = {"always", "on-failure", "never"};
+};
+template <>
+struct EnumNames<protocol::WorkloadState> {
+  static constexpr std::string_view kField = "state";
+  static constexpr std::array<std::string_view, 6> kNames = {"starting",  "running", "backoff",
+                                                             "succeeded", "failed",  "stopped"};
+};
+}  // namespace carve

@@ -13,7 +13,7 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
   d.gpus = {{0, true, {{"3g.40gb", 0}, {"1g.10gb", 6}}}, {1, false, {}}};
   WorkloadDesired w;
   w.id = "111111111111/ic-a/abc";
-  w.kind = "copy";
+  w.kind = protocol::WorkloadKind::kCopy;
   w.name = "ic-a";
   w.index = 2;
   w.command = {"carve", "testmodel", "--port", "{port}"};
@@ -21,10 +21,10 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
   w.environment = {{"MODEL", "llama"}};
   w.device.gpus = {0};
   w.device.partition = 1;
-  w.device.share = ShareSpec{30, 1000, "mps", true};
+  w.device.share = ShareSpec{30, 1000, protocol::Enforcement::kMps, true};
   w.cpu_milli = 2000;
   w.memory_mib = 4096;
-  w.restart = "on-failure";
+  w.restart = protocol::RestartPolicy::kOnFailure;
   w.max_retries = 3;
   w.health_check = false;
   w.ports = {"dashboard", "serve"};
@@ -48,7 +48,7 @@ TEST(AgentProtocol, MissingFieldsTakeDefaults) {
   auto r = DesiredStateFromJson(nlohmann::json{{"version", 3}, {"workloads", {{{"id", "x"}}}}});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   ASSERT_EQ(r->workloads.size(), 1u);
-  EXPECT_EQ(r->workloads[0].restart, "always");
+  EXPECT_EQ(r->workloads[0].restart, protocol::RestartPolicy::kAlways);
   EXPECT_TRUE(r->workloads[0].health_check);
   EXPECT_FALSE(r->workloads[0].device.share.has_value());
   EXPECT_EQ(r->workloads[0].device.partition, -1);
@@ -61,6 +61,64 @@ TEST(AgentProtocol, WrongTypesAreInvalidArgumentNotExceptions) {
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(r.error().message.find("status report"), std::string::npos);
   EXPECT_FALSE(RegistrationFromJson(nlohmann::json::array()).has_value());
+}
+
+TEST(AgentProtocol, EachWireNameIsSpelledOnceAndReadBack) {
+  for (WorkloadState v :
+       {WorkloadState::kStarting, WorkloadState::kRunning, WorkloadState::kBackoff,
+        WorkloadState::kSucceeded, WorkloadState::kFailed, WorkloadState::kStopped}) {
+    EXPECT_EQ(nlohmann::json(v).get<WorkloadState>(), v) << NameOf(v);
+  }
+  EXPECT_EQ(nlohmann::json(RestartPolicy::kOnFailure), "on-failure");
+  EXPECT_EQ(nlohmann::json(Enforcement::kMps), "mps");
+  EXPECT_EQ(nlohmann::json(WorkloadKind::kTask), "task");
+  EXPECT_EQ(nlohmann::json(WorkloadState::kBackoff), "backoff");
+}
+
+// A newer server may send a value this agent does not know: only that workload is unreadable,
+// reported under its id; the others run.
+TEST(AgentProtocol, AWorkloadWithAValueThisAgentDoesNotKnowIsUnreadableAlone) {
+  DesiredState d;
+  d.version = 7;
+  WorkloadDesired a, b;
+  a.id = "acct/ic/1";
+  b.id = "acct/ic/2";
+  b.name = "ic";
+  b.index = 2;
+  d.workloads = {a, b};
+  nlohmann::json j = ToJson(d);
+  j["workloads"][1]["kind"] = "vm";
+  auto read = DesiredStateFromJson(j);
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(read->version, 7u);
+  ASSERT_EQ(read->workloads.size(), 1u);
+  EXPECT_EQ(read->workloads[0].id, "acct/ic/1");
+  ASSERT_EQ(read->unreadable.size(), 1u);
+  EXPECT_EQ(read->unreadable[0].id, "acct/ic/2");
+  EXPECT_EQ(read->unreadable[0].name, "ic");
+  EXPECT_EQ(read->unreadable[0].index, 2);
+  EXPECT_NE(read->unreadable[0].reason.find("kind='vm': must be one of copy, task"),
+            std::string::npos)
+      << read->unreadable[0].reason;
+  // One without an id cannot be reported: the desired state is refused.
+  j["workloads"][1].erase("id");
+  auto refused = DesiredStateFromJson(j);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("kind='vm'"), std::string::npos);
+  // A status naming a state the server does not know is refused, naming it.
+  StatusReport s;
+  s.node_id = "n";
+  WorkloadStatus w;
+  w.id = "acct/ic/1";
+  s.workloads = {w};
+  nlohmann::json sj = ToJson(s);
+  sj["workloads"][0]["state"] = "paused";
+  auto bad = StatusReportFromJson(sj);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("state='paused': must be one of starting, running, backoff, "
+                                     "succeeded, failed, stopped"),
+            std::string::npos)
+      << bad.error().message;
 }
 
 TEST(AgentProtocol, RegistrationNeedsANodeId) {
@@ -82,7 +140,7 @@ TEST(AgentProtocol, StatusReportRoundTrips) {
   g.processes = {{42, 100}};
   s.gpus = {g};
   WorkloadStatus w{"id",
-                   "backoff",
+                   WorkloadState::kBackoff,
                    10,
                    5000,
                    "127.0.0.1:5000",

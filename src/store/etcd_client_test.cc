@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/base64.h"
 #include "store/etcd_json.h"
@@ -73,6 +75,53 @@ TEST(EtcdClient, NoMemberAnsweringIsUnavailableNamingTheMembers) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(r.error().message.find(dead), std::string::npos) << r.error().message;
+  // And what went wrong with the last one tried.
+  EXPECT_NE(r.error().message.find("(last: " + dead + ": Connection)"), std::string::npos)
+      << r.error().message;
+}
+
+// A member that answers every request with an empty JSON object at once, and records the
+// client port each request came from: requests on one kept-alive connection share it.
+class RecordingMember {
+ public:
+  RecordingMember() {
+    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      ports_.push_back(req.remote_port);
+      res.set_content("{}", "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~RecordingMember() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::vector<int> ports() {
+    std::lock_guard lock(mu_);
+    return ports_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<int> ports_;  // Guarded by mu_.
+};
+
+TEST(EtcdClient, KeepsItsConnectionToAMemberForTheNextCall) {
+  RecordingMember member;
+  EtcdClient client = ClientOf({member.endpoint()});
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.Read("kv/range", {{"key", Base64Encode("k")}});
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+  }
+  const std::vector<int> ports = member.ports();
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_EQ(ports[1], ports[0]);
+  EXPECT_EQ(ports[2], ports[0]);
 }
 
 // A member that takes requests and answers too late, as one does while it loses its leader.
@@ -107,6 +156,8 @@ TEST(EtcdClient, AWriteThatTimedOutAfterSendingHasAnUnknownOutcomeAndIsNotResent
   EXPECT_TRUE(put.outcome_unknown);
   EXPECT_EQ(put.body.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(put.body.error().message.find("may have been applied"), std::string::npos);
+  EXPECT_NE(put.body.error().message.find("at " + slow.endpoint() + ": "), std::string::npos)
+      << put.body.error().message;
   // It was not resent to the real member.
   EtcdClient direct = ClientOf({SharedEtcd().endpoint(0)});
   auto got = direct.Read("kv/range", {{"key", Base64Encode("/client/unknown")}});

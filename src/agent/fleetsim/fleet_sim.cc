@@ -326,7 +326,7 @@ class FleetSim::Node {
     for (const auto& [id, w] : workloads_) {
       protocol::WorkloadStatus s;
       s.id = id;
-      s.state = w.running ? "running" : "starting";
+      s.state = w.running ? protocol::WorkloadState::kRunning : protocol::WorkloadState::kStarting;
       s.message = std::string(kSimulated);
       report.workloads.push_back(std::move(s));
     }

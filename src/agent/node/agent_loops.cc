@@ -81,9 +81,12 @@ void Agent::ApplyOnce() {
   }
   std::vector<std::string> events;
   if (d) {
-    workloads_->StopUndesired(d->workloads);
+    std::vector<protocol::WorkloadDesired> desired = d->workloads;
+    for (auto& p : WorkloadManager::Placeholders(d->unreadable)) desired.push_back(std::move(p));
+    workloads_->StopUndesired(desired);
+    workloads_->RefuseUnreadable(d->unreadable);
     // Logs change owners only with the desired state: the directory is read once per version.
-    if (fresh && d->logs_listed) workloads_->RemoveUnlistedLogs(d->workloads, d->kept_logs);
+    if (fresh && d->logs_listed) workloads_->RemoveUnlistedLogs(desired, d->kept_logs);
     for (std::string& e : gpus_->Apply(d->gpus, workloads_->BusyGpus())) {
       events.push_back(std::move(e));
     }
@@ -112,7 +115,7 @@ void Agent::ApplyOnce() {
   std::vector<protocol::WorkloadStatus> workloads = workloads_->Statuses();
   bool all_placed = true;
   for (const auto& w : workloads) {
-    const bool terminal = w.state == "failed" || w.state == "succeeded" || w.state == "stopped";
+    const bool terminal = protocol::IsFinal(w.state);
     all_placed = all_placed && (w.pid != 0 || terminal);
   }
 

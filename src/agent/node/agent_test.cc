@@ -58,7 +58,7 @@ class AgentTest : public ::testing::Test {
   }
   bool Running(const std::string& id) {
     auto w = Reported(id);
-    return w && w->state == "running" && w->pid > 0;
+    return w && w->state == protocol::WorkloadState::kRunning && w->pid > 0;
   }
   bool EventSeen(const std::string& part) {
     for (const auto& r : control_.reports()) {
@@ -165,14 +165,14 @@ TEST_F(AgentTest, AShareOverItsMemoryQuotaIsStoppedAndReportedFailed) {
   StartAgent(o);
   auto w = testing::ShellCopy("acct/ic-greedy/1", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  w.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   control_.SetDesired({}, {w});
   ASSERT_TRUE(Eventually([&] { return Running(w.id); })) << Reported(w.id)->message;
   const int pid = Reported(w.id)->pid;
   nvml_->AddProcess(0, static_cast<uint32_t>(pid), 1024 + 256 + 1);
   ASSERT_TRUE(Eventually([&] {
     auto r = Reported(w.id);
-    return r && r->state == "failed";
+    return r && r->state == protocol::WorkloadState::kFailed;
   }));
   EXPECT_NE(Reported(w.id)->message.find("held 1281 MiB"), std::string::npos)
       << Reported(w.id)->message;

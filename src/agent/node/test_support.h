@@ -46,7 +46,7 @@ inline std::string ReadFile(const std::string& path) {
 inline protocol::WorkloadDesired ShellCopy(const std::string& id, const std::string& script) {
   protocol::WorkloadDesired w;
   w.id = id;
-  w.kind = "copy";
+  w.kind = protocol::WorkloadKind::kCopy;
   w.name = "ic-test";
   w.index = 0;
   w.command = {"/bin/sh", "-c", script};

@@ -23,7 +23,7 @@ TEST_F(WorkloadManagerTest, ACopyWaitsForItsPartitionToBeCarved) {
   w.device.gpus = {0};
   w.device.partition = 0;
   Apply({w});  // No GPU entry yet.
-  EXPECT_EQ(Find(w.id)->state, "starting");
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kStarting);
   EXPECT_EQ(Find(w.id)->pid, 0);
   EXPECT_NE(Find(w.id)->message.find("waiting for partition 0 of GPU 0"), std::string::npos);
   gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
@@ -50,7 +50,7 @@ TEST_F(WorkloadManagerTest, ARestartedAgentAdoptsACopyOnAPartitionOnceItIsCarved
   auto s = Find(w.id);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->pid, pid);
-  EXPECT_EQ(s->state, "running");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kRunning);
   EXPECT_EQ(launch::ReadPidFile(dir_ + "/data/workloads/" + WorkloadDirName(w.id) + "/pid")
                 ->value()
                 .process.pid,
@@ -72,7 +72,7 @@ TEST_F(WorkloadManagerTest, ACopyWaitingToBeAdoptedIsStoppedWhenNoLongerDesired)
   RestartAgent();
   gpu_desired_.clear();  // The layout does not come: the copy keeps waiting for its partition.
   Apply({w});
-  EXPECT_EQ(Find(w.id)->state, "starting");
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kStarting);
   ASSERT_TRUE(ProcessExists(pid));
 
   Apply({});

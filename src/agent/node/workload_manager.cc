@@ -15,11 +15,10 @@
 #include <thread>
 
 #include "agent/launch/health.h"
-#include "agent/launch/process_launcher.h"
 #include "agent/launch/pid_file.h"
+#include "agent/launch/process_launcher.h"
 #include "agent/launch/workload_logs.h"
 #include "agent/launch/workload_spec.h"
-#include "agent/mps/enforcement.h"
 #include "agent/node/share_guard.h"
 #include "interposer/process_probe.h"
 
@@ -124,9 +123,15 @@ std::string ReadStatusUrl(const std::string& url) {
   return body;
 }
 
-launch::RestartPolicy PolicyOf(const std::string& restart) {
-  if (restart == "never") return launch::RestartPolicy::kNever;
-  if (restart == "on-failure") return launch::RestartPolicy::kOnFailure;
+launch::RestartPolicy PolicyOf(protocol::RestartPolicy restart) {
+  switch (restart) {
+    case protocol::RestartPolicy::kNever:
+      return launch::RestartPolicy::kNever;
+    case protocol::RestartPolicy::kOnFailure:
+      return launch::RestartPolicy::kOnFailure;
+    case protocol::RestartPolicy::kAlways:
+      break;
+  }
   return launch::RestartPolicy::kAlways;
 }
 
@@ -215,12 +220,49 @@ void WorkloadManager::StopUndesired(const std::vector<protocol::WorkloadDesired>
     // A copy's id is never desired again (a replacement gets a new one), and the server has the
     // tail it reported while the copy could not start: its logs go with it. A task's stay, for
     // its job's logs route after the job ended; StartMissing clears them if its id comes back.
-    if (it->second->desired.kind != "task") {
+    if (it->second->desired.kind != protocol::WorkloadKind::kTask) {
       if (Status s = launch::RemoveWorkloadLogs(options_.command.data_dir, it->first); !s) {
         spdlog::warn("{}: {}", it->first, s.error().message);
       }
     }
     it = workloads_.erase(it);
+  }
+}
+
+std::vector<protocol::WorkloadDesired> WorkloadManager::Placeholders(
+    const std::vector<protocol::UnreadableWorkload>& unreadable) {
+  std::vector<protocol::WorkloadDesired> out;
+  for (const auto& u : unreadable) {
+    protocol::WorkloadDesired d;
+    d.id = u.id;
+    d.name = u.name;
+    d.index = u.index;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void WorkloadManager::RefuseUnreadable(
+    const std::vector<protocol::UnreadableWorkload>& unreadable) {
+  for (const auto& u : unreadable) {
+    auto it = workloads_.find(u.id);
+    if (it == workloads_.end()) {
+      auto w = std::make_unique<Workload>();
+      w->dir = DirOf(u.id);
+      it = workloads_.emplace(u.id, std::move(w)).first;
+    }
+    Workload& w = *it->second;
+    if (w.failed == u.reason && !w.supervisor) continue;  // Refused already.
+    if (w.supervisor) {
+      Stop(w);
+      w.supervisor.reset();
+    }
+    w.desired = Placeholders({u}).front();
+    w.failed = u.reason;
+    w.message = u.reason;
+    changed_ = true;
+    AddEvent(fmt::format("{} ({}) could not start: this agent cannot read it: {}", Label(w.desired),
+                         u.id, u.reason));
   }
 }
 
@@ -274,8 +316,7 @@ Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
   CARVE_ASSIGN_OR_RETURN(std::string uuid, gpus_.GpuUuid(gpu));
   CARVE_ASSIGN_OR_RETURN(int64_t card_mib, gpus_.GpuMemoryMib(gpu));
   const int64_t mib = share.memory_mib > 0 ? share.memory_mib : card_mib;
-  CARVE_ASSIGN_OR_RETURN(mps::Enforcement enforcement, mps::ParseEnforcement(share.enforcement));
-  if (enforcement == mps::Enforcement::kMps) {
+  if (share.enforcement == protocol::Enforcement::kMps) {
     CARVE_ASSIGN_OR_RETURN(mps::MpsDirs dirs,
                            mps::MpsDirsFor(options_.command.data_dir + "/mps", uuid));
     if (!mps_cards_.contains(gpu)) {
@@ -287,7 +328,7 @@ Result<launch::DeviceBinding> WorkloadManager::BindShare(Workload& w, int gpu,
         uuid, dirs,
         mps::MpsShare{static_cast<uint32_t>(share.core_percent), static_cast<uint64_t>(mib)}}};
   }
-  if (enforcement == mps::Enforcement::kNone) {
+  if (share.enforcement == protocol::Enforcement::kNone) {
     // The queue asked for unenforced shares: the limits travel as plain variables only.
     return launch::DeviceBinding{
         launch::GpuBinding{{uuid},
@@ -672,7 +713,8 @@ void WorkloadManager::HoldShareQuotas(const std::vector<protocol::GpuStatus>& gp
   for (const auto& [id, w] : workloads_) {
     const std::optional<protocol::ShareSpec>& share = w->desired.device.share;
     // Only quotas something enforces: a queue with enforcement "none" asked for none.
-    if (!share || share->memory_mib <= 0 || share->enforcement == "none") continue;
+    if (!share || share->memory_mib <= 0 || share->enforcement == protocol::Enforcement::kNone)
+      continue;
     if (!w->supervisor || w->desired.device.gpus.size() != 1) continue;
     const std::optional<launch::ProcessId> process = w->supervisor->process();
     if (!process) continue;
@@ -720,41 +762,45 @@ std::vector<protocol::WorkloadStatus> WorkloadManager::Statuses() {
     s.log_dir = w->log_dir;
     s.message = w->message;
     if (!w->failed.empty()) {
-      s.state = "failed";
+      s.state = protocol::WorkloadState::kFailed;
       s.message = w->failed;
     } else if (!w->supervisor) {
-      s.state = "starting";
+      s.state = protocol::WorkloadState::kStarting;
       s.message = w->waiting;
     } else {
       switch (w->supervisor->state()) {
         case launch::CopyState::kStarting:
         case launch::CopyState::kRunning:
-          s.state = w->desired.health_check && !w->healthy ? "starting" : "running";
+          s.state = w->desired.health_check && !w->healthy ? protocol::WorkloadState::kStarting
+                                                           : protocol::WorkloadState::kRunning;
           break;
         case launch::CopyState::kBackoff:
-          s.state = "backoff";
+          s.state = protocol::WorkloadState::kBackoff;
           break;
         case launch::CopyState::kSucceeded:
-          s.state = "succeeded";
+          s.state = protocol::WorkloadState::kSucceeded;
           break;
         case launch::CopyState::kFailed:
-          s.state = "failed";
+          s.state = protocol::WorkloadState::kFailed;
           break;
         case launch::CopyState::kStopped:
-          s.state = "stopped";
+          s.state = protocol::WorkloadState::kStopped;
           break;
       }
       if (auto p = w->supervisor->process()) s.pid = p->pid;
       s.restarts = w->supervisor->restarts();
       s.exit_codes = w->supervisor->exit_codes();
     }
-    if ((s.state == "running" || s.state == "starting") && s.pid != 0) {
+    if ((s.state == protocol::WorkloadState::kRunning ||
+         s.state == protocol::WorkloadState::kStarting) &&
+        s.pid != 0) {
       s.address = fmt::format("127.0.0.1:{}", w->port);
     }
     s.ever_healthy = w->ever_healthy;
     s.ports = w->ports;
     s.status_body = w->status_body;
-    if (s.state == "backoff" || s.state == "failed") {
+    if (s.state == protocol::WorkloadState::kBackoff ||
+        s.state == protocol::WorkloadState::kFailed) {
       if (w->log_tail_restarts != s.restarts) {
         w->log_tail = LogTail(w->log_dir);
         w->log_tail_restarts = s.restarts;

@@ -82,6 +82,14 @@ class WorkloadManager {
   // Starts desired workloads that have no process yet, each new id with an empty log directory.
   // Call after carving.
   void StartMissing(const std::vector<protocol::WorkloadDesired>& desired);
+  // Reports each workload of the desired state this agent could not read as failed, with the
+  // reason, stopping a process it ran under an earlier, readable entry. Call after
+  // StopUndesired, given the same workloads: an unreadable one is still desired, so its id
+  // belongs in the list StopUndesired keeps (Placeholders).
+  void RefuseUnreadable(const std::vector<protocol::UnreadableWorkload>& unreadable);
+  // Entries that keep unreadable workloads' ids desired, to add to StopUndesired's list.
+  static std::vector<protocol::WorkloadDesired> Placeholders(
+      const std::vector<protocol::UnreadableWorkload>& unreadable);
   // Removes every log directory under the data dir whose workload is not running here, not in
   // `desired` and not in `kept` (the ended workloads the server still lists: tasks of jobs that
   // exist). So a deleted job's or queue's task logs go with it. Returns how many it removed.

@@ -32,7 +32,7 @@ TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
       << env;
   auto s = Find(w.id);
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->state, "running");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kRunning);
   EXPECT_GT(s->pid, 0);
   EXPECT_EQ(s->address, "127.0.0.1:" + std::to_string(s->port));
   EXPECT_NE(env.find("CARVE_PORT=" + std::to_string(s->port)), std::string::npos) << env;
@@ -83,13 +83,13 @@ TEST_F(WorkloadManagerTest, AStoppedCopyTakesItsLogDirectoryWithIt) {
 // later workload with the same id (a queue deleted and created again) starts with an empty log.
 TEST_F(WorkloadManagerTest, ATaskKeepsItsLogAfterStoppingAndARerunOfItsIdStartsEmpty) {
   auto w = ShellCopy("acct/q/job-0001/task-0.0", "echo first-incarnation");
-  w.kind = "task";
-  w.restart = "never";
+  w.kind = protocol::WorkloadKind::kTask;
+  w.restart = protocol::RestartPolicy::kNever;
   Apply({w});
   const std::string log_dir = Find(w.id)->log_dir;
   ASSERT_TRUE(Eventually([&] {
     Apply({w});
-    return Find(w.id)->state == "succeeded";
+    return Find(w.id)->state == protocol::WorkloadState::kSucceeded;
   }));
   Apply({});
   ASSERT_NE(ReadFile(log_dir + "/stdout.log").find("first-incarnation"), std::string::npos);
@@ -97,7 +97,7 @@ TEST_F(WorkloadManagerTest, ATaskKeepsItsLogAfterStoppingAndARerunOfItsIdStartsE
   Apply({w});
   ASSERT_TRUE(Eventually([&] {
     Apply({w});
-    return Find(w.id)->state == "succeeded";
+    return Find(w.id)->state == protocol::WorkloadState::kSucceeded;
   }));
   EXPECT_EQ(ReadFile(log_dir + "/stdout.log"), "second-incarnation\n");
 }
@@ -106,17 +106,18 @@ TEST_F(WorkloadManagerTest, ATaskKeepsItsLogAfterStoppingAndARerunOfItsIdStartsE
 // not (the job or its queue was deleted); a running workload's log is never removed.
 TEST_F(WorkloadManagerTest, AnEndedTasksLogGoesWhenTheServerNoLongerListsIt) {
   auto done = ShellCopy("acct/q/job-0001/task-0.0", "echo finished");
-  done.kind = "task";
-  done.restart = "never";
+  done.kind = protocol::WorkloadKind::kTask;
+  done.restart = protocol::RestartPolicy::kNever;
   auto other = ShellCopy("acct/q/job-0002/task-0.0", "echo other");
-  other.kind = "task";
-  other.restart = "never";
+  other.kind = protocol::WorkloadKind::kTask;
+  other.restart = protocol::RestartPolicy::kNever;
   Apply({done, other});
   const std::string done_dir = Find(done.id)->log_dir;
   const std::string other_dir = Find(other.id)->log_dir;
   ASSERT_TRUE(Eventually([&] {
     Apply({done, other});
-    return Find(done.id)->state == "succeeded" && Find(other.id)->state == "succeeded";
+    return Find(done.id)->state == protocol::WorkloadState::kSucceeded &&
+           Find(other.id)->state == protocol::WorkloadState::kSucceeded;
   }));
   auto running = ShellCopy("acct/ic/1", "exec sleep 30");
   Apply({running});
@@ -263,12 +264,12 @@ TEST_F(WorkloadManagerTest, ACrashedCopyIsRestartedWithBackoffAndAnEvent) {
 
 TEST_F(WorkloadManagerTest, ATaskThatSucceedsIsNotRestarted) {
   auto w = ShellCopy("acct/job/5", "exit 0");
-  w.kind = "task";
-  w.restart = "on-failure";
+  w.kind = protocol::WorkloadKind::kTask;
+  w.restart = protocol::RestartPolicy::kOnFailure;
   Apply({w});
   ASSERT_TRUE(Eventually([&] {
     Apply({w});
-    return Find(w.id)->state == "succeeded";
+    return Find(w.id)->state == protocol::WorkloadState::kSucceeded;
   }));
   EXPECT_EQ(Find(w.id)->exit_codes, std::vector<int>{0});
   EXPECT_EQ(Find(w.id)->restarts, 0);
@@ -292,7 +293,7 @@ TEST_F(WorkloadManagerTest, ANewManagerAdoptsDesiredProcessesAndKillsTheOthers) 
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->pid, keep_pid);
   EXPECT_EQ(s->port, keep_port);
-  EXPECT_EQ(s->state, "running");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kRunning);
   EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "no longer desired"));
 }
 
@@ -312,7 +313,7 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 )";
   protocol::WorkloadDesired w;
   w.id = "acct/job/head-0.1";
-  w.kind = "task";
+  w.kind = protocol::WorkloadKind::kTask;
   w.name = "q-job";
   w.command = {"/usr/bin/python3", server, "{port_dashboard}", "{file_conf}"};
   w.health_check = false;
@@ -339,7 +340,7 @@ TEST_F(WorkloadManagerTest, APortOrFileNameThatIsNoPlaceholderFailsNamingIt) {
   auto w = ShellCopy("acct/job/bad", "exec sleep 30");
   w.files = {{"../escape", "x"}};
   Apply({w});
-  EXPECT_EQ(Find(w.id)->state, "failed");
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(Find(w.id)->message,
             "workload acct/job/bad: file name '../escape' must be 1 or more of [a-z0-9_]");
 }
@@ -365,7 +366,7 @@ TEST_F(WorkloadManagerTest, AnImageWithoutPodmanOrDockerFailsWithAClearMessage) 
   Apply({w});
   auto s = Find(w.id);
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(s->message,
             "image registry.example/model:1 needs podman or docker on node node-a; neither is "
             "installed");
@@ -418,16 +419,16 @@ TEST_F(WorkloadManagerTest, AHealthCheckedCopyRunsOnlyOncePingAnswers) {
   w.command = {"/usr/bin/python3", server, "{port}", sick};
   std::ofstream(sick) << "";
   Apply({w});
-  EXPECT_EQ(Find(w.id)->state, "starting");
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kStarting);
   std::filesystem::remove(sick);
   ASSERT_TRUE(Eventually([&] {
     Manager().Poll();
-    return Find(w.id)->state == "running";
+    return Find(w.id)->state == protocol::WorkloadState::kRunning;
   }));
   std::ofstream(sick) << "";  // Three failed probes in a row take it out of rotation.
   ASSERT_TRUE(Eventually([&] {
     Manager().Poll();
-    return Find(w.id)->state == "starting";
+    return Find(w.id)->state == protocol::WorkloadState::kStarting;
   }));
   EXPECT_NE(Find(w.id)->message.find("unhealthy"), std::string::npos);
   EXPECT_GT(Find(w.id)->pid, 0);

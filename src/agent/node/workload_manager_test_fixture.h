@@ -60,8 +60,12 @@ class WorkloadManagerTest : public ::testing::Test {
     ASSERT_TRUE(gpus_->Init().ok());
   }
   // One apply pass, as the agent's loop runs it.
-  void Apply(const std::vector<protocol::WorkloadDesired>& desired) {
-    Manager().StopUndesired(desired);
+  void Apply(const std::vector<protocol::WorkloadDesired>& desired,
+             const std::vector<protocol::UnreadableWorkload>& unreadable = {}) {
+    std::vector<protocol::WorkloadDesired> all = desired;
+    for (auto& p : WorkloadManager::Placeholders(unreadable)) all.push_back(std::move(p));
+    Manager().StopUndesired(all);
+    Manager().RefuseUnreadable(unreadable);
     (void)gpus_->Apply(gpu_desired_, Manager().BusyGpus());
     Manager().StartMissing(desired);
     Manager().Poll();

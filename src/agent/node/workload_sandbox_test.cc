@@ -27,7 +27,7 @@ struct TempDir {
 protocol::WorkloadDesired Task(const std::string& account) {
   protocol::WorkloadDesired w;
   w.id = account + "/job-1/0";
-  w.kind = "task";
+  w.kind = protocol::WorkloadKind::kTask;
   w.name = "job-1";
   w.command = {"sh", "-c", "id"};
   return w;

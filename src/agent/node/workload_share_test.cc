@@ -23,18 +23,18 @@ TEST_F(WorkloadManagerTest, AnInterposerShareWithoutTheLibraryFailsNamingWhy) {
   auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{30, 2048, "interposer", false};
+  w.device.share = protocol::ShareSpec{30, 2048, protocol::Enforcement::kInterposer, false};
   Apply({w});
   auto s = Find(w.id);
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(s->pid, 0);
   EXPECT_NE(s->message.find("no libcarve-mgpu.so"), std::string::npos) << s->message;
   EXPECT_NE(s->message.find("core 30%, memory 2048 MiB"), std::string::npos) << s->message;
   EXPECT_NE(s->message.find("enforcement \"none\""), std::string::npos) << s->message;
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/env.txt")) << "the worker ran unenforced";
   Apply({w});  // Terminal until its desired entry changes: it is not retried unenforced.
-  EXPECT_EQ(Find(w.id)->state, "failed");
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(Find(w.id)->pid, 0);
 }
 
@@ -42,10 +42,10 @@ TEST_F(WorkloadManagerTest, AnInterposerShareWithAnUnreadableLibraryFailsNamingI
   options_.interposer_path = dir_ + "/no-such/libcarve-mgpu.so";
   auto w = ShellCopy("acct/ic-share/5", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{30, 2048, "interposer", false};
+  w.device.share = protocol::ShareSpec{30, 2048, protocol::Enforcement::kInterposer, false};
   Apply({w});
   auto s = Find(w.id);
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(s->pid, 0);
   EXPECT_NE(s->message.find(options_.interposer_path + " cannot be read"), std::string::npos)
       << s->message;
@@ -58,7 +58,7 @@ TEST_F(WorkloadManagerTest, AShareOfAQueueWithoutEnforcementGetsItsLimitsAsVaria
   auto w = ShellCopy("acct/ic-share/1", "env > {out}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{30, 2048, "none", false};
+  w.device.share = protocol::ShareSpec{30, 2048, protocol::Enforcement::kNone, false};
   Apply({w});
   ASSERT_TRUE(Eventually(
       [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
@@ -69,18 +69,39 @@ TEST_F(WorkloadManagerTest, AShareOfAQueueWithoutEnforcementGetsItsLimitsAsVaria
   EXPECT_NE(env.find("CARVE_MGPU_ENFORCEMENT=none"), std::string::npos) << env;
   EXPECT_EQ(env.find("LD_PRELOAD"), std::string::npos) << env;
   EXPECT_EQ(env.find("CARVE_MGPU_LEDGER"), std::string::npos) << env;
-  EXPECT_EQ(Find(w.id)->state, "running");
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kRunning);
   EXPECT_EQ(Find(w.id)->memory_used_mib, -1);
 }
 
-TEST_F(WorkloadManagerTest, AShareWithAnUnknownEnforcementFailsNamingTheAcceptedOnes) {
+// A newer server may name an enforcement this agent does not know: that workload fails alone,
+// naming the accepted ones, and the rest of the desired state runs.
+TEST_F(WorkloadManagerTest, AShareWithAnUnknownEnforcementFailsAloneNamingTheAcceptedOnes) {
+  auto ok = ShellCopy("acct/ic-share/5", "exec sleep 30");
   auto w = ShellCopy("acct/ic-share/6", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{30, 2048, "hami", false};
-  Apply({w});
-  EXPECT_EQ(Find(w.id)->state, "failed");
-  EXPECT_NE(Find(w.id)->message.find("'hami' is not one of"), std::string::npos)
+  w.device.share = protocol::ShareSpec{30, 2048, protocol::Enforcement::kInterposer, false};
+  protocol::DesiredState d;
+  d.workloads = {ok, w};
+  nlohmann::json sent = protocol::ToJson(d);
+  sent["workloads"][1]["device"]["share"]["enforcement"] = "hami";
+  auto read = protocol::DesiredStateFromJson(sent);
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  ASSERT_EQ(read->workloads.size(), 1u);
+  ASSERT_EQ(read->unreadable.size(), 1u);
+  Apply(read->workloads, read->unreadable);
+  ASSERT_TRUE(Find(w.id).has_value());
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kFailed);
+  EXPECT_NE(Find(w.id)->message.find("enforcement='hami': must be one of interposer, mps, none"),
+            std::string::npos)
       << Find(w.id)->message;
+  ASSERT_TRUE(Find(ok.id).has_value());
+  EXPECT_NE(Find(ok.id)->state, protocol::WorkloadState::kFailed);
+  EXPECT_NE(Find(ok.id)->pid, 0);
+  // Read again on the next pass, it stays failed and the event is not repeated.
+  (void)Manager().TakeEvents();
+  Apply(read->workloads, read->unreadable);
+  EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kFailed);
+  EXPECT_FALSE(HasEvent(Manager().TakeEvents(), "cannot read"));
 }
 
 // The fixture launches mGPU shares under the real libcarve-mgpu.so (built beside this test), and
@@ -100,10 +121,10 @@ TEST_F(WorkloadManagerTest, AnInterposerShareRunsUnderTheLibraryAndChargesItsLed
   protocol::WorkloadDesired w = ShellCopy("acct/ic-share/2", "");
   w.command = {CARVE_MGPU_PROBE_PATH, "direct", "hold", std::to_string(3 << 20)};
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  w.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   Apply({w});
   auto s = Find(w.id);
-  ASSERT_EQ(s->state, "running") << s->message;
+  ASSERT_EQ(s->state, protocol::WorkloadState::kRunning) << s->message;
   const std::string env = WorkerEnvironment(s->pid);
   std::string ledger_var;
   for (std::istringstream lines(env); std::getline(lines, ledger_var);) {
@@ -132,13 +153,13 @@ TEST_F(WorkloadManagerTest, AnInterposerShareReportsItsAchievedCorePercent) {
   manager_ = std::make_unique<WorkloadManager>(options_, launcher_, clock, *gpus_);
   auto limited = ShellCopy("acct/ic-share/3", "exec sleep 30");
   limited.device.gpus = {0};
-  limited.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  limited.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   auto whole = ShellCopy("acct/ic-share/4", "exec sleep 30");
   whole.device.gpus = {1};
-  whole.device.share = protocol::ShareSpec{100, 1024, "interposer", false};
+  whole.device.share = protocol::ShareSpec{100, 1024, protocol::Enforcement::kInterposer, false};
   Apply({limited, whole});
   auto first = Find(limited.id);  // Every status report samples the rate.
-  ASSERT_EQ(first->state, "running") << first->message;
+  ASSERT_EQ(first->state, protocol::WorkloadState::kRunning) << first->message;
   EXPECT_EQ(first->core_used_percent, -1) << "one sample is not a rate";
   std::string ledger_path;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/data/workloads")) {
@@ -186,10 +207,10 @@ TEST_F(WorkloadManagerTest, AShareHoldingMoreDeviceMemoryThanItsQuotaIsStopped) 
                            "setsid sh -c 'echo $$ > {out}; exec sleep 30' & exec sleep 30");
   hostile.values["out"] = dir_ + "/child.pid";
   hostile.device.gpus = {0};
-  hostile.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  hostile.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   auto fair = ShellCopy("acct/ic-fair/1", "exec sleep 30");
   fair.device.gpus = {1};
-  fair.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  fair.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   Apply({hostile, fair});
   const int worker = Find(hostile.id)->pid;
   const int fair_pid = Find(fair.id)->pid;
@@ -204,7 +225,7 @@ TEST_F(WorkloadManagerTest, AShareHoldingMoreDeviceMemoryThanItsQuotaIsStopped) 
 
   Manager().HoldShareQuotas(gpus_->Statuses(true));
   auto s = Find(hostile.id);
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(s->pid, 0);
   EXPECT_NE(s->message.find("held 4096 MiB of device memory on GPU 0 (pids " +
                             std::to_string(worker) + ", " + std::to_string(child) + ")"),
@@ -214,10 +235,10 @@ TEST_F(WorkloadManagerTest, AShareHoldingMoreDeviceMemoryThanItsQuotaIsStopped) 
   EXPECT_TRUE(HasEvent(Manager().TakeEvents(), "held 4096 MiB"));
   EXPECT_TRUE(Eventually([&] { return Gone(worker) && Gone(child); }))
       << "the worker or its child outlived the stop";
-  EXPECT_EQ(Find(fair.id)->state, "running") << Find(fair.id)->message;
+  EXPECT_EQ(Find(fair.id)->state, protocol::WorkloadState::kRunning) << Find(fair.id)->message;
   EXPECT_FALSE(Gone(fair_pid));
   Apply({hostile, fair});  // Terminal until its desired entry changes: not started again.
-  EXPECT_EQ(Find(hostile.id)->state, "failed");
+  EXPECT_EQ(Find(hostile.id)->state, protocol::WorkloadState::kFailed);
   EXPECT_EQ(Find(hostile.id)->pid, 0);
 }
 
@@ -233,14 +254,14 @@ TEST_F(WorkloadManagerTest, AWorkerThatRewritesItsLedgerLimitsIsStopped) {
   auto w = ShellCopy("acct/ic-rewrite/1", kRaiseOwnQuota);
   w.values["out"] = dir_ + "/rewritten";
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  w.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   Apply({w});
   const int worker = Find(w.id)->pid;
   ASSERT_NE(worker, 0) << Find(w.id)->message;
   ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(dir_ + "/rewritten"); }));
   Manager().HoldShareQuotas(gpus_->Statuses(true));
   auto s = Find(w.id);
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_NE(s->message.find("rewrote the limits in its ledger (memory 65536 MiB"),
             std::string::npos)
       << s->message;
@@ -252,7 +273,7 @@ TEST_F(WorkloadManagerTest, AWorkerThatRewroteItsLedgerLimitsIsNotAdopted) {
   auto w = ShellCopy("acct/ic-rewrite/2", kRaiseOwnQuota);
   w.values["out"] = dir_ + "/rewritten";
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{50, 1024, "interposer", false};
+  w.device.share = protocol::ShareSpec{50, 1024, protocol::Enforcement::kInterposer, false};
   Apply({w});
   const int worker = Find(w.id)->pid;
   ASSERT_NE(worker, 0) << Find(w.id)->message;
@@ -260,7 +281,7 @@ TEST_F(WorkloadManagerTest, AWorkerThatRewroteItsLedgerLimitsIsNotAdopted) {
   RestartAgent();
   Apply({w});
   auto s = Find(w.id);
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_NE(s->message.find("the worker rewrote its own limits, so it is not adopted"),
             std::string::npos)
       << s->message;
@@ -271,10 +292,10 @@ TEST_F(WorkloadManagerTest, AnMpsShareWithoutTheControlBinaryFailsNamingIt) {
   options_.mps_control_path = dir_ + "/nvidia-cuda-mps-control";
   auto w = ShellCopy("acct/ic-mps/1", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.share = protocol::ShareSpec{30, 1024, "mps", false};
+  w.device.share = protocol::ShareSpec{30, 1024, protocol::Enforcement::kMps, false};
   Apply({w});
   auto s = Find(w.id);
-  EXPECT_EQ(s->state, "failed");
+  EXPECT_EQ(s->state, protocol::WorkloadState::kFailed);
   EXPECT_NE(s->message.find(options_.mps_control_path), std::string::npos) << s->message;
 }
 

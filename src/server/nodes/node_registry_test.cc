@@ -40,14 +40,14 @@ class NodeRegistryTest : public ::testing::Test {
   static protocol::WorkloadDesired Placed(const std::string& id) {
     protocol::WorkloadDesired w;
     w.id = id;
-    w.kind = "copy";
+    w.kind = protocol::WorkloadKind::kCopy;
     w.name = "ic";
     return w;
   }
   static protocol::WorkloadStatus Running(const std::string& id, const std::string& address) {
     protocol::WorkloadStatus w;
     w.id = id;
-    w.state = "running";
+    w.state = protocol::WorkloadState::kRunning;
     w.address = address;
     return w;
   }
@@ -202,7 +202,7 @@ TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {
   auto s = Report("b");
   protocol::WorkloadStatus w7;
   w7.id = "acct/ic/7";
-  w7.state = "running";
+  w7.state = protocol::WorkloadState::kRunning;
   w7.pid = 42;
   w7.port = 5000;
   w7.address = "127.0.0.1:5000";
@@ -210,7 +210,7 @@ TEST_F(NodeRegistryTest, WorkloadStatusIsFoundByIdAcrossNodes) {
   registry_.ReportStatus(s);
   auto w = registry_.Workload("acct/ic/7");
   ASSERT_TRUE(w.has_value());
-  EXPECT_EQ(w->state, "running");
+  EXPECT_EQ(w->state, protocol::WorkloadState::kRunning);
   EXPECT_EQ(w->address, "127.0.0.1:5000");
   EXPECT_FALSE(registry_.Workload("acct/ic/8").has_value());
 }
@@ -227,13 +227,13 @@ TEST_F(NodeRegistryTest, ANodeCannotSpeakForAWorkloadPlacedOnAnother) {
   auto forged = Report("b");
   forged.workloads.push_back(Running("acct/ic/1", "10.6.6.6:6666"));
   auto failed = Running("acct/ic/2", "10.6.6.6:6667");  // Placed nowhere at all.
-  failed.state = "failed";
+  failed.state = protocol::WorkloadState::kFailed;
   forged.workloads.push_back(failed);
   registry_.ReportStatus(forged);
   auto w = registry_.Workload("acct/ic/1");
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->address, "10.0.0.1:5000");
-  EXPECT_EQ(w->state, "running");
+  EXPECT_EQ(w->state, protocol::WorkloadState::kRunning);
   EXPECT_FALSE(registry_.Workload("acct/ic/2").has_value());
   // Even once a leaves, b's next report does not take the copy over.
   registry_.ReportStatus(Report("a"));
@@ -248,11 +248,11 @@ TEST_F(NodeRegistryTest, ANodeStillReportsACopyThatLeftItsDesiredStateUntilItSto
   s.workloads.push_back(Running("acct/ic/1", "10.0.0.1:5000"));
   registry_.ReportStatus(s);
   registry_.SetWorkloads("test", NodeId("a"), {});  // Deleted: the agent is stopping it.
-  s.workloads[0].state = "stopping";
+  s.workloads[0].state = protocol::WorkloadState::kStopped;
   registry_.ReportStatus(s);
   auto w = registry_.Workload("acct/ic/1");
   ASSERT_TRUE(w.has_value());
-  EXPECT_EQ(w->state, "stopping");
+  EXPECT_EQ(w->state, protocol::WorkloadState::kStopped);
 }
 
 TEST_F(NodeRegistryTest, LedgerGapComparesTheQuotaLedgerWithNvmlPerProcess) {
@@ -262,7 +262,7 @@ TEST_F(NodeRegistryTest, LedgerGapComparesTheQuotaLedgerWithNvmlPerProcess) {
   auto s = Report("a");
   protocol::WorkloadStatus share;
   share.id = "acct/q/job-1/task-0.0";
-  share.state = "running";
+  share.state = protocol::WorkloadState::kRunning;
   share.pid = 4242;
   share.memory_used_mib = 900;    // What the interposer's ledger counts.
   protocol::WorkloadStatus copy;  // No ledger (a MIG copy): not cross-checked.

@@ -13,28 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-template <typename E, size_t N>
-Result<E> ParseName(std::string_view text, const std::array<std::string_view, N>& names,
-                    std::string_view what) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == text) return static_cast<E>(i);
-  }
-  std::string accepted;
-  for (size_t i = 0; i < N; ++i) accepted += (i == 0 ? "" : ", ") + std::string(names[i]);
-  return InvalidArgument(fmt::format("{}='{}': must be one of {}", what, text, accepted));
-}
-
-constexpr std::array<std::string_view, 3> kEnforcementNames = {"interposer", "mps", "none"};
-constexpr std::array<std::string_view, 4> kJobTypeNames = {"CustomJob", "RayJob", "RayCluster",
-                                                           "RayServe"};
-constexpr std::array<std::string_view, 6> kJobStateNames = {"Submitted", "Pending", "Running",
-                                                            "Succeeded", "Failed",  "Cancelled"};
-constexpr std::array<std::string_view, 7> kTaskStateNames = {
-    "Pending", "Placed", "Running", "Succeeded", "Failed", "Cancelled", "Stopped"};
-
-template <typename E, size_t N>
-E EnumOrThrow(const json& j, const char* field, const std::array<std::string_view, N>& names) {
-  auto r = ParseName<E>(j.at(field).get<std::string>(), names, field);
+template <NamedEnum E>
+E EnumOrThrow(const json& j, const char* field) {
+  auto r = ParseEnum<E>(j.at(field).get<std::string>(), field);
   if (!r.has_value()) throw std::invalid_argument(r.error().message);
   return *r;
 }
@@ -45,7 +26,7 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
   t.role = j.at("role").get<std::string>();
   t.group = j.value("group", "");
   t.group_index = j.value("group_index", 0);
-  t.state = EnumOrThrow<TaskState>(j, "state", kTaskStateNames);
+  t.state = EnumOrThrow<TaskState>(j, "state");
   if (j.contains("core_percent")) {
     core::MgpuShare s;
     s.core_percent = j.at("core_percent").get<int>();
@@ -62,7 +43,7 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
     t.allocation = std::move(a).value();
   }
   if (j.contains("enforcement")) {
-    t.enforcement = EnumOrThrow<Enforcement>(j, "enforcement", kEnforcementNames);
+    t.enforcement = EnumOrThrow<Enforcement>(j, "enforcement");
   }
   t.node = j.value("node", "");
   t.gpus = j.value("gpus", std::vector<int>{});
@@ -79,19 +60,9 @@ TaskRecord TaskFromJsonOrThrow(const json& j) {
 
 }  // namespace
 
-std::string_view EnforcementName(Enforcement e) { return kEnforcementNames[static_cast<int>(e)]; }
-Result<Enforcement> ParseEnforcement(std::string_view text, std::string_view field) {
-  return ParseName<Enforcement>(text, kEnforcementNames, field);
-}
-std::string_view JobTypeName(JobType t) { return kJobTypeNames[static_cast<int>(t)]; }
-Result<JobType> ParseJobType(std::string_view text) {
-  return ParseName<JobType>(text, kJobTypeNames, "type");
-}
-std::string_view JobStateName(JobState s) { return kJobStateNames[static_cast<int>(s)]; }
 bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
-std::string_view TaskStateName(TaskState s) { return kTaskStateNames[static_cast<int>(s)]; }
 bool IsTerminal(TaskState s) {
   return s == TaskState::kSucceeded || s == TaskState::kFailed || s == TaskState::kCancelled ||
          s == TaskState::kStopped;
@@ -109,7 +80,7 @@ json ToJson(const QueueRecord& q) {
               {"name", q.name},
               {"mgpu", q.mgpu},
               {"strategy", core::StrategyName(q.strategy)},
-              {"enforcement", EnforcementName(q.enforcement)},
+              {"enforcement", NameOf(q.enforcement)},
               {"gang", q.gang},
               {"allocation", allocation},
               {"nodes", q.nodes},
@@ -120,7 +91,7 @@ json ToJson(const QueueRecord& q) {
 json ToJson(const TaskRecord& t) {
   json j{{"index", t.index},
          {"role", t.role},
-         {"state", TaskStateName(t.state)},
+         {"state", NameOf(t.state)},
          {"attempt", t.attempt},
          {"workload_id", t.workload_id},
          {"node", t.node},
@@ -141,7 +112,7 @@ json ToJson(const TaskRecord& t) {
   if (t.allocation) {
     j["allocation"] = nodes::AllocationToJson(*t.allocation, /*with_id=*/true);
   }
-  if (t.enforcement) j["enforcement"] = EnforcementName(*t.enforcement);
+  if (t.enforcement) j["enforcement"] = NameOf(*t.enforcement);
   j["gpus"] = t.gpus;
   if (!t.address.empty()) j["address"] = t.address;
   if (!t.ports.empty()) j["ports"] = t.ports;
@@ -167,8 +138,8 @@ json ToJson(const JobRecord& j) {
            {"queue", j.queue},
            {"id", j.id},
            {"name", j.name},
-           {"type", JobTypeName(j.type)},
-           {"state", JobStateName(j.state)},
+           {"type", NameOf(j.type)},
+           {"state", NameOf(j.state)},
            {"reason", j.reason},
            {"priority", j.priority},
            {"gang", j.gang},
@@ -201,7 +172,7 @@ Result<QueueRecord> QueueFromJson(const json& j) {
     auto strategy = core::ParseStrategy(j.at("strategy").get<std::string>());
     if (!strategy.has_value()) return strategy.error();
     q.strategy = *strategy;
-    q.enforcement = EnumOrThrow<Enforcement>(j, "enforcement", kEnforcementNames);
+    q.enforcement = EnumOrThrow<Enforcement>(j, "enforcement");
     q.gang = j.value("gang", false);
     const json& a = j.at("allocation");
     q.instance_type = a.value("instance_type", "");
@@ -223,8 +194,8 @@ Result<JobRecord> JobFromJson(const json& j) {
     r.queue = j.at("queue").get<std::string>();
     r.id = j.at("id").get<std::string>();
     r.name = j.value("name", "");
-    r.type = EnumOrThrow<JobType>(j, "type", kJobTypeNames);
-    r.state = EnumOrThrow<JobState>(j, "state", kJobStateNames);
+    r.type = EnumOrThrow<JobType>(j, "type");
+    r.state = EnumOrThrow<JobState>(j, "state");
     r.reason = j.value("reason", "");
     r.priority = j.value("priority", 0);
     r.gang = j.value("gang", false);

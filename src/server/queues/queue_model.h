@@ -15,9 +15,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/result.h"
 #include "core/placement.h"
 #include "core/share.h"
+#include "protocol/agent_protocol.h"
 #include "server/nodes/node_claims.h"
 
 namespace carve::server::queues {
@@ -25,11 +27,9 @@ namespace carve::server::queues {
 inline constexpr std::string_view kQueueKind = "Queue";
 inline constexpr std::string_view kJobKind = "Job";
 
-// kNone: the queue asked for unenforced shares; its workers get their limits as variables only.
-enum class Enforcement { kInterposer, kMps, kNone };
-std::string_view EnforcementName(Enforcement e);  // "interposer", "mps", "none"
-// InvalidArgument naming the field and the accepted values.
-Result<Enforcement> ParseEnforcement(std::string_view text, std::string_view field);
+// How the queue's shares are held (protocol::Enforcement, as the agents are told). kNone: the
+// queue asked for unenforced shares; its workers get their limits as variables only.
+using protocol::Enforcement;
 
 struct QueueRecord {
   std::string account;
@@ -50,21 +50,18 @@ struct QueueRecord {
   nodes::Owner Owner() const { return nodes::Owner::Queue(account, name); }
 };
 
+// Names: EnumNames below (NameOf, ParseEnum).
 enum class JobType { kCustomJob, kRayJob, kRayCluster, kRayServe };
-std::string_view JobTypeName(JobType t);
-Result<JobType> ParseJobType(std::string_view text);
 
 // Submitted -> Pending -> Running -> Succeeded | Failed | Cancelled. A job whose parameters break
 // a share rule goes from Submitted straight to Failed.
 enum class JobState { kSubmitted, kPending, kRunning, kSucceeded, kFailed, kCancelled };
-std::string_view JobStateName(JobState s);
 bool IsTerminal(JobState s);
 
 // Pending: waiting for a card. Placed: published to the agent, no report yet. Running: the agent
 // reports it starting, running or in restart backoff. Stopped: a Ray process stopped because its
 // job ended.
 enum class TaskState { kPending, kPlaced, kRunning, kSucceeded, kFailed, kCancelled, kStopped };
-std::string_view TaskStateName(TaskState s);
 bool IsTerminal(TaskState s);
 
 struct TaskRecord {
@@ -156,3 +153,21 @@ Result<QueueRecord> QueueFromJson(const nlohmann::json& j);
 Result<JobRecord> JobFromJson(const nlohmann::json& j);
 
 }  // namespace carve::server::queues
+
+namespace carve {
+template <>
+struct EnumNames<server::queues::JobType> {
+  static constexpr std::array<std::string_view, 4> kNames = {"CustomJob", "RayJob", "RayCluster",
+                                                             "RayServe"};
+};
+template <>
+struct EnumNames<server::queues::JobState> {
+  static constexpr std::array<std::string_view, 6> kNames = {"Submitted", "Pending", "Running",
+                                                             "Succeeded", "Failed",  "Cancelled"};
+};
+template <>
+struct EnumNames<server::queues::TaskState> {
+  static constexpr std::array<std::string_view, 7> kNames = {
+      "Pending", "Placed", "Running", "Succeeded", "Failed", "Cancelled", "Stopped"};
+};
+}  // namespace carve

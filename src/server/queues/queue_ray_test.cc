@@ -22,7 +22,7 @@ TEST_F(QueueServiceTest, StartsRayWorkersOnlyAfterTheHeadReportsItsAddress) {
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_EQ(desired[0].command[1], "head");
   EXPECT_EQ(desired[0].values.at("num_gpus"), "0");
-  Report("big", {Reported(desired[0].id, "running", "10.0.0.5:6379")});
+  Report("big", {Reported(desired[0].id, protocol::WorkloadState::kRunning, "10.0.0.5:6379")});
   service_->ReconcileOnce();
   desired = Desired("big");
   ASSERT_EQ(desired.size(), 4u);  // head, 2 workers, driver
@@ -35,8 +35,9 @@ TEST_F(QueueServiceTest, StartsRayWorkersOnlyAfterTheHeadReportsItsAddress) {
   std::vector<protocol::WorkloadStatus> st;
   for (const auto& w : desired) {
     const bool ray_process = w.command[1] == "worker" || w.command[1] == "head";
-    st.push_back(Reported(w.id, ray_process ? "running" : "succeeded",
-                          w.command[1] == "head" ? "10.0.0.5:6379" : ""));
+    st.push_back(Reported(
+        w.id, ray_process ? protocol::WorkloadState::kRunning : protocol::WorkloadState::kSucceeded,
+        w.command[1] == "head" ? "10.0.0.5:6379" : ""));
   }
   Report("big", st);
   service_->ReconcileOnce();
@@ -61,7 +62,7 @@ TEST_F(QueueServiceTest, RayWorkersGetTheirIndexInTheirGroupAndTheirCardCount) {
   auto desired = Desired("big");
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_EQ(desired[0].values.at("num_gpus"), "1");  // The head's 50 % of one card.
-  Report("big", {Reported(desired[0].id, "running", "10.0.0.5:6379")});
+  Report("big", {Reported(desired[0].id, protocol::WorkloadState::kRunning, "10.0.0.5:6379")});
   service_->ReconcileOnce();
   desired = Desired("big");
   ASSERT_EQ(desired.size(), 6u);
@@ -90,7 +91,8 @@ TEST_F(QueueServiceTest, ARayDriverRunsOnItsHeadsNode) {
   ASSERT_TRUE(filler.has_value()) << filler.error().message;
   service_->ReconcileOnce();
   for (const auto& t : Get("q1", filler->id).tasks) {
-    if (t.node == "s2") Report("s2", {Reported(t.workload_id, "succeeded", "")});
+    if (t.node == "s2")
+      Report("s2", {Reported(t.workload_id, protocol::WorkloadState::kSucceeded, "")});
   }
   service_->ReconcileOnce();
   JobSubmission s;
@@ -103,7 +105,8 @@ TEST_F(QueueServiceTest, ARayDriverRunsOnItsHeadsNode) {
   service_->ReconcileOnce();
   JobRecord job = Get("q1", submitted->id);
   ASSERT_EQ(job.tasks[0].node, "s2");
-  Report("s2", {Reported(job.tasks[0].workload_id, "running", "10.0.0.5:6379")});
+  Report("s2",
+         {Reported(job.tasks[0].workload_id, protocol::WorkloadState::kRunning, "10.0.0.5:6379")});
   service_->ReconcileOnce();
   job = Get("q1", job.id);
   ASSERT_EQ(job.tasks.back().role, "driver");
@@ -122,7 +125,8 @@ TEST_F(QueueServiceTest, ALostRayHeadRestartsItsWholeCluster) {
   service_->ReconcileOnce();
   JobRecord job = Get("q1", submitted->id);
   const std::string head_node = job.tasks[0].node;
-  Report(head_node, {Reported(job.tasks[0].workload_id, "running", "10.0.0.5:6379")});
+  Report(head_node,
+         {Reported(job.tasks[0].workload_id, protocol::WorkloadState::kRunning, "10.0.0.5:6379")});
   service_->ReconcileOnce();
   job = Get("q1", job.id);
   ASSERT_EQ(job.head_address, "10.0.0.5:6379");
@@ -145,7 +149,7 @@ TEST_F(QueueServiceTest, ALostRayHeadRestartsItsWholeCluster) {
 // What the agent of a running Ray head reports: its address, named ports and the Serve API body.
 protocol::WorkloadStatus HeadReport(const std::string& id, int restarts = 0,
                                     std::string body = R"({"applications": {}})") {
-  protocol::WorkloadStatus s = Reported(id, "running", "10.0.0.5:6379");
+  protocol::WorkloadStatus s = Reported(id, protocol::WorkloadState::kRunning, "10.0.0.5:6379");
   s.ports = {{"dashboard", 8265}, {"serve", 8000}};
   s.restarts = restarts;
   s.status_body = std::move(body);
@@ -172,7 +176,7 @@ TEST_F(QueueServiceTest, ARayServeJobDeploysItsConfigOnceTheHeadHasItsPortsAndRe
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_EQ(desired[0].ports, (std::vector<std::string>{"dashboard", "serve"}));
   EXPECT_EQ(desired[0].status_url, "http://127.0.0.1:{port_dashboard}/api/serve/applications/");
-  EXPECT_EQ(desired[0].restart, "on-failure");
+  EXPECT_EQ(desired[0].restart, protocol::RestartPolicy::kOnFailure);
   EXPECT_EQ(desired[0].max_retries, -1) << "a head comes back until the job ends";
 
   // The head runs, but its dashboard does not answer yet: Serve waits rather than fail.
@@ -203,7 +207,8 @@ TEST_F(QueueServiceTest, ARayServeJobDeploysItsConfigOnceTheHeadHasItsPortsAndRe
   Report("big", {HeadReport(desired[0].id, 0,
                             R"({"applications": {"echo": {"status": "RUNNING",
                                 "route_prefix": "/echo", "message": ""}}})"),
-                 Reported(desired[1].id, "running"), Reported(serve.id, "succeeded")});
+                 Reported(desired[1].id, protocol::WorkloadState::kRunning),
+                 Reported(serve.id, protocol::WorkloadState::kSucceeded)});
   service_->ReconcileOnce();
   j = Get("q1", job->id);
   EXPECT_EQ(j.state, JobState::kRunning);
@@ -234,14 +239,14 @@ TEST_F(QueueServiceTest, AHeadThatRestartsRestartsItsClusterAndRedeploysServe) {
   service_->ReconcileOnce();
   auto before = Desired("big");
   ASSERT_EQ(before.size(), 3u);
-  Report("big", {HeadReport(head_id), Reported(before[1].id, "running"),
-                 Reported(before[2].id, "succeeded")});
+  Report("big", {HeadReport(head_id), Reported(before[1].id, protocol::WorkloadState::kRunning),
+                 Reported(before[2].id, protocol::WorkloadState::kSucceeded)});
   service_->ReconcileOnce();
   ASSERT_EQ(Get("q1", job->id).tasks[2].state, TaskState::kSucceeded);
 
   // The agent restarted the head's process in place (same id, same address).
-  Report("big", {HeadReport(head_id, 1), Reported(before[1].id, "running"),
-                 Reported(before[2].id, "succeeded")});
+  Report("big", {HeadReport(head_id, 1), Reported(before[1].id, protocol::WorkloadState::kRunning),
+                 Reported(before[2].id, protocol::WorkloadState::kSucceeded)});
   service_->ReconcileOnce();
   service_->ReconcileOnce();  // Placed again; published once the head runs.
   JobRecord j = Get("q1", job->id);

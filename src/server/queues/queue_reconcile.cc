@@ -16,21 +16,21 @@ namespace {
 
 // Maps an agent state onto the task; returns true when something a user sees changed.
 bool ApplyStatus(TaskRecord& t, const protocol::WorkloadStatus& st) {
-  TaskState next = t.state;
-  if (st.state == "starting" || st.state == "running" || st.state == "backoff") {
-    next = TaskState::kRunning;
-  } else if (st.state == "succeeded") {
+  using protocol::WorkloadState;
+  TaskState next = TaskState::kRunning;  // Starting, running or in restart backoff.
+  if (st.state == WorkloadState::kSucceeded) {
     next = TaskState::kSucceeded;
-  } else if (st.state == "failed" || st.state == "stopped") {
-    next = TaskState::kFailed;  // "stopped" without our asking: the agent gave up on it.
+  } else if (st.state == WorkloadState::kFailed || st.state == WorkloadState::kStopped) {
+    next = TaskState::kFailed;  // Stopped without our asking: the agent gave up on it.
   }
+  const std::string agent_state(NameOf(st.state));
   std::string address = st.address;
   if (address.empty() && st.port > 0) address = fmt::format("127.0.0.1:{}", st.port);
-  bool changed = next != t.state || t.agent_state != st.state || t.exit_codes != st.exit_codes ||
+  bool changed = next != t.state || t.agent_state != agent_state || t.exit_codes != st.exit_codes ||
                  t.restarts != st.restarts || t.message != st.message || t.log_dir != st.log_dir ||
                  t.address != address;
   t.state = next;
-  t.agent_state = st.state;
+  t.agent_state = agent_state;
   t.exit_codes = st.exit_codes;
   t.restarts = st.restarts;
   t.message = st.message;
@@ -143,7 +143,7 @@ bool QueueService::ObserveAgent(QueueState& q, JobRecord& job) {
       changed = true;
     }
     if (job.head_address.empty() && !t.address.empty() && t.state == TaskState::kRunning &&
-        st->state == "running") {
+        st->state == protocol::WorkloadState::kRunning) {
       job.head_address = t.address;
       const std::string host = t.address.substr(0, t.address.rfind(':'));
       if (auto it = t.ports.find("dashboard"); it != t.ports.end()) {
@@ -408,7 +408,7 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   const bool ray_process = t.role != "task";
   protocol::WorkloadDesired w;
   w.id = t.workload_id;
-  w.kind = "task";
+  w.kind = protocol::WorkloadKind::kTask;
   w.name = job.queue + "-" + job.id;
   w.index = t.index;
   std::vector<std::string> command;
@@ -485,22 +485,23 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
     protocol::ShareSpec s;
     s.core_percent = t.share->core_percent;
     s.memory_mib = t.allocation->memory_mib;
-    s.enforcement = std::string(EnforcementName(t.enforcement.value_or(q.record.enforcement)));
+    s.enforcement = t.enforcement.value_or(q.record.enforcement);
     w.device.share = s;
     // Until the enforcement library binds them itself, the limits are also plain variables.
     w.environment["CARVE_MGPU_CORE_PERCENT"] = std::to_string(s.core_percent);
     w.environment["CARVE_MGPU_MEMORY_MIB"] = std::to_string(s.memory_mib);
   }
-  w.restart = job.max_retries == 0 ? "never" : "on-failure";
+  w.restart =
+      job.max_retries == 0 ? protocol::RestartPolicy::kNever : protocol::RestartPolicy::kOnFailure;
   w.max_retries = job.max_retries;
   if (t.role == "head" || t.role == "worker") {
     // Ray's own processes are the cluster, not the user's work: they come back until the job
     // ends (a RayJob's driver ends it; a cluster runs until cancelled).
-    w.restart = "on-failure";
+    w.restart = protocol::RestartPolicy::kOnFailure;
     w.max_retries = -1;
   } else if (t.role == "serve") {
     // The dashboard answers some seconds after the head starts; deploying is retried.
-    w.restart = "on-failure";
+    w.restart = protocol::RestartPolicy::kOnFailure;
     w.max_retries = std::max(job.max_retries, kServeDeployRetries);
   }
   w.health_check = false;

@@ -152,7 +152,7 @@ Result<CreateQueueRequest> ParseCreateQueue(const json& body) {
   }
   CARVE_ASSIGN_OR_RETURN(auto enforcement, OptString(body, "enforcement"));
   if (enforcement) {
-    CARVE_ASSIGN_OR_RETURN(r.enforcement, ParseEnforcement(*enforcement, "enforcement"));
+    CARVE_ASSIGN_OR_RETURN(r.enforcement, ParseEnum<Enforcement>(*enforcement, "enforcement"));
   }
   if (!body.contains("allocation") || !body.at("allocation").is_object()) {
     return InvalidArgument(
@@ -211,7 +211,7 @@ Result<QueueRecord> ApplyQueueUpdate(const QueueRecord& queue, const json& body)
   }
   CARVE_ASSIGN_OR_RETURN(auto enforcement, OptString(body, "enforcement"));
   if (enforcement) {
-    CARVE_ASSIGN_OR_RETURN(q.enforcement, ParseEnforcement(*enforcement, "enforcement"));
+    CARVE_ASSIGN_OR_RETURN(q.enforcement, ParseEnum<Enforcement>(*enforcement, "enforcement"));
   }
   CARVE_ASSIGN_OR_RETURN(auto gang, OptBool(body, "gang"));
   if (gang) q.gang = *gang;
@@ -233,7 +233,7 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
   JobSubmission s;
   CARVE_ASSIGN_OR_RETURN(auto type, OptString(body, "type"));
   if (type) {
-    CARVE_ASSIGN_OR_RETURN(s.type, ParseJobType(*type));
+    CARVE_ASSIGN_OR_RETURN(s.type, ParseEnum<JobType>(*type, "type"));
   }
   CARVE_ASSIGN_OR_RETURN(auto name, OptString(body, "name"));
   s.name = name.value_or("");
@@ -299,8 +299,8 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
                              ": must be the Serve config as YAML text or a JSON object");
     }
     if (s.type != JobType::kRayServe) {
-      return InvalidArgument(fmt::format("serve_config: only a RayServe job deploys one, not a {}",
-                                         JobTypeName(s.type)));
+      return InvalidArgument(
+          fmt::format("serve_config: only a RayServe job deploys one, not a {}", NameOf(s.type)));
     }
     CARVE_RETURN_IF_ERROR(ValidateServeConfig(s.serve_config));
   }
@@ -319,8 +319,8 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
             "serve_config: required for a RayServe job (the config `serve deploy` takes)");
       }
       if (s.worker_groups.empty()) {
-        return InvalidArgument(fmt::format("worker_groups: a {} needs at least one worker group",
-                                           JobTypeName(s.type)));
+        return InvalidArgument(
+            fmt::format("worker_groups: a {} needs at least one worker group", NameOf(s.type)));
       }
       break;
   }

@@ -27,7 +27,7 @@ json QueueJson(const QueueRecord& q, const std::vector<JobRecord>* jobs) {
   j.erase("next_job_seq");
   if (jobs != nullptr) {
     std::map<std::string, int> counts;
-    for (const auto& job : *jobs) ++counts[std::string(JobStateName(job.state))];
+    for (const auto& job : *jobs) ++counts[std::string(NameOf(job.state))];
     j["jobs"] = counts;
   }
   return j;
@@ -65,7 +65,7 @@ json LogsJson(const JobRecord& job, size_t max_lines) {
   for (const auto& t : job.tasks) {
     json e{{"task", t.index},
            {"role", t.role},
-           {"state", TaskStateName(t.state)},
+           {"state", NameOf(t.state)},
            {"node", t.node},
            {"log_dir", t.log_dir}};
     if (!t.log_dir.empty()) {

@@ -225,7 +225,7 @@ Status QueueService::DeleteQueue(const std::string& account, const std::string& 
   CARVE_ASSIGN_OR_RETURN(QueueState * q, Find(account, name));
   std::vector<std::string> busy;
   for (const auto& [id, job] : q->jobs) {
-    if (!IsTerminal(job.state)) busy.push_back(fmt::format("{} ({})", id, JobStateName(job.state)));
+    if (!IsTerminal(job.state)) busy.push_back(fmt::format("{} ({})", id, NameOf(job.state)));
   }
   if (!busy.empty()) {
     return FailedPrecondition(fmt::format(
@@ -381,9 +381,8 @@ Result<JobRecord> QueueService::CancelJob(const std::string& account, const std:
   }
   JobRecord job = it->second;
   if (IsTerminal(job.state)) {
-    return FailedPrecondition(
-        fmt::format("job '{}' is {} already; only unfinished jobs can be cancelled", id,
-                    JobStateName(job.state)));
+    return FailedPrecondition(fmt::format(
+        "job '{}' is {} already; only unfinished jobs can be cancelled", id, NameOf(job.state)));
   }
   job.state = JobState::kCancelled;
   job.reason = "cancelled by the user";

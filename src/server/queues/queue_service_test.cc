@@ -142,8 +142,8 @@ TEST_F(QueueServiceTest, PlacesTwentyTasksOfCore30ThreeToACardAndPublishesTheirS
   ASSERT_TRUE(desired[0].device.share.has_value());
   EXPECT_EQ(desired[0].device.share->core_percent, 30);
   EXPECT_EQ(desired[0].device.share->memory_mib, 1000);
-  EXPECT_EQ(desired[0].device.share->enforcement, "interposer");
-  EXPECT_EQ(desired[0].kind, "task");
+  EXPECT_EQ(desired[0].device.share->enforcement, protocol::Enforcement::kInterposer);
+  EXPECT_EQ(desired[0].kind, protocol::WorkloadKind::kTask);
   EXPECT_TRUE(desired[0].ports.empty()) << "named ports are a Ray head's";
   EXPECT_FALSE(desired[0].health_check);
   EXPECT_EQ(desired[0].environment.at("CARVE_MGPU_CORE_PERCENT"), "30");
@@ -201,7 +201,7 @@ TEST_F(QueueServiceTest, AQueueWithEnforcementNonePublishesUnenforcedShares) {
   auto desired = Desired("big");
   ASSERT_EQ(desired.size(), 1u);
   ASSERT_TRUE(desired[0].device.share.has_value());
-  EXPECT_EQ(desired[0].device.share->enforcement, "none");
+  EXPECT_EQ(desired[0].device.share->enforcement, protocol::Enforcement::kNone);
   auto stored = store_.Get({kAccount, "Queue", "q1"});
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(nlohmann::json::parse(stored->body)["enforcement"], "none");
@@ -221,13 +221,14 @@ TEST_F(QueueServiceTest, AnEnforcementChangeAppliesOnlyToTasksPlacedAfterIt) {
   JobRecord after = Submit("q1", "emr.serverless.mgpu.core=40;emr.serverless.mgpu.memory=2000;");
   service_->ReconcileOnce();
   auto enforcement_by_core = [&] {
-    std::map<int, std::string> out;
+    std::map<int, protocol::Enforcement> out;
     for (const auto& w : Desired("big")) {
       if (w.device.share) out[w.device.share->core_percent] = w.device.share->enforcement;
     }
     return out;
   };
-  const std::map<int, std::string> want = {{30, "interposer"}, {40, "none"}};
+  const std::map<int, protocol::Enforcement> want = {{30, protocol::Enforcement::kInterposer},
+                                                     {40, protocol::Enforcement::kNone}};
   EXPECT_EQ(enforcement_by_core(), want);
   EXPECT_EQ(Get("q1", before.id).tasks[0].enforcement, Enforcement::kInterposer);
   EXPECT_EQ(Get("q1", after.id).tasks[0].enforcement, Enforcement::kNone);
@@ -277,10 +278,10 @@ TEST_F(QueueServiceTest, SucceedsWhenEveryTaskExitsZeroAndFreesTheCards) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=50;", 2);
   service_->ReconcileOnce();
-  ReportAll("s1", "running");
+  ReportAll("s1", protocol::WorkloadState::kRunning);
   service_->ReconcileOnce();
   EXPECT_EQ(Get("q1", job.id).tasks[0].state, TaskState::kRunning);
-  ReportAll("s1", "succeeded", {0});
+  ReportAll("s1", protocol::WorkloadState::kSucceeded, {0});
   service_->ReconcileOnce();
   job = Get("q1", job.id);
   EXPECT_EQ(job.state, JobState::kSucceeded);
@@ -297,7 +298,8 @@ TEST_F(QueueServiceTest, FailsTheJobWhenATaskFailsNamingItsExitCodes) {
   service_->ReconcileOnce();
   auto desired = Desired("s1");
   ASSERT_EQ(desired.size(), 2u);
-  Report("s1", {Reported(desired[0].id, "running"), Reported(desired[1].id, "failed", "", {3})});
+  Report("s1", {Reported(desired[0].id, protocol::WorkloadState::kRunning),
+                Reported(desired[1].id, protocol::WorkloadState::kFailed, "", {3})});
   service_->ReconcileOnce();
   job = Get("q1", job.id);
   EXPECT_EQ(job.state, JobState::kFailed);
@@ -316,7 +318,7 @@ TEST_F(QueueServiceTest, KeepsWaitingJobsInFifoOrderEvenWhenALaterOneWouldFit) {
   EXPECT_EQ(Get("q1", b.id).state, JobState::kPending);
   EXPECT_NE(Get("q1", b.id).reason.find("waiting for cards"), std::string::npos);
   EXPECT_EQ(Get("q1", c.id).state, JobState::kPending);  // Fits, but waits behind b.
-  ReportAll("s1", "succeeded", {0});
+  ReportAll("s1", protocol::WorkloadState::kSucceeded, {0});
   service_->ReconcileOnce();
   EXPECT_EQ(Get("q1", a.id).state, JobState::kSucceeded);
   EXPECT_EQ(Get("q1", b.id).state, JobState::kRunning);
@@ -334,7 +336,7 @@ TEST_F(QueueServiceTest, RunsAHigherPriorityJobBeforeAnEarlierOne) {
   urgent.priority = 10;
   auto c = service_->SubmitJob(kAccount, "q1", urgent);
   ASSERT_TRUE(c.has_value());
-  ReportAll("s1", "succeeded", {0});
+  ReportAll("s1", protocol::WorkloadState::kSucceeded, {0});
   service_->ReconcileOnce();
   EXPECT_EQ(Get("q1", c->id).state, JobState::kRunning);
   EXPECT_EQ(Get("q1", b.id).state, JobState::kPending);
@@ -349,8 +351,8 @@ TEST_F(QueueServiceTest, StartsAGangJobOnlyWhenAllItsTasksFit) {
   EXPECT_EQ(g.state, JobState::kPending);
   for (const auto& t : g.tasks) EXPECT_EQ(t.state, TaskState::kPending);
   EXPECT_NE(g.reason.find("gang"), std::string::npos);
-  ReportAll("s1", "succeeded", {0});
-  ReportAll("s2", "succeeded", {0});
+  ReportAll("s1", protocol::WorkloadState::kSucceeded, {0});
+  ReportAll("s2", protocol::WorkloadState::kSucceeded, {0});
   service_->ReconcileOnce();
   g = Get("q1", gang.id);
   EXPECT_EQ(g.state, JobState::kRunning);
@@ -395,7 +397,7 @@ TEST_F(QueueServiceTest, AJobsMaxRetriesIsKeptAndPublished) {
   EXPECT_EQ(Get("q1", job->id).max_retries, 3);
   auto desired = Desired("big");
   ASSERT_EQ(desired.size(), 1u);
-  EXPECT_EQ(desired[0].restart, "on-failure");
+  EXPECT_EQ(desired[0].restart, protocol::RestartPolicy::kOnFailure);
   EXPECT_EQ(desired[0].max_retries, 3);
 }
 
@@ -499,7 +501,7 @@ TEST_F(QueueServiceTest, KeepsJobsTaskIdsAndPlacementsAcrossARestart) {
   MakeQueue("q1", "ml.g5.xlarge", 1, true);
   JobRecord job = Submit("q1", "emr.serverless.mgpu.core=70;");
   service_->ReconcileOnce();
-  ReportAll("s1", "running");
+  ReportAll("s1", protocol::WorkloadState::kRunning);
   service_->ReconcileOnce();
   const std::string workload = Get("q1", job.id).tasks[0].workload_id;
   ASSERT_FALSE(workload.empty());
@@ -535,7 +537,7 @@ TEST_F(QueueServiceTest, ATaskOnANodeThatStopsReportingMovesToAnotherNode) {
   const std::string lost = job.tasks[0].node;
   const std::string other = lost == "s1" ? "s2" : "s1";
   const std::string old_id = job.tasks[0].workload_id;
-  ReportAll(lost, "running");
+  ReportAll(lost, protocol::WorkloadState::kRunning);
   service_->ReconcileOnce();
   // Only the other node keeps reporting past the timeout.
   clock_.Advance(20s);
@@ -617,8 +619,8 @@ TEST_F(QueueServiceTest, ShowsAllocatedAndMeasuredUseInTheGpuView) {
   service_->ReconcileOnce();
   auto desired = Desired("s1");
   ASSERT_EQ(desired.size(), 2u);
-  Report("s1", {Reported(desired[0].id, "running", "", {}, 27.5, 800),
-                Reported(desired[1].id, "running")});
+  Report("s1", {Reported(desired[0].id, protocol::WorkloadState::kRunning, "", {}, 27.5, 800),
+                Reported(desired[1].id, protocol::WorkloadState::kRunning)});
   auto view = service_->GpuView(kAccount, "q1");
   ASSERT_TRUE(view.has_value());
   ASSERT_EQ(view->cards.size(), 1u);

@@ -25,12 +25,12 @@ struct TestNode {
 inline const std::vector<TestNode> kFleet = {
     {"big", "ml.g5.48xlarge", 8}, {"s1", "ml.g5.xlarge", 1}, {"s2", "ml.g5.xlarge", 1}};
 
-inline protocol::WorkloadStatus Reported(std::string id, std::string state,
+inline protocol::WorkloadStatus Reported(std::string id, protocol::WorkloadState state,
                                          std::string address = "", std::vector<int> codes = {},
                                          double core = -1, int64_t memory = -1) {
   protocol::WorkloadStatus s;
   s.id = std::move(id);
-  s.state = std::move(state);
+  s.state = state;
   s.address = std::move(address);
   s.exit_codes = std::move(codes);
   s.core_used_percent = core;
@@ -132,7 +132,8 @@ class QueueServiceTest : public ::testing::Test {
     s.workloads = std::move(statuses);
     registry_.ReportStatus(s);
   }
-  void ReportAll(const std::string& node, const std::string& state, std::vector<int> codes = {}) {
+  void ReportAll(const std::string& node, protocol::WorkloadState state,
+                 std::vector<int> codes = {}) {
     std::vector<protocol::WorkloadStatus> list;
     for (const auto& w : Desired(node)) {
       list.push_back(Reported(w.id, state, "", codes));

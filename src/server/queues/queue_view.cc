@@ -13,7 +13,7 @@ QueueGpuView QueueService::ViewLocked(const QueueState& q) const {
   v.account = q.record.account;
   v.queue = q.record.name;
   v.mgpu = q.record.mgpu;
-  v.enforcement = std::string(EnforcementName(q.record.enforcement));
+  v.enforcement = std::string(NameOf(q.record.enforcement));
   if (!q.cards) return v;
   std::map<std::pair<std::string, int>, size_t> card_at;
   for (const auto& g : q.cards->Gpus()) {
@@ -51,7 +51,7 @@ QueueGpuView QueueService::ViewLocked(const QueueState& q) const {
         w.task = t.index;
         w.role = t.role;
         w.workload_id = t.workload_id;
-        w.state = std::string(TaskStateName(t.state));
+        w.state = std::string(NameOf(t.state));
         const bool whole = t.allocation->kind == core::RequestKind::kWholeGpus ||
                            t.allocation->core_percent >= 100;
         w.core_limit_percent = whole ? 100 : t.allocation->core_percent;
@@ -92,7 +92,7 @@ std::map<std::tuple<std::string, std::string, std::string>, int> QueueService::J
   std::map<std::tuple<std::string, std::string, std::string>, int> out;
   for (const auto& [key, q] : queues_) {
     for (const auto& [id, job] : q.jobs) {
-      ++out[{key.first, key.second, std::string(JobStateName(job.state))}];
+      ++out[{key.first, key.second, std::string(NameOf(job.state))}];
     }
   }
   return out;

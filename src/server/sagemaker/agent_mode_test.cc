@@ -72,9 +72,10 @@ class AgentModeTest : public ::testing::Test {
       ReportApplied(
           registry_, id,
           [this](const protocol::WorkloadDesired&, protocol::WorkloadStatus& ws) {
-            ws.state = serving_ ? "running" : "starting";
+            ws.state =
+                serving_ ? protocol::WorkloadState::kRunning : protocol::WorkloadState::kStarting;
             if (crashing_) {  // Exits at once, every time: the agent backs off between restarts.
-              ws.state = "backoff";
+              ws.state = protocol::WorkloadState::kBackoff;
               ws.restarts = crash_restarts_;
               ws.message = "exited with status 3, restarting in 4000 ms";
               ws.ever_healthy = served_before_;
@@ -268,7 +269,7 @@ TEST_F(AgentModeTest, CopiesRunAsWorkloadsBoundToTheirPartition) {
   for (const char* node : {"node-a", "node-b"}) {
     auto w = Workloads(node);
     ASSERT_EQ(w.size(), 1u) << node;
-    EXPECT_EQ(w[0].kind, "copy");
+    EXPECT_EQ(w[0].kind, protocol::WorkloadKind::kCopy);
     EXPECT_EQ(w[0].command[0], "{carve}");
     EXPECT_EQ(w[0].command[1], "testmodel");
     EXPECT_EQ(w[0].values.at("model_data"), "s3://bucket/model.tar.gz");

@@ -141,19 +141,22 @@ ComponentPlacement::ServingState ComponentPlacement::Serving(const std::string& 
   const int64_t now_ms = clock_.UnixMillis();
   for (const auto& copy : copies) {
     auto w = registry_->Workload(ComponentRecord::WorkloadId(account, c.name, copy.record.id));
-    if (w && w->state == "running") {
+    if (w && w->state == protocol::WorkloadState::kRunning) {
       ++out.running;
       continue;
     }
     const std::string where =
         fmt::format("copy {} on {}", copy.record.index, copy.record.placement.node);
     const std::string says =
-        w ? w->state + (w->message.empty() ? "" : ": " + w->message) : "being started by its agent";
+        w ? std::string(NameOf(w->state)) + (w->message.empty() ? "" : ": " + w->message)
+          : "being started by its agent";
     if (out.starting.empty()) out.starting = fmt::format("{} is {}", where, says);
     // Only copies being judged fail, and only one that never served.
     if (!judge || !out.failure.empty() || (w && w->ever_healthy)) continue;
-    const bool crashed = w && (w->state == "failed" ||
-                               (w->state == "backoff" && w->restarts + 1 >= kStartupCrashLimit));
+    const bool crashed =
+        w &&
+        (w->state == protocol::WorkloadState::kFailed ||
+         (w->state == protocol::WorkloadState::kBackoff && w->restarts + 1 >= kStartupCrashLimit));
     const int64_t waited_ms = copy.placed_ms > 0 ? now_ms - copy.placed_ms : 0;
     if (crashed) {
       out.failure = fmt::format("{} could not start ({})", where, says);

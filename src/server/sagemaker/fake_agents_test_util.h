@@ -38,7 +38,7 @@ inline void ReportApplied(
   for (const auto& w : d->workloads) {
     protocol::WorkloadStatus ws;
     ws.id = w.id;
-    ws.state = "running";
+    ws.state = protocol::WorkloadState::kRunning;
     ws.port = ++port;
     ws.address = "127.0.0.1:" + std::to_string(port);
     decide(w, ws);

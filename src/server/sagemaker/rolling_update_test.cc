@@ -71,9 +71,9 @@ class RollingUpdateTest : public ::testing::Test {
                     [](const protocol::WorkloadDesired& w, protocol::WorkloadStatus& ws) {
                       auto health = w.environment.find("FAKE_AGENT_HEALTH");
                       const std::string how = health == w.environment.end() ? "" : health->second;
-                      if (how == "slow") ws.state = "starting";
+                      if (how == "slow") ws.state = protocol::WorkloadState::kStarting;
                       if (how == "crash") {
-                        ws.state = "backoff";
+                        ws.state = protocol::WorkloadState::kBackoff;
                         ws.restarts = 2;
                         ws.message = "exited with status 1, restarting in 4000 ms";
                         ws.log_tail = "RuntimeError: CUDA error: no kernel image is available";
@@ -156,7 +156,7 @@ class RollingUpdateTest : public ::testing::Test {
     const json view = Copies();
     for (const auto& c : view["copies"]) {
       (c["specification_version"] == v ? n.of_version : n.others)++;
-      if (c["state"] == "running") ++n.serving;
+      if (c["state"] == protocol::WorkloadState::kRunning) ++n.serving;
     }
     return n;
   }

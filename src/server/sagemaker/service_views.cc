@@ -97,7 +97,7 @@ json SageMakerService::NodeJson(const nodes::ClaimedNode& node, const std::strin
     if (options_.registry != nullptr) {
       auto w = options_.registry->Workload(
           ComponentRecord::WorkloadId(o->account, o->component, o->copy_id));
-      state = w ? w->state : "starting";
+      state = NameOf(w ? w->state : protocol::WorkloadState::kStarting);
     }
     return {
         o->account + "/" + o->component,
@@ -190,7 +190,7 @@ Result<json> SageMakerService::ComponentCopiesJson(const std::string& account,
     if (options_.registry != nullptr) {
       auto w = options_.registry->Workload(
           ComponentRecord::WorkloadId(account, component, copy.record.id));
-      j["state"] = w ? w->state : "pending";
+      j["state"] = w ? NameOf(w->state) : "pending";
     } else {
       j["state"] = "running";  // Simulated mode: a placed copy serves.
     }

@@ -200,7 +200,7 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
     const core::AllocationRecord& where = copy.record.placement;
     protocol::WorkloadDesired w;
     w.id = id;
-    w.kind = "copy";
+    w.kind = protocol::WorkloadKind::kCopy;
     w.name = c.name;
     w.index = copy.record.index;
     if (runtime != nullptr) {
@@ -225,7 +225,7 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
     }
     w.cpu_milli = where.cpu_milli;
     w.memory_mib = where.host_memory_mib;
-    w.restart = "always";
+    w.restart = protocol::RestartPolicy::kAlways;
     w.health_check = true;
     out.copies.push_back({w.id, where.node, copy.version});
     out.per_node[where.node].push_back(std::move(w));
@@ -252,8 +252,8 @@ RouteEndpoint WorkloadPublisher::RouteOf(const EndpointEntry& e,
     if (published == published_.end()) continue;
     for (const auto& copy : published->second.copies) {
       auto status = registry_.Workload(copy.workload);
-      if (status && status->state == "running" && !status->address.empty() &&
-          registry_.IsReady(NodeId(copy.node))) {
+      if (status && status->state == protocol::WorkloadState::kRunning &&
+          !status->address.empty() && registry_.IsReady(NodeId(copy.node))) {
         serving.push_back({status->id, status->address});
       }
     }

@@ -122,7 +122,7 @@ TEST_F(WorkloadPublisherTest, ACopyIsAProcessWithTheModelsContainerAndItsHostLim
   const protocol::WorkloadDesired& w = d.workloads[0];
   const auto copy = placement_.CopiesOf(kAccount, "ic")[0].record;
   EXPECT_EQ(w.id, std::string(kAccount) + "/ic/" + copy.id);
-  EXPECT_EQ(w.kind, "copy");
+  EXPECT_EQ(w.kind, protocol::WorkloadKind::kCopy);
   EXPECT_EQ(w.device.gpus, copy.placement.gpu_indexes);
   EXPECT_EQ(w.device.partition, 1);  // 2g.10gb@4 is the second partition the agent creates.
   EXPECT_EQ(w.cpu_milli, 1500);
@@ -196,11 +196,11 @@ TEST_F(WorkloadPublisherTest, OnlyACopyItsAgentReportsRunningIsInTheRoutes) {
   report.epoch = registry_.epoch();
   protocol::WorkloadStatus up;
   up.id = d.workloads[0].id;
-  up.state = "running";
+  up.state = protocol::WorkloadState::kRunning;
   up.address = "127.0.0.1:40001";
   protocol::WorkloadStatus starting;
   starting.id = d.workloads[1].id;
-  starting.state = "starting";
+  starting.state = protocol::WorkloadState::kStarting;
   starting.address = "127.0.0.1:40002";
   report.workloads = {up, starting};
   registry_.ReportStatus(report);
