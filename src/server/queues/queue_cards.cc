@@ -14,9 +14,10 @@ namespace {
 // deployment run beside the head: Serve deploys through the head's local dashboard.
 std::string NodeForGpulessTask(const JobRecord& job, const TaskRecord& task,
                                const std::string& first_node) {
-  if (task.role == "driver" || task.role == "serve") {
+  if (task.role == TaskRole::kDriver || task.role == TaskRole::kServe) {
     for (const auto& t : job.tasks) {
-      if (t.role == "head") return t.node;  // "" while the head waits: the driver waits too.
+      if (t.role == TaskRole::kHead)
+        return t.node;  // "" while the head waits: the driver waits too.
     }
   }
   return first_node;
@@ -50,8 +51,9 @@ JobPlacement QueueCards::Place(nodes::NodePool& pool, JobRecord& job, core::Stra
         out.complete = false;
         out.reason =
             first_node.empty()
-                ? fmt::format("task {} ({}) waits for a ready node", t.index, t.role)
-                : fmt::format("task {} ({}) waits for its head to be placed", t.index, t.role);
+                ? fmt::format("task {} ({}) waits for a ready node", t.index, NameOf(t.role))
+                : fmt::format("task {} ({}) waits for its head to be placed", t.index,
+                              NameOf(t.role));
         break;
       }
     } else {
@@ -65,7 +67,7 @@ JobPlacement QueueCards::Place(nodes::NodePool& pool, JobRecord& job, core::Stra
       }
       if (!placement->allocation) {
         out.complete = false;
-        out.reason = fmt::format("task {} ({}, {}) does not fit yet: {}", t.index, t.role,
+        out.reason = fmt::format("task {} ({}, {}) does not fit yet: {}", t.index, NameOf(t.role),
                                  t.share->ToString(), placement->reason);
         break;
       }
@@ -124,7 +126,7 @@ Result<void> QueueCards::FitsWhenIdle(const JobRecord& job, bool gang) const {
   if (gang) return check(job, true);
   std::vector<std::optional<core::MgpuShare>> checked;
   for (const auto& t : job.tasks) {  // Each distinct share on its own, on idle cards.
-    if (t.role == "driver" || !t.share ||
+    if (t.role == TaskRole::kDriver || !t.share ||
         std::find(checked.begin(), checked.end(), t.share) != checked.end()) {
       continue;
     }

@@ -21,7 +21,7 @@ JobRecord Job(int tasks, int core, std::optional<int64_t> memory) {
   for (int i = 0; i < tasks; ++i) {
     TaskRecord t;
     t.index = i;
-    t.role = "task";
+    t.role = TaskRole::kTask;
     t.share = core::MgpuShare{core, memory};
     j.tasks.push_back(t);
   }

@@ -23,7 +23,7 @@ E EnumOrThrow(const json& j, const char* field) {
 TaskRecord TaskFromJsonOrThrow(const json& j) {
   TaskRecord t;
   t.index = j.at("index").get<int>();
-  t.role = j.at("role").get<std::string>();
+  t.role = EnumOrThrow<TaskRole>(j, "role");
   t.group = j.value("group", "");
   t.group_index = j.value("group_index", 0);
   t.state = EnumOrThrow<TaskState>(j, "state");
@@ -90,7 +90,7 @@ json ToJson(const QueueRecord& q) {
 
 json ToJson(const TaskRecord& t) {
   json j{{"index", t.index},
-         {"role", t.role},
+         {"role", NameOf(t.role)},
          {"state", NameOf(t.state)},
          {"attempt", t.attempt},
          {"workload_id", t.workload_id},

@@ -64,9 +64,13 @@ bool IsTerminal(JobState s);
 enum class TaskState { kPending, kPlaced, kRunning, kSucceeded, kFailed, kCancelled, kStopped };
 bool IsTerminal(TaskState s);
 
+// What a task is: a CustomJob's task, or a Ray cluster's head, worker, driver (a RayJob's
+// entrypoint) or serve deployer (a RayServe's config).
+enum class TaskRole { kTask, kHead, kWorker, kDriver, kServe };
+
 struct TaskRecord {
-  int index = 0;      // Within the job, stable.
-  std::string role;   // "task", "head", "worker", "driver", "serve".
+  int index = 0;  // Within the job, stable.
+  TaskRole role = TaskRole::kTask;
   std::string group;  // Ray worker group name; "" otherwise.
   int group_index = 0;
   TaskState state = TaskState::kPending;
@@ -155,6 +159,11 @@ Result<JobRecord> JobFromJson(const nlohmann::json& j);
 }  // namespace carve::server::queues
 
 namespace carve {
+template <>
+struct EnumNames<server::queues::TaskRole> {
+  static constexpr std::array<std::string_view, 5> kNames = {"task", "head", "worker", "driver",
+                                                             "serve"};
+};
 template <>
 struct EnumNames<server::queues::JobType> {
   static constexpr std::array<std::string_view, 4> kNames = {"CustomJob", "RayJob", "RayCluster",

@@ -109,7 +109,7 @@ TEST_F(QueueServiceTest, ARayDriverRunsOnItsHeadsNode) {
          {Reported(job.tasks[0].workload_id, protocol::WorkloadState::kRunning, "10.0.0.5:6379")});
   service_->ReconcileOnce();
   job = Get("q1", job.id);
-  ASSERT_EQ(job.tasks.back().role, "driver");
+  ASSERT_EQ(job.tasks.back().role, TaskRole::kDriver);
   EXPECT_EQ(job.tasks.back().state, TaskState::kPlaced);
   EXPECT_EQ(job.tasks.back().node, "s2");
 }
@@ -170,7 +170,7 @@ TEST_F(QueueServiceTest, ARayServeJobDeploysItsConfigOnceTheHeadHasItsPortsAndRe
   auto job = service_->SubmitJob(kAccount, "q1", ServeJob());
   ASSERT_TRUE(job.has_value()) << job.error().message;
   EXPECT_EQ(job->serve.status, "WAITING_FOR_CLUSTER");
-  ASSERT_EQ(job->tasks.back().role, "serve");
+  ASSERT_EQ(job->tasks.back().role, TaskRole::kServe);
   service_->ReconcileOnce();
   auto desired = Desired("big");
   ASSERT_EQ(desired.size(), 1u);

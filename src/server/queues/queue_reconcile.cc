@@ -51,7 +51,7 @@ std::string FailureOf(const TaskRecord& t, int max_retries) {
   std::string codes =
       t.exit_codes.empty() ? "none" : fmt::format("{}", fmt::join(t.exit_codes, ","));
   return fmt::format("task {} ({}) failed: exit codes [{}], {} restart{} of {} allowed{}{}",
-                     t.index, t.role, codes, t.restarts, t.restarts == 1 ? "" : "s",
+                     t.index, NameOf(t.role), codes, t.restarts, t.restarts == 1 ? "" : "s",
                      max_retries < 0 ? std::string("unlimited") : std::to_string(max_retries),
                      t.message.empty() ? "" : ": ", t.message);
 }
@@ -60,7 +60,7 @@ std::string FailureOf(const TaskRecord& t, int max_retries) {
 // so the agent stops the old process.
 void Requeue(QueueCards& cards, const JobRecord& job, TaskRecord& t, std::string why) {
   t.rescheduled = std::move(why);
-  spdlog::warn("queues: job {} task {} ({}): {}", job.id, t.index, t.role, t.rescheduled);
+  spdlog::warn("queues: job {} task {} ({}): {}", job.id, t.index, NameOf(t.role), t.rescheduled);
   if (t.allocation) cards.Release(t.allocation->id);
   t.allocation.reset();
   t.state = TaskState::kPending;
@@ -89,7 +89,7 @@ bool QueueService::RescheduleLost(QueueState& q, JobRecord& job) {
   };
   std::string head_node;
   for (const auto& t : job.tasks) {
-    if (t.role == "head" && lost(t)) head_node = t.node;
+    if (t.role == TaskRole::kHead && lost(t)) head_node = t.node;
   }
   bool changed = false;
   for (auto& t : job.tasks) {
@@ -108,9 +108,9 @@ bool QueueService::RescheduleLost(QueueState& q, JobRecord& job) {
 void QueueService::RestartCluster(QueueState& q, JobRecord& job, const std::string& why) {
   if (!q.cards) return;
   for (auto& t : job.tasks) {
-    if (t.role == "head") continue;
+    if (t.role == TaskRole::kHead) continue;
     // A deployed Serve config (a finished serve task) is deployed again on the new cluster.
-    const bool redeploy = t.role == "serve" && t.state == TaskState::kSucceeded;
+    const bool redeploy = t.role == TaskRole::kServe && t.state == TaskState::kSucceeded;
     if (t.state == TaskState::kPlaced || t.state == TaskState::kRunning || redeploy) {
       Requeue(*q.cards, job, t, why);
     }
@@ -129,7 +129,7 @@ bool QueueService::ObserveAgent(QueueState& q, JobRecord& job) {
     if (!st) continue;
     const int restarts_before = t.restarts;
     changed = ApplyStatus(t, *st) || changed;
-    if (t.role != "head") continue;
+    if (t.role != TaskRole::kHead) continue;
     head_status = st;
     if (t.ports != st->ports) {
       t.ports = st->ports;
@@ -161,7 +161,7 @@ bool QueueService::ObserveServe(JobRecord& job,
   ServeStatus next = job.serve;
   const TaskRecord* serve = nullptr;
   for (const auto& t : job.tasks) {
-    if (t.role == "serve") serve = &t;
+    if (t.role == TaskRole::kServe) serve = &t;
   }
   if (job.head_address.empty() || serve == nullptr) {
     if (next.status.empty()) next.status = "WAITING_FOR_CLUSTER";
@@ -184,7 +184,7 @@ bool QueueService::ObserveServe(JobRecord& job,
   if (!job.head_address.empty()) {
     for (const auto& t : job.tasks) {
       auto it = t.ports.find("serve");
-      if (t.role == "head" && it != t.ports.end()) {
+      if (t.role == TaskRole::kHead && it != t.ports.end()) {
         next.ingress = fmt::format(
             "http://{}:{}", job.head_address.substr(0, job.head_address.rfind(':')), it->second);
       }
@@ -205,7 +205,8 @@ bool QueueService::AdvanceJob(QueueState& q, JobRecord& job) {
   for (const auto& t : job.tasks) {
     if (t.state == TaskState::kFailed && failed == nullptr) failed = &t;
     all_succeeded = all_succeeded && t.state == TaskState::kSucceeded;
-    driver_succeeded = driver_succeeded || (t.role == "driver" && t.state == TaskState::kSucceeded);
+    driver_succeeded =
+        driver_succeeded || (t.role == TaskRole::kDriver && t.state == TaskState::kSucceeded);
     any_placed = any_placed || t.state != TaskState::kPending;
   }
   const bool ray = job.type != JobType::kCustomJob;
@@ -267,8 +268,8 @@ void QueueService::Schedule(QueueState& q, std::vector<std::string>& changed) {
     bool job_changed = p.placed > 0;
     for (auto& t : job->tasks) {
       if (t.state != TaskState::kPlaced) continue;
-      std::string id = fmt::format("{}/{}/{}/{}-{}.{}", job->account, job->queue, job->id, t.role,
-                                   t.index, t.attempt);
+      std::string id = fmt::format("{}/{}/{}/{}-{}.{}", job->account, job->queue, job->id,
+                                   NameOf(t.role), t.index, t.attempt);
       if (t.workload_id != id) {
         t.workload_id = std::move(id);
         t.enforcement = q.record.enforcement;  // This attempt keeps it (docs/mgpu.md).
@@ -402,21 +403,22 @@ void QueueService::Publish() {
 std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState& q,
                                                                const JobRecord& job,
                                                                const TaskRecord& t) const {
-  const bool needs_head = t.role == "worker" || t.role == "driver" || t.role == "serve";
+  const bool needs_head =
+      t.role == TaskRole::kWorker || t.role == TaskRole::kDriver || t.role == TaskRole::kServe;
   if (needs_head && job.head_address.empty()) return std::nullopt;  // Waits for the head.
   const RayRuntime& ray = options_.ray;
-  const bool ray_process = t.role != "task";
+  const bool ray_process = t.role != TaskRole::kTask;
   protocol::WorkloadDesired w;
   w.id = t.workload_id;
   w.kind = protocol::WorkloadKind::kTask;
   w.name = job.queue + "-" + job.id;
   w.index = t.index;
   std::vector<std::string> command;
-  if (t.role == "task") command = job.command;
-  if (t.role == "head") command = ray.head_command;
-  if (t.role == "worker") command = ray.worker_command;
-  if (t.role == "driver") command = ray.driver_command;
-  if (t.role == "head") {
+  if (t.role == TaskRole::kTask) command = job.command;
+  if (t.role == TaskRole::kHead) command = ray.head_command;
+  if (t.role == TaskRole::kWorker) command = ray.worker_command;
+  if (t.role == TaskRole::kDriver) command = ray.driver_command;
+  if (t.role == TaskRole::kHead) {
     w.ports = {"dashboard"};
     const bool uses_serve_port = std::any_of(command.begin(), command.end(), [](const auto& a) {
       return a.find("{port_serve}") != std::string::npos;
@@ -426,11 +428,11 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
       w.status_url = "http://127.0.0.1:{port_dashboard}/api/serve/applications/";
     }
   }
-  if (t.role == "serve") {
+  if (t.role == TaskRole::kServe) {
     // The config goes to the node as a file, with the ingress port the head was given.
     const TaskRecord* head = nullptr;
     for (const auto& other : job.tasks) {
-      if (other.role == "head") head = &other;
+      if (other.role == TaskRole::kHead) head = &other;
     }
     if (head == nullptr || !head->ports.contains("serve") || job.dashboard_url.empty()) {
       return std::nullopt;
@@ -460,7 +462,7 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   // A user's argument with braces ("awk '{print}'") goes through a value, so that the agent's
   // single-pass template expansion leaves it exactly as written.
   for (size_t i = 0; i < command.size(); ++i) {
-    if (t.role == "task" && command[i].find('{') != std::string::npos) {
+    if (t.role == TaskRole::kTask && command[i].find('{') != std::string::npos) {
       w.values[fmt::format("arg_{}", i)] = command[i];
       command[i] = fmt::format("{{arg_{}}}", i);
     }
@@ -469,15 +471,16 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   const int cards = t.share ? t.share->card_count() : 0;
   w.values["num_gpus"] = std::to_string(cards);
   if (!job.head_address.empty()) w.values["head_address"] = job.head_address;
-  if (t.role == "driver") w.values["entrypoint"] = job.entrypoint;
+  if (t.role == TaskRole::kDriver) w.values["entrypoint"] = job.entrypoint;
   if (ray_process) w.environment = ray.environment;
   for (const auto& [k, v] : job.environment) w.environment[k] = v;
   int role_count = 0;
   for (const auto& other : job.tasks) role_count += other.role == t.role ? 1 : 0;
   w.environment["CARVE_QUEUE"] = job.queue;
   w.environment["CARVE_JOB_ID"] = job.id;
-  w.environment["CARVE_TASK_ROLE"] = t.role;
-  w.environment["CARVE_TASK_INDEX"] = std::to_string(t.role == "worker" ? t.group_index : t.index);
+  w.environment["CARVE_TASK_ROLE"] = NameOf(t.role);
+  w.environment["CARVE_TASK_INDEX"] =
+      std::to_string(t.role == TaskRole::kWorker ? t.group_index : t.index);
   w.environment["CARVE_TASK_COUNT"] = std::to_string(role_count);
   if (!job.head_address.empty()) w.environment["RAY_ADDRESS"] = job.head_address;
   if (t.allocation) w.device.gpus = t.allocation->gpu_indexes;
@@ -494,12 +497,12 @@ std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState&
   w.restart =
       job.max_retries == 0 ? protocol::RestartPolicy::kNever : protocol::RestartPolicy::kOnFailure;
   w.max_retries = job.max_retries;
-  if (t.role == "head" || t.role == "worker") {
+  if (t.role == TaskRole::kHead || t.role == TaskRole::kWorker) {
     // Ray's own processes are the cluster, not the user's work: they come back until the job
     // ends (a RayJob's driver ends it; a cluster runs until cancelled).
     w.restart = protocol::RestartPolicy::kOnFailure;
     w.max_retries = -1;
-  } else if (t.role == "serve") {
+  } else if (t.role == TaskRole::kServe) {
     // The dashboard answers some seconds after the head starts; deploying is retried.
     w.restart = protocol::RestartPolicy::kOnFailure;
     w.max_retries = std::max(job.max_retries, kServeDeployRetries);

@@ -94,9 +94,9 @@ const core::MgpuParam* LastParam(const core::ParsedMgpuParams& parsed, std::stri
   return found;
 }
 
-TaskRecord MakeTask(std::string role, std::optional<core::MgpuShare> share) {
+TaskRecord MakeTask(TaskRole role, std::optional<core::MgpuShare> share) {
   TaskRecord t;
-  t.role = std::move(role);
+  t.role = role;
   t.share = share;
   return t;
 }
@@ -352,7 +352,7 @@ PlannedJob PlanTasks(const JobSubmission& job, const QueueRecord& queue) {
     std::string no =
         WholeCardsOnly(share, Described(*parsed, "emr.serverless.mgpu.core", share), queue);
     if (!no.empty()) return fail(no);
-    for (int i = 0; i < job.task_count; ++i) out.tasks.push_back(MakeTask("task", share));
+    for (int i = 0; i < job.task_count; ++i) out.tasks.push_back(MakeTask(TaskRole::kTask, share));
   } else {
     // Head: the API's "head" wins over serverless.ray.head.*; none means no GPU.
     std::optional<core::MgpuShare> head = resolved->ray_head;
@@ -367,7 +367,7 @@ PlannedJob PlanTasks(const JobSubmission& job, const QueueRecord& queue) {
     }
     std::string no = WholeCardsOnly(head, head_what, queue);
     if (!no.empty()) return fail(no);
-    out.tasks.push_back(MakeTask("head", head));
+    out.tasks.push_back(MakeTask(TaskRole::kHead, head));
 
     auto worker = resolved->ray_worker.value_or(full_card);
     std::vector<GroupRequest> groups = job.worker_groups;
@@ -387,16 +387,17 @@ PlannedJob PlanTasks(const JobSubmission& job, const QueueRecord& queue) {
       no = WholeCardsOnly(share, what, queue);
       if (!no.empty()) return fail(no);
       for (int i = 0; i < groups[g].replicas; ++i) {
-        TaskRecord t = MakeTask("worker", share);
+        TaskRecord t = MakeTask(TaskRole::kWorker, share);
         t.group = groups[g].name;
         t.group_index = i;
         out.tasks.push_back(std::move(t));
       }
     }
-    if (job.type == JobType::kRayJob) out.tasks.push_back(MakeTask("driver", std::nullopt));
+    if (job.type == JobType::kRayJob)
+      out.tasks.push_back(MakeTask(TaskRole::kDriver, std::nullopt));
     if (job.type == JobType::kRayServe) {
       (void)ValidateServeConfig(job.serve_config, &out.warnings);
-      out.tasks.push_back(MakeTask("serve", std::nullopt));
+      out.tasks.push_back(MakeTask(TaskRole::kServe, std::nullopt));
     }
   }
   if (static_cast<int>(out.tasks.size()) > kMaxTasksPerJob + 2) {

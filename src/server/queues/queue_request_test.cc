@@ -153,7 +153,7 @@ TEST(ParseJobSubmission, ARayServeJobCarriesAServeConfigAsYamlOrJson) {
   PlannedJob plan = PlanTasks(*object, Queue(true));
   ASSERT_TRUE(plan.failure.empty()) << plan.failure;
   ASSERT_EQ(plan.tasks.size(), 3u);
-  EXPECT_EQ(plan.tasks[2].role, "serve");
+  EXPECT_EQ(plan.tasks[2].role, TaskRole::kServe);
   EXPECT_FALSE(plan.tasks[2].share.has_value()) << "Serve deploys from the head's node, no GPU";
 }
 
@@ -256,12 +256,12 @@ TEST(PlanTasks, PlansARayJobAsHeadWorkersAndDriver) {
   auto p = PlanTasks(s, Queue(true));
   ASSERT_TRUE(p.failure.empty()) << p.failure;
   ASSERT_EQ(p.tasks.size(), 5u);
-  EXPECT_EQ(p.tasks[0].role, "head");
+  EXPECT_EQ(p.tasks[0].role, TaskRole::kHead);
   EXPECT_FALSE(p.tasks[0].share.has_value());  // No head parameters: no GPU.
-  EXPECT_EQ(p.tasks[1].role, "worker");
+  EXPECT_EQ(p.tasks[1].role, TaskRole::kWorker);
   EXPECT_EQ(p.tasks[1].share->core_percent, 30);
   EXPECT_EQ(p.tasks[3].share->memory_mib, 4096);
-  EXPECT_EQ(p.tasks[4].role, "driver");
+  EXPECT_EQ(p.tasks[4].role, TaskRole::kDriver);
 }
 
 TEST(PlanTasks, GivesEachRayClusterGroupItsOwnShareThroughTheApi) {
@@ -386,7 +386,7 @@ TEST(PlanTasks, TheApisHeadShareWinsOverTheHeadParameters) {
   auto p = PlanTasks(s, Queue(true));
   ASSERT_TRUE(p.failure.empty()) << p.failure;
   ASSERT_EQ(p.tasks.size(), 2u);
-  ASSERT_EQ(p.tasks[0].role, "head");
+  ASSERT_EQ(p.tasks[0].role, TaskRole::kHead);
   EXPECT_EQ(p.tasks[0].share->core_percent, 35);
   EXPECT_EQ(p.tasks[0].share->memory_mib, 1536);
   EXPECT_EQ(p.tasks[1].share->core_percent, 60);

@@ -64,7 +64,7 @@ json LogsJson(const JobRecord& job, size_t max_lines) {
   json tasks = json::array();
   for (const auto& t : job.tasks) {
     json e{{"task", t.index},
-           {"role", t.role},
+           {"role", NameOf(t.role)},
            {"state", NameOf(t.state)},
            {"node", t.node},
            {"log_dir", t.log_dir}};

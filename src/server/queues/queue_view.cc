@@ -49,7 +49,7 @@ QueueGpuView QueueService::ViewLocked(const QueueState& q) const {
         WorkerView w;
         w.job = job.id;
         w.task = t.index;
-        w.role = t.role;
+        w.role = NameOf(t.role);
         w.workload_id = t.workload_id;
         w.state = std::string(NameOf(t.state));
         const bool whole = t.allocation->kind == core::RequestKind::kWholeGpus ||
