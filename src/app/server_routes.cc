@@ -109,7 +109,14 @@ Result<runtime::RouteInfo> ServiceCopyDirectory::Resolve(const std::string& acco
   runtime::RouteInfo out;
   out.variant = r.variant;
   out.component = r.component;
-  out.strategy = r.strategy;
+  switch (r.strategy) {  // Typed when the route table was built: nothing is parsed here.
+    case server::sagemaker::RoutingStrategy::kRandom:
+      out.strategy = runtime::Strategy::kRandom;
+      break;
+    case server::sagemaker::RoutingStrategy::kLeastOutstandingRequests:
+      out.strategy = runtime::Strategy::kLeastOutstandingRequests;
+      break;
+  }
   out.timeout = r.timeout;
   for (auto& c : r.copies) out.copies.push_back({std::move(c.id), std::move(c.address)});
   return out;

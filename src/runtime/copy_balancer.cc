@@ -4,15 +4,6 @@
 
 namespace carve::runtime {
 
-Result<Strategy> ParseStrategy(const std::string& name) {
-  if (name.empty() || name == "LEAST_OUTSTANDING_REQUESTS") {
-    return Strategy::kLeastOutstandingRequests;
-  }
-  if (name == "RANDOM") return Strategy::kRandom;
-  return InvalidArgument("RoutingStrategy '" + name +
-                         "' is not one of LEAST_OUTSTANDING_REQUESTS, RANDOM");
-}
-
 CopyBalancer::CopyBalancer(const Clock& clock, std::chrono::milliseconds quarantine,
                            http::Gauge* in_flight, uint64_t seed)
     : clock_(clock),

@@ -27,11 +27,6 @@
 
 namespace carve::runtime {
 
-enum class Strategy { kLeastOutstandingRequests, kRandom };
-
-// "LEAST_OUTSTANDING_REQUESTS" (also "" ) or "RANDOM"; anything else is InvalidArgument.
-Result<Strategy> ParseStrategy(const std::string& name);
-
 class CopyBalancer {
  public:
   // `in_flight` (labels account, component, copy) mirrors the counters; may be null. `clock` must

@@ -113,14 +113,5 @@ TEST(CopyBalancer, InFlightGaugeFollowsLeases) {
   EXPECT_EQ(g.Value({kAccount, "ic", "b"}), 0);
 }
 
-TEST(CopyBalancer, ParsesTheTwoStrategyNames) {
-  EXPECT_EQ(*ParseStrategy("LEAST_OUTSTANDING_REQUESTS"), Strategy::kLeastOutstandingRequests);
-  EXPECT_EQ(*ParseStrategy(""), Strategy::kLeastOutstandingRequests);
-  EXPECT_EQ(*ParseStrategy("RANDOM"), Strategy::kRandom);
-  auto bad = ParseStrategy("ROUND_ROBIN");
-  ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.error().message.find("ROUND_ROBIN"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace carve::runtime

@@ -15,10 +15,13 @@ struct CopyTarget {
   std::string id;
   std::string address;
 };  // address "127.0.0.1:PORT"
+// How a request picks among a component's copies (the variant's RoutingStrategy).
+enum class Strategy { kLeastOutstandingRequests, kRandom };
+
 struct RouteInfo {
-  std::string variant;                                  // x-Amzn-Invoked-Production-Variant
-  std::string component;                                // resolved component name ("" when none)
-  std::string strategy = "LEAST_OUTSTANDING_REQUESTS";  // or "RANDOM"
+  std::string variant;    // x-Amzn-Invoked-Production-Variant
+  std::string component;  // resolved component name ("" when none)
+  Strategy strategy = Strategy::kLeastOutstandingRequests;
   std::chrono::milliseconds timeout{60000};
   std::vector<CopyTarget> copies;  // copies in rotation (running + healthy) only
 };

@@ -193,9 +193,7 @@ void Router::InvokeAsync(const http::NativeRequest& request, http::Responder res
   auto resolved = Prepare(request, inv->call);
   if (!resolved) return inv->respond(Fail(inv->call, FromError(resolved.error())));
   inv->route = std::move(resolved).value();
-  auto strategy = ParseStrategy(inv->route.strategy);
-  if (!strategy) return inv->respond(Fail(inv->call, InternalFailure(strategy.error().message)));
-  inv->strategy = *strategy;
+  inv->strategy = inv->route.strategy;
   inv->req.body = request.body;
   inv->req.content_type = Header(request, "content-type");
   inv->req.accept = Header(request, "accept");

@@ -112,8 +112,7 @@ http::NativeResponse Router::ChatCompletions(const http::NativeRequest& request)
   auto resolved = Prepare(routed, *call, Unnamed::kTheOnlyComponent);
   if (!resolved) return OpenAiFail(*call, FromError(resolved.error()));
   const RouteInfo& route = *resolved;
-  auto strategy = ParseStrategy(route.strategy);
-  if (!strategy) return OpenAiFail(*call, InternalFailure(strategy.error().message));
+  const Strategy strategy = route.strategy;
 
   CopyRequest req;
   req.path = kChatPath;
@@ -126,7 +125,7 @@ http::NativeResponse Router::ChatCompletions(const http::NativeRequest& request)
   std::set<std::string> tried;
   std::optional<CopyReply> unanswered;
   std::optional<RuntimeError> failed;
-  if (auto opened = OpenStream(*call, route, *strategy, req, tried, unanswered, failed)) {
+  if (auto opened = OpenStream(*call, route, strategy, req, tried, unanswered, failed)) {
     const std::shared_ptr<Upstream> upstream = opened->upstream;
     const CopyReply& head = opened->head;
     const auto sent = opened->sent;

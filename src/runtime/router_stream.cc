@@ -53,8 +53,7 @@ http::NativeResponse Router::InvokeStream(const http::NativeRequest& request) {
   auto resolved = Prepare(request, *call);
   if (!resolved) return Fail(*call, FromError(resolved.error()));
   const RouteInfo route = *resolved;
-  auto strategy = ParseStrategy(route.strategy);
-  if (!strategy) return Fail(*call, InternalFailure(strategy.error().message));
+  const Strategy strategy = route.strategy;
 
   CopyRequest req;
   req.body = request.body;
@@ -70,7 +69,7 @@ http::NativeResponse Router::InvokeStream(const http::NativeRequest& request) {
   std::set<std::string> tried;
   std::optional<CopyReply> unanswered;  // The last copy that failed before answering.
   std::optional<RuntimeError> failed;
-  if (auto opened = OpenStream(*call, route, *strategy, req, tried, unanswered, failed)) {
+  if (auto opened = OpenStream(*call, route, strategy, req, tried, unanswered, failed)) {
     const std::shared_ptr<Upstream> upstream = opened->upstream;
     const CopyReply& head = opened->head;
     const auto sent = opened->sent;

@@ -71,6 +71,16 @@ TEST_F(CommitInStepsTest, AFailedStepLeavesTheLastWriteUndoneAndSaysHowManyLande
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(store_.Get(Child(i)).has_value()) << i;
 }
 
+TEST_F(CommitInStepsTest, AFailedFirstStepSaysNoneLanded) {
+  store_.set_max_commit_keys(3);
+  store_.FailNthCommit(1, Unavailable("disk"));
+  size_t landed = 99;  // Whatever the caller left there.
+  auto written = CommitInSteps(store_, RemoveChildren(), Remove{kParent, int64_t{1}}, &landed);
+  ASSERT_FALSE(written.has_value());
+  EXPECT_EQ(landed, 0u);
+  EXPECT_EQ(Children(), 7u);
+}
+
 TEST_F(CommitInStepsTest, ALimitOfOneKeyWritesOneAtATimeTheLastWriteAlone) {
   store_.set_max_commit_keys(1);
   const int before = store_.successful_commits();

@@ -80,15 +80,17 @@ TEST(EtcdClient, NoMemberAnsweringIsUnavailableNamingTheMembers) {
       << r.error().message;
 }
 
-// A member that answers every request with an empty JSON object at once, and records the
-// client port each request came from: requests on one kept-alive connection share it.
+// A member that answers every request at once with `status` and `body` (by default, 200 and an
+// empty JSON object), and records the client port each request came from: requests on one
+// kept-alive connection share it.
 class RecordingMember {
  public:
-  RecordingMember() {
-    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+  explicit RecordingMember(int status = 200, std::string body = "{}") {
+    server_.Post(".*", [this, status, body](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mu_);
       ports_.push_back(req.remote_port);
-      res.set_content("{}", "application/json");
+      res.status = status;
+      res.set_content(body, "application/json");
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -110,6 +112,38 @@ class RecordingMember {
   std::mutex mu_;
   std::vector<int> ports_;  // Guarded by mu_.
 };
+
+// The gateway's error answers carry a gRPC code; each maps to the carve code the callers act on.
+TEST(EtcdClient, EachGrpcCodeOfAGatewayErrorMapsToItsCarveCode) {
+  struct Case {
+    int grpc;
+    std::string message;
+    ErrorCode want;
+    std::string says;
+  };
+  const Case cases[] = {
+      {5, "requested lease not found", ErrorCode::kNotFound, ""},
+      {9, "etcdserver: a precondition failed", ErrorCode::kFailedPrecondition, ""},
+      {11, "etcdserver: mvcc: required revision has been compacted", ErrorCode::kFailedPrecondition,
+       ""},
+      {7, "etcdserver: permission denied", ErrorCode::kFailedPrecondition, "client certificate"},
+      {16, "etcdserver: invalid auth token", ErrorCode::kFailedPrecondition, "client certificate"},
+      {8, "etcdserver: mvcc: database space exceeded", ErrorCode::kUnavailable, "NOSPACE"},
+      {8, "grpc: received message larger than max", ErrorCode::kInvalidArgument, ""},
+      {3, "etcdserver: duplicate key given in txn request", ErrorCode::kInvalidArgument,
+       "(HTTP 400)"},
+  };
+  for (const Case& c : cases) {
+    RecordingMember member(400, json{{"code", c.grpc}, {"message", c.message}}.dump());
+    EtcdClient client = ClientOf({member.endpoint()});
+    auto r = client.Read("kv/range", {{"key", Base64Encode("k")}});
+    ASSERT_FALSE(r.has_value()) << c.grpc;
+    EXPECT_EQ(r.error().code, c.want) << c.grpc << ": " << r.error().message;
+    EXPECT_NE(r.error().message.find("etcd kv/range: " + c.message), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find(c.says), std::string::npos) << r.error().message;
+  }
+}
 
 TEST(EtcdClient, KeepsItsConnectionToAMemberForTheNextCall) {
   RecordingMember member;

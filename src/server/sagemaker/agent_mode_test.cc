@@ -119,6 +119,7 @@ class AgentModeTest : public ::testing::Test {
     if (variant_timeout_s > 0) {
       variant["ContainerStartupHealthCheckTimeoutInSeconds"] = variant_timeout_s;
     }
+    if (!routing_config_.is_null()) variant["RoutingConfig"] = routing_config_;
     Ok("CreateEndpointConfig", {{"EndpointConfigName", "ep"}, {"ProductionVariants", {variant}}});
     Ok("CreateEndpoint", {{"EndpointName", "ep"}, {"EndpointConfigName", "ep"}});
     Settle();
@@ -171,6 +172,7 @@ class AgentModeTest : public ::testing::Test {
   std::mutex mu_;
   std::set<std::string> healthy_;  // Guarded by mu_, which Pump holds throughout.
   std::atomic<bool> serving_{true};
+  json routing_config_;  // The variant's RoutingConfig, when set.
   std::atomic<bool> crashing_{false};
   std::atomic<int> crash_restarts_{2};  // restarts a crashing copy reports: 2 is its third exit
   std::atomic<bool> served_before_{false};
@@ -308,6 +310,26 @@ TEST_F(AgentModeTest, AnAgentReportingAnotherLayoutFailsTheEndpointNamingBoth) {
   EXPECT_NE(reason.find("desired layout is [4g.20gb@0, 3g.20gb@4]"), std::string::npos) << reason;
 }
 
+TEST_F(AgentModeTest, TheVariantsRoutingStrategyReachesItsRoute) {
+  routing_config_ = {{"RoutingStrategy", "RANDOM"}};
+  Deploy("carve/testmodel", 1);
+  auto route = service_->routes().Resolve(kAccount, "ep", "ic");
+  ASSERT_TRUE(route.has_value()) << route.error().message;
+  EXPECT_EQ(route->strategy, RoutingStrategy::kRandom);
+  // A strategy SageMaker does not have is refused, naming the member and the accepted ones.
+  json variant = {{"VariantName", "AllTraffic"},
+                  {"InstanceType", "ml.p4d.24xlarge"},
+                  {"InitialInstanceCount", 1},
+                  {"RoutingConfig", {{"RoutingStrategy", "ROUND_ROBIN"}}}};
+  http::ApiResponse r = service_->Handle(
+      {"CreateEndpointConfig",
+       json{{"EndpointConfigName", "rr"}, {"ProductionVariants", {variant}}}.dump(), kAccount,
+       "req"});
+  EXPECT_EQ(r.http_status, 400);
+  EXPECT_NE(r.body.find("ROUND_ROBIN"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("LEAST_OUTSTANDING_REQUESTS, RANDOM"), std::string::npos) << r.body;
+}
+
 TEST_F(AgentModeTest, ACopyCountsOnlyOnceItsProcessServes) {
   serving_ = false;
   Deploy("carve/testmodel", 2);
@@ -326,7 +348,7 @@ TEST_F(AgentModeTest, ACopyCountsOnlyOnceItsProcessServes) {
   ASSERT_TRUE(route.has_value()) << route.error().message;
   EXPECT_EQ(route->copies.size(), 2u);
   EXPECT_EQ(route->variant, "AllTraffic");
-  EXPECT_EQ(route->strategy, "LEAST_OUTSTANDING_REQUESTS");
+  EXPECT_EQ(route->strategy, RoutingStrategy::kLeastOutstandingRequests);
   auto missing = service_->routes().Resolve(kAccount, "ep", "");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code, ErrorCode::kInvalidArgument);

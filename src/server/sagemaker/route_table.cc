@@ -30,10 +30,9 @@ Result<ResolvedRoute> RouteTable::Resolve(const std::string& account, const std:
     return NotFound(fmt::format("Endpoint {} of account {} not found.", endpoint, account));
   }
   const RouteEndpoint& e = it->second;
-  if (e.status != "InService" && e.status != "Updating") {
-    return FailedPrecondition(
-        fmt::format("Endpoint {} is not ready for invocations: its status is {}.", endpoint,
-                    e.status));
+  if (!IsCarved(e.status)) {
+    return FailedPrecondition(fmt::format(
+        "Endpoint {} is not ready for invocations: its status is {}.", endpoint, Name(e.status)));
   }
   ResolvedRoute out{e.variant, component, e.strategy, e.timeout, {}};
   if (component.empty() && sole_if_unnamed && e.components.size() == 1) {

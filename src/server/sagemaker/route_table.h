@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "common/result.h"
+#include "server/sagemaker/routing_strategy.h"
+#include "server/sagemaker/statuses.h"
 
 namespace carve::server::sagemaker {
 
@@ -29,9 +31,9 @@ struct RouteCopy {
 };
 
 struct RouteEndpoint {
-  std::string status;   // EndpointStatus
+  EndpointStatus status = EndpointStatus::kCreating;
   std::string variant;
-  std::string strategy = "LEAST_OUTSTANDING_REQUESTS";
+  RoutingStrategy strategy = RoutingStrategy::kLeastOutstandingRequests;
   std::chrono::milliseconds timeout{60000};
   std::map<std::string, std::vector<RouteCopy>> components;  // name -> copies in rotation
 };
@@ -39,7 +41,7 @@ struct RouteEndpoint {
 struct ResolvedRoute {
   std::string variant;
   std::string component;
-  std::string strategy;
+  RoutingStrategy strategy = RoutingStrategy::kLeastOutstandingRequests;
   std::chrono::milliseconds timeout{60000};
   std::vector<RouteCopy> copies;
 };

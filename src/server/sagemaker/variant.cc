@@ -112,10 +112,14 @@ std::optional<VariantSpec> ValidateVariant(Validator& v, const json& in, const s
   auto managed = ValidateManagedScaling(v, in, path, count);
   auto ami = v.String(in, "InferenceAmiVersion", path, EnumRule(InferenceAmiNames()), false);
   if (const json* routing = v.Object(in, "RoutingConfig", path, false)) {
-    static constexpr std::string_view kRouting[] = {"LEAST_OUTSTANDING_REQUESTS", "RANDOM"};
+    static constexpr auto& kRouting = EnumNames<RoutingStrategy>::kNames;
     auto strategy = v.String(*routing, "RoutingStrategy", MemberPath(path, "RoutingConfig"),
                              EnumRule(kRouting), true);
-    if (strategy) spec.routing_strategy = *strategy;
+    if (strategy) {
+      spec.routing_strategy =
+          ParseEnum<RoutingStrategy>(*strategy, "RoutingStrategy")
+              .value_or(RoutingStrategy::kLeastOutstandingRequests);  // The rule held it.
+    }
   }
   if (type && !catalog::FindInstanceType(*type).has_value()) {
     // A name shaped like SageMaker's (ml.FAMILY.SIZE) may be one AWS serves that carve does not:
@@ -262,7 +266,7 @@ json VariantToJson(const VariantSpec& v) {
             {"InstanceType", v.instance_type},
             {"InitialInstanceCount", v.instance_count},
             {"Nodes", v.nodes},
-            {"RoutingStrategy", v.routing_strategy}};
+            {"RoutingStrategy", NameOf(v.routing_strategy)}};
   if (v.startup_timeout_s > 0) j["StartupTimeoutSeconds"] = v.startup_timeout_s;
   if (!v.draining.empty()) j["Draining"] = v.draining;
   if (v.managed) {
@@ -298,7 +302,10 @@ Result<VariantSpec> VariantFromJson(const json& j) {
       }
     }
     v.nodes = j.value("Nodes", std::vector<std::string>{});
-    v.routing_strategy = j.value("RoutingStrategy", std::string("LEAST_OUTSTANDING_REQUESTS"));
+    CARVE_ASSIGN_OR_RETURN(
+        v.routing_strategy,
+        ParseEnum<RoutingStrategy>(j.value("RoutingStrategy", "LEAST_OUTSTANDING_REQUESTS"),
+                                   "RoutingStrategy"));
     v.startup_timeout_s = j.value("StartupTimeoutSeconds", 0);
     v.draining = j.value("Draining", std::vector<std::string>{});
     if (j.contains("Managed")) {

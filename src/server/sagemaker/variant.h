@@ -11,6 +11,7 @@
 #include "catalog/instance_type.h"
 #include "common/result.h"
 #include "core/layout.h"
+#include "server/sagemaker/routing_strategy.h"
 #include "server/sagemaker/validation.h"
 
 namespace carve::server::sagemaker {
@@ -56,7 +57,7 @@ struct VariantSpec {
   // default, applies).
   int startup_timeout_s = 0;
   // RoutingConfig.RoutingStrategy: how InvokeEndpoint picks a copy.
-  std::string routing_strategy = "LEAST_OUTSTANDING_REQUESTS";
+  RoutingStrategy routing_strategy = RoutingStrategy::kLeastOutstandingRequests;
 };
 
 // Validates one ProductionVariant member (at `path`), recording violations. Returns the spec

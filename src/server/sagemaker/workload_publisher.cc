@@ -239,7 +239,7 @@ RouteEndpoint WorkloadPublisher::RouteOf(const EndpointEntry& e,
   const EndpointRecord& ep = e.endpoint;
   const std::string& account = e.record.key.account;
   RouteEndpoint route;
-  route.status = std::string(Name(ep.status));
+  route.status = ep.status;
   if (!ep.variants.empty()) {
     route.variant = ep.variants[0].name;
     route.strategy = ep.variants[0].routing_strategy;

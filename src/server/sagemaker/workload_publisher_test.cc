@@ -224,7 +224,7 @@ TEST_F(WorkloadPublisherTest, ACopyWhoseModelIsGoneIsNotStarted) {
 TEST(RouteTableTest, AnUnnamedComponentIsTheOnlyOneOnlyWhenAskedAndOnlyWhenThereIsOne) {
   RouteTable routes;
   RouteEndpoint ep;
-  ep.status = "InService";
+  ep.status = EndpointStatus::kInService;
   ep.variant = "AllTraffic";
   ep.components["ic"] = {{"c1", "127.0.0.1:1"}};
   routes.Set({"111111111111", "ep"}, ep);
