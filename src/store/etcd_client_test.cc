@@ -145,6 +145,23 @@ TEST(EtcdClient, EachGrpcCodeOfAGatewayErrorMapsToItsCarveCode) {
   }
 }
 
+// A member answering 5xx (no leader, shutting down) may not serve now while another can: a read
+// is asked of the next member, a write is not resent (it may have been proposed).
+TEST(EtcdClient, AServerErrorOfOneMemberIsTransient) {
+  RecordingMember sick(503, json{{"code", 14}, {"message", "etcdserver: leader changed"}}.dump());
+  RecordingMember well;
+  EtcdClient client = ClientOf({sick.endpoint(), well.endpoint()});
+  auto r = client.Read("kv/range", {{"key", Base64Encode("k")}});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(client.current_endpoint(), well.endpoint());
+  EtcdClient writer = ClientOf({sick.endpoint(), well.endpoint()});
+  EtcdReply put = writer.Call("kv/txn", PutTxn("k", "v"), EtcdCall::kWrite);
+  ASSERT_FALSE(put.body.has_value());
+  EXPECT_EQ(put.body.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(put.outcome_unknown);
+  EXPECT_EQ(well.ports().size(), 1u);  // Only the read reached it.
+}
+
 TEST(EtcdClient, KeepsItsConnectionToAMemberForTheNextCall) {
   RecordingMember member;
   EtcdClient client = ClientOf({member.endpoint()});
