@@ -49,6 +49,27 @@ TEST_F(BearerRevocationsTest, ARevocationCountsEverywhereFromTheNextCheck) {
   EXPECT_FALSE(there.IsRevoked("a"));
 }
 
+// A check whose read of every revocation failed keeps what it knew and reads everything again at
+// the next one. Such a read follows more changes than a watcher keeps (kMaxPendingChanges), so
+// the changes that one read was to cover are not reported again.
+TEST_F(BearerRevocationsTest, AFailedReadIsReadAgainWholeAtTheNextCheck) {
+  BearerRevocations r(store_, clock_);
+  EXPECT_FALSE(r.IsRevoked("t5"));  // The first, whole read.
+  std::vector<store::Mutation> many;
+  const std::string body =
+      "{\"expires_ms\":" + std::to_string(kNowSeconds * 1000 + 3'600'000) + "}";
+  for (size_t i = 0; i <= store::Store::kMaxPendingChanges; ++i) {
+    many.push_back(
+        store::Put{{"111111111111", std::string(kRevokedBearerTokenKind), "t" + std::to_string(i)},
+                   body,
+                   std::nullopt});
+  }
+  ASSERT_TRUE(store_.Commit(std::move(many)).has_value());
+  store_.FailNthRead(1, Error{ErrorCode::kUnavailable, "etcd: no leader"});
+  EXPECT_FALSE(r.IsRevoked("t5"));  // Too many changes: a whole read, which failed.
+  EXPECT_TRUE(r.IsRevoked("t5"));   // Read again, whole.
+}
+
 // Nothing is revoked when the Store does not take the write, and the caller is told.
 TEST_F(BearerRevocationsTest, AFailedWriteRevokesNothing) {
   BearerRevocations r(store_, clock_);

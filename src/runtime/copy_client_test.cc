@@ -165,6 +165,38 @@ TEST(CopyClient, AStreamStoppedByTheCallerIsAborted) {
   EXPECT_EQ(reply.outcome, CopyOutcome::kAborted);
 }
 
+TEST(CopyClient, AStreamWhoseHeadersTheCallerRefusesIsAborted) {
+  ScriptedCopy copy([](int fd, int) {
+    if (ReadRequest(fd).empty()) return;
+    WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n");
+  });
+  CopyClient client;
+  int chunks = 0;
+  CopyReply reply = client.Stream(
+      copy.address(), Request(), [](const CopyReply&) { return false; },
+      [&](std::string_view) {
+        ++chunks;
+        return true;
+      });
+  EXPECT_EQ(reply.outcome, CopyOutcome::kAborted);
+  EXPECT_EQ(reply.detail, "the caller stopped reading");
+  EXPECT_EQ(chunks, 0);
+}
+
+// An answer that comes after the deadline is not read: the call timed out, however soon after.
+TEST_P(CopyClientCall, AnAnswerAfterTheDeadlineIsATimeout) {
+  ScriptedCopy copy([](int fd, int) {
+    if (ReadRequest(fd).empty()) return;
+    std::this_thread::sleep_for(150ms);
+    WriteAll(fd, kOk);
+  });
+  CopyClient client;
+  CopyRequest req = Request();
+  req.timeout = 100ms;
+  CopyReply reply = Call(client, copy.address(), req);
+  EXPECT_EQ(reply.outcome, CopyOutcome::kTimedOut) << reply.body;
+}
+
 TEST_P(CopyClientCall, ASilentCopyTimesOut) {
   std::atomic<bool> done{false};
   ScriptedCopy copy([&](int fd, int) {

@@ -174,6 +174,54 @@ TEST_F(RouterStreamTest, AStreamsModelTimeIsObservedOnceItEnds) {
   EXPECT_EQ(count_of("carve_runtime_request_duration_seconds"), "1");
 }
 
+// The OpenAI route's stream too: its time in the copy is observed once the stream ends.
+TEST_F(RouterStreamTest, AnOpenAiStreamsModelTimeIsObservedOnceItEnds) {
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n"}), "/v1/chat/completions");
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  http::NativeRequest req = Request();
+  req.headers.erase("x-amzn-sagemaker-inference-component");
+  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  http::NativeResponse out = router.ChatCompletions(req);
+  ASSERT_EQ(out.http_status, 200) << out.body;
+  ASSERT_TRUE(out.stream);
+  std::string sse;
+  out.stream([&](std::string_view chunk) {
+    sse += chunk;
+    return true;
+  });
+  EXPECT_EQ(sse, "data: {\"t\":0}\n\ndata: {\"t\":1}\n\n");
+  const std::string text = metrics_.Expose();
+  for (const char* family : {"carve_runtime_model_latency_seconds_count{",
+                             "carve_runtime_overhead_latency_seconds_count{"}) {
+    const size_t at = text.find(family);
+    ASSERT_NE(at, std::string::npos) << family << "\n" << text;
+    const size_t end = text.find('\n', at);
+    EXPECT_EQ(text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1), "1") << family;
+  }
+}
+
+TEST_F(RouterStreamTest, AnOpenAiAnswersModelTimeIsObserved) {
+  TestCopy copy(
+      [](const httplib::Request&, httplib::Response& s) {
+        s.set_content(R"({"choices":[]})", "application/json");
+      },
+      "/v1/chat/completions");
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  Router router(dir_, metrics_, Options());
+  http::NativeRequest req = Request();
+  req.headers.erase("x-amzn-sagemaker-inference-component");
+  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}]})";
+  http::NativeResponse out = router.ChatCompletions(req);
+  ASSERT_EQ(out.http_status, 200) << out.body;
+  EXPECT_EQ(out.body, R"({"choices":[]})");
+  const std::string text = metrics_.Expose();
+  const size_t at = text.find("carve_runtime_model_latency_seconds_count{");
+  ASSERT_NE(at, std::string::npos) << text;
+  const size_t end = text.find('\n', at);
+  EXPECT_EQ(text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1), "1");
+}
+
 TEST_F(RouterStreamTest, AnSseErrorEventBecomesAModelStreamErrorFrame) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n",
                      "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"},

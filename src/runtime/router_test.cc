@@ -173,12 +173,26 @@ TEST_F(RouterTest, DirectoryUnavailableIsServiceUnavailableAndInternalIsInternal
   EXPECT_EQ(HeaderOf(b, "X-Amzn-ErrorType"), "InternalFailure");
 }
 
+// No copy at all is what step scaling from zero acts on: it says so, and counts a failure for
+// want of capacity (NoCapacityInvocationFailures) in the stats and on /metrics.
 TEST_F(RouterTest, NoCopyInRotationIsModelNotReady) {
   dir_.SetRoute(kAccount, "ep", Route({}));
-  Router router(dir_, metrics_, Options());
+  InvocationStats stats;
+  RouterOptions o = Options();
+  o.stats = &stats;
+  Router router(dir_, metrics_, o);
   http::NativeResponse out = router.Invoke(Request());
   EXPECT_EQ(out.http_status, 429);
   EXPECT_EQ(HeaderOf(out, "X-Amzn-ErrorType"), "ModelNotReadyException");
+  EXPECT_NE(out.body.find("Endpoint ep has no copy of inference component ic-a in service"),
+            std::string::npos)
+      << out.body;
+  EXPECT_EQ(stats.Get({kAccount, "ep", "ic-a"}).no_capacity, 1u);
+  EXPECT_NE(
+      metrics_.Expose().find("carve_runtime_no_capacity_invocation_failures_total{account=\"" +
+                             std::string(kAccount) + "\",endpoint=\"ep\",component=\"ic-a\"} 1"),
+      std::string::npos)
+      << metrics_.Expose();
 }
 
 TEST_F(RouterTest, EveryCopyRefusingConnectionsIsServiceUnavailable) {

@@ -12,6 +12,7 @@ FakeStore::FakeStore(const Clock& clock) : clock_(clock) {}
 Result<Record> FakeStore::Get(const Key& key) {
   CARVE_RETURN_IF_ERROR(ValidateKey(key));
   std::lock_guard lock(mu_);
+  if (auto e = TakeReadFailureLocked()) return *e;
   auto it = records_.find(MapKey{key.kind, key.account, key.name});
   if (it == records_.end()) return NotFoundError(key);
   return it->second;
@@ -20,6 +21,7 @@ Result<Record> FakeStore::Get(const Key& key) {
 Result<std::vector<Record>> FakeStore::List(const std::string& account, const std::string& kind,
                                             const ListOptions& options) {
   std::lock_guard lock(mu_);
+  if (auto e = TakeReadFailureLocked()) return *e;
   std::vector<Record> out;
   const std::string& start =
       options.after_name > options.name_prefix ? options.after_name : options.name_prefix;
@@ -36,6 +38,7 @@ Result<std::vector<Record>> FakeStore::List(const std::string& account, const st
 
 Result<std::vector<Record>> FakeStore::ListAllAccounts(const std::string& kind) {
   std::lock_guard lock(mu_);
+  if (auto e = TakeReadFailureLocked()) return *e;
   std::vector<Record> out;
   for (auto it = records_.lower_bound(MapKey{kind, "", ""});
        it != records_.end() && std::get<0>(it->first) == kind; ++it) {
@@ -103,6 +106,17 @@ Result<std::vector<Record>> FakeStore::Apply(std::vector<Mutation> mutations) {
     return e;
   }
   return out;
+}
+
+void FakeStore::FailNthRead(int n, Error error) {
+  std::lock_guard lock(mu_);
+  reads_until_failure_ = n;
+  injected_read_error_ = std::move(error);
+}
+
+std::optional<Error> FakeStore::TakeReadFailureLocked() {
+  if (reads_until_failure_ == 0 || --reads_until_failure_ > 0) return std::nullopt;
+  return std::exchange(injected_read_error_, std::nullopt);
 }
 
 void FakeStore::FailNthCommit(int n, Error error) {

@@ -34,6 +34,9 @@ class FakeStore final : public Store {
   // Like FailNthCommit, but that commit writes first: its answer is lost, as an etcd Txn's can
   // be (an unknown outcome), and the caller sees `error` for a write that landed.
   void LoseNthAnswer(int n, Error error);
+  // The `n`th read from now (Get, List or ListAllAccounts; 1 = the next one) returns `error`.
+  // Later reads succeed again. One injected read failure at a time.
+  void FailNthRead(int n, Error error);
   // Number of Commit calls that wrote (succeeded) so far.
   int successful_commits() const;
   // Emulates a store with a per-transaction limit (EtcdStore's): a Commit of more distinct keys
@@ -55,6 +58,10 @@ class FakeStore final : public Store {
   std::optional<Error> injected_error_;  // Guarded by mu_.
   bool injected_after_write_ = false;    // Guarded by mu_. The armed failure comes after writing.
   int successful_commits_ = 0;           // Guarded by mu_.
+  int reads_until_failure_ = 0;          // Guarded by mu_. 0: no read failure armed.
+  std::optional<Error> injected_read_error_;  // Guarded by mu_.
+  // The armed read failure, when this read is the one; counts the read. Holds mu_.
+  std::optional<Error> TakeReadFailureLocked();
   size_t max_commit_keys_ = SIZE_MAX;    // Guarded by mu_.
 };
 
