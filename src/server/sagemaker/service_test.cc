@@ -6,6 +6,7 @@
 
 #include "common/fake_clock.h"
 #include "server/nodes/testing/simulated_node_driver.h"
+#include "server/sagemaker/resources.h"
 #include "store/fake_store.h"
 
 namespace carve::server::sagemaker {
@@ -98,6 +99,28 @@ TEST_F(ServiceTest, AnEndpointGoesFromCreatingToInServiceWithEveryGpuCarved) {
   EXPECT_EQ(driver_.carve_calls(), 8);
   EXPECT_EQ(driver_.Carved(NodeId("p4d.24xlarge-0"), GpuIndex(7)),
             (std::vector<std::string>{"4g.20gb", "2g.10gb", "1g.5gb"}));
+}
+
+// A config record another version wrote, whose variant this one cannot read (an instance type it
+// does not know), is refused when an endpoint names it, naming the member; it never becomes an
+// endpoint of fewer variants.
+TEST_F(ServiceTest, AStoredConfigWhoseVariantNoLongerValidatesIsRefusedNamingTheMember) {
+  json variant = {{"VariantName", "AllTraffic"},
+                  {"InstanceType", "ml.p4d.24xlarge"},
+                  {"InitialInstanceCount", 1}};
+  Ok("CreateEndpointConfig", {{"EndpointConfigName", "c"}, {"ProductionVariants", {variant}}});
+  const store::Key key{kAccount, std::string(kEndpointConfig), "c"};
+  auto rec = store_.Get(key);
+  ASSERT_TRUE(rec.has_value());
+  json body = json::parse(rec->body);
+  body["ProductionVariants"][0]["InstanceType"] = "ml.q9.48xlarge";
+  ASSERT_TRUE(store_.Update(key, body.dump(), rec->version).has_value());
+  http::ApiResponse r =
+      Call("CreateEndpoint", {{"EndpointName", "e"}, {"EndpointConfigName", "c"}});
+  EXPECT_EQ(r.http_status, 400) << r.body;
+  EXPECT_NE(r.body.find("productionVariants.1.member.instanceType"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("ml.q9.48xlarge"), std::string::npos) << r.body;
+  EXPECT_EQ(Call("DescribeEndpoint", {{"EndpointName", "e"}}).http_status, 400);
 }
 
 TEST_F(ServiceTest, AnEndpointFailsNamingTheMissingInstances) {
