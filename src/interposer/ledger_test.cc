@@ -54,6 +54,18 @@ TEST_F(LedgerTest, OpenReadsTheSettingsCreateWrote) {
   EXPECT_EQ((*opened)->settings(), Settings());
 }
 
+// A worker's ledger descriptor is opened close-on-exec; KeepAcrossExec makes it inheritable, so
+// a child exec'd with a cleared environment still finds the ledger among its open files.
+TEST_F(LedgerTest, KeepAcrossExecMakesTheDescriptorInheritable) {
+  MakeLedger();
+  auto opened = Ledger::Open(path_, std::make_shared<ProcfsProcessProbe>());
+  ASSERT_TRUE(opened.has_value());
+  Ledger& l = **opened;
+  ASSERT_NE(::fcntl(l.fd(), F_GETFD) & FD_CLOEXEC, 0) << "opened close-on-exec";
+  ASSERT_TRUE(l.KeepAcrossExec().ok());
+  EXPECT_EQ(::fcntl(l.fd(), F_GETFD) & FD_CLOEXEC, 0);
+}
+
 TEST_F(LedgerTest, CreateRefusesToReplaceAnExistingLedger) {
   MakeLedger();
   auto again = Ledger::Create(path_, Settings(), std::make_shared<ProcfsProcessProbe>());

@@ -29,6 +29,15 @@ class ChildrenTest(PreloadTest):
         r = self.probe(self.env(ledger), "direct", "exec-preload-only", "1000000")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_an_exec_keeps_one_ledger_and_one_preload_variable(self):
+        # The hook adds CARVE_MGPU_LEDGER and LD_PRELOAD to a child's environment only where they
+        # are missing: a child that keeps its parent's gets each once.
+        ledger = self.ledger(1_000_000)
+        for var in ("CARVE_MGPU_LEDGER", "LD_PRELOAD"):
+            with self.subTest(var=var):
+                r = self.probe(self.env(ledger), "direct", "exec-count-env", var)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+
     def test_a_killed_process_memory_is_reclaimed(self):
         ledger = self.ledger(1_000_000)
         holder = self.hold(self.env(ledger), 900_000)

@@ -59,6 +59,28 @@ int Spawn(const char* self, const std::string& mode, const std::string& via, con
   return WaitFor(pid);
 }
 
+// Execs itself through the hooked execve with this process's own environment; the child exits with
+// the number of its environment entries named `var` (the hook adds LD_PRELOAD and the ledger only
+// where they are missing: never a second one).
+int ExecCountingVariable(const char* self, const std::string& mode, const char* var) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    char* argv[] = {const_cast<char*>(self), const_cast<char*>(mode.c_str()),
+                    const_cast<char*>("count-env"), const_cast<char*>(var), nullptr};
+    execve(self, argv, environ);
+    _exit(127);
+  }
+  return WaitFor(pid);
+}
+
+int CountVariable(const char* var) {
+  const std::string prefix = std::string(var) + "=";
+  int n = 0;
+  for (char** e = environ; *e != nullptr; ++e)
+    n += std::strncmp(*e, prefix.c_str(), prefix.size()) == 0;
+  return n;
+}
+
 // As when /etc/ld.so.preload loads the library into a child started by `env -i`: the child gets
 // LD_PRELOAD (standing in for ld.so.preload) and nothing else, through a raw execve that no
 // hook sees. Only a ledger descriptor the library itself left open can make it a worker.
@@ -123,6 +145,10 @@ int main(int argc, char** argv) {
   const std::string action = argv[2];
   const std::vector<std::string> args(argv + 3, argv + argc);
   if (action == "spawn" && args.size() == 2) return Spawn(argv[0], mode, args[0], argv[4]);
+  if (action == "exec-count-env" && args.size() == 1) {
+    return ExecCountingVariable(argv[0], mode, argv[3]);
+  }
+  if (action == "count-env" && args.size() == 1) return CountVariable(argv[3]);
   if (action == "exec-preload-only" && args.size() == 1) {
     return ExecPreloadOnly(argv[0], mode, argv[3]);
   }
