@@ -65,6 +65,15 @@ def ctest_times(output):
                                  re.M)}
 
 
+def object_source(target):
+    """The source an object target compiles: "src/server/CMakeFiles/x.dir/a/b.cc.o" is
+    src/server/a/b.cc (the object's path below its target's .dir, in its CMake directory)."""
+    m = re.match(r"^(.*?)/?CMakeFiles/[^/]+\.dir/(.+)\.o$", target)
+    if not m:
+        return None
+    return os.path.normpath(os.path.join(m.group(1), m.group(2)))
+
+
 def run_stage(scratch, regex, timeout_s):
     """(result, detail) of running one ctest regex: 'passed', 'killed' or 'timed out'."""
     try:
@@ -146,7 +155,10 @@ def main():
         try:
             with open(os.path.join(scratch.tree, m.path), "w") as f:
                 f.write(m.apply(text))
-            code, out = scratch.build_outputs(outputs, 1800)
+            # Every object compiled from the mutated file, too: a file no test links (a check
+            # of compile-time assertions) must still build, or the mutant did not compile.
+            objects = sorted(o for o in scratch.ninja_targets() if object_source(o) == m.path)
+            code, out = scratch.build_outputs(sorted(set(outputs) | set(objects)), 1800)
             if code != 0:
                 errors = [line for line in out.splitlines() if "error:" in line]
                 result, detail = "not compiled", (errors or out.strip().splitlines() or [""])[0]
