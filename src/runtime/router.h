@@ -40,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -125,6 +126,13 @@ class Router {
                                    const CopyRequest& req, std::set<std::string>& tried,
                                    std::optional<CopyReply>& unanswered,
                                    std::optional<RuntimeError>& failed);
+  // The OpenAI route: the request with the component header its body's "model" names, when that
+  // is a component of the endpoint; else as it came.
+  http::NativeRequest RoutedByModel(const http::NativeRequest& request, const nlohmann::json& body);
+  // The OpenAI route's answer from the copy that opened: whole, or its server-sent events
+  // passed through as they come when the request asked to `stream` and the copy said 2xx.
+  http::NativeResponse RelayChat(std::shared_ptr<Call> call, const RouteInfo& route, Opened opened,
+                                 bool stream);
   // True when no byte of an answer arrived (refused, or broken before the status line): the
   // request may move to another copy.
   static bool FailedBeforeAnswering(const CopyReply& reply);

@@ -97,22 +97,11 @@ http::NativeResponse Router::ChatCompletions(const http::NativeRequest& request)
                                      "The bearer token may invoke endpoint " +
                                          request.bearer_endpoint + " only, not " + ep->second));
   }
-  http::NativeRequest routed = request;
-  const std::string kComponentHeader = "x-amzn-sagemaker-inference-component";
-  if (Header(request, kComponentHeader).empty() && body.contains("model") &&
-      body["model"].is_string() && ep != request.path_params.end()) {
-    const std::string model = body["model"];
-    if (!model.empty() &&
-        directory_.Resolve(request.account_id, ep->second, model, Unnamed::kRefused)) {
-      routed.headers[kComponentHeader] = model;
-    }
-  }
   // Clients send the model's own name ("meta-llama/..."), which names no component: then the
   // endpoint's only component serves, as docs/api.md says.
-  auto resolved = Prepare(routed, *call, Unnamed::kTheOnlyComponent);
+  auto resolved = Prepare(RoutedByModel(request, body), *call, Unnamed::kTheOnlyComponent);
   if (!resolved) return OpenAiFail(*call, FromError(resolved.error()));
   const RouteInfo& route = *resolved;
-  const Strategy strategy = route.strategy;
 
   CopyRequest req;
   req.path = kChatPath;
@@ -120,50 +109,11 @@ http::NativeResponse Router::ChatCompletions(const http::NativeRequest& request)
   req.content_type = "application/json";
   req.accept = Header(request, "accept");
   req.timeout = route.timeout;
-  const bool stream = body.value("stream", false);
-
   std::set<std::string> tried;
   std::optional<CopyReply> unanswered;
   std::optional<RuntimeError> failed;
-  if (auto opened = OpenStream(*call, route, strategy, req, tried, unanswered, failed)) {
-    const std::shared_ptr<Upstream> upstream = opened->upstream;
-    const CopyReply& head = opened->head;
-    const auto sent = opened->sent;
-    http::NativeResponse out;
-    out.http_status = head.status;
-    out.content_type = head.content_type.empty() ? "application/json" : head.content_type;
-    out.headers.emplace_back("x-Amzn-Invoked-Production-Variant", route.variant);
-    if (!stream || head.status < 200 || head.status >= 300) {
-      // The whole answer, as the copy gave it (its own errors included).
-      std::string whole;
-      CopyReply final;  // Drained first: the reader waits while 4 MiB are queued.
-      while (auto chunk = upstream->Next(final)) whole += *chunk;
-      out.body = head.status >= 200 && head.status < 300 ? std::move(whole) : final.body;
-      if (final.outcome != CopyOutcome::kOk) {
-        return OpenAiFail(*call, ModelErrorFor(route, call->endpoint, final));
-      }
-      call->model_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
-      return Finish(*call, std::move(out));
-    }
-    // Server-sent events, passed through byte for byte.
-    auto held = std::make_shared<CopyBalancer::Lease>(std::move(opened->lease));
-    std::shared_ptr<void> finisher(nullptr, [this, call](void*) {
-      if (!call->finished) Finish(*call, http::NativeResponse{});
-    });
-    out.stream = [this, call, upstream, held, finisher, sent](const http::StreamWriter& write) {
-      CopyReply final;
-      while (auto chunk = upstream->Next(final)) {
-        if (!write(*chunk)) break;
-      }
-      *held = CopyBalancer::Lease();
-      call->model_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
-      http::NativeResponse done;
-      if (final.outcome != CopyOutcome::kOk) {
-        done.headers.emplace_back("X-Amzn-ErrorType", "ModelStreamError");
-      }
-      Finish(*call, std::move(done));
-    };
-    return out;
+  if (auto opened = OpenStream(*call, route, route.strategy, req, tried, unanswered, failed)) {
+    return RelayChat(call, route, std::move(*opened), body.value("stream", false));
   }
   if (failed) return OpenAiFail(*call, *failed);
   if (!unanswered && route.copies.empty()) {
@@ -182,6 +132,63 @@ http::NativeResponse Router::ChatCompletions(const http::NativeRequest& request)
       *call, ServiceUnavailable("No copy of " + CopyName(route) + " of endpoint " + call->endpoint +
                                 " answered a request (tried " + std::to_string(tried.size()) +
                                 ", last: " + unanswered->detail + "); retry shortly."));
+}
+
+http::NativeRequest Router::RoutedByModel(const http::NativeRequest& request, const json& body) {
+  http::NativeRequest routed = request;
+  const std::string kComponentHeader = "x-amzn-sagemaker-inference-component";
+  auto ep = request.path_params.find("EndpointName");
+  if (Header(request, kComponentHeader).empty() && body.contains("model") &&
+      body["model"].is_string() && ep != request.path_params.end()) {
+    const std::string model = body["model"];
+    if (!model.empty() &&
+        directory_.Resolve(request.account_id, ep->second, model, Unnamed::kRefused)) {
+      routed.headers[kComponentHeader] = model;
+    }
+  }
+  return routed;
+}
+
+http::NativeResponse Router::RelayChat(std::shared_ptr<Call> call, const RouteInfo& route,
+                                       Opened opened, bool stream) {
+  const std::shared_ptr<Upstream> upstream = opened.upstream;
+  const CopyReply& head = opened.head;
+  const auto sent = opened.sent;
+  http::NativeResponse out;
+  out.http_status = head.status;
+  out.content_type = head.content_type.empty() ? "application/json" : head.content_type;
+  out.headers.emplace_back("x-Amzn-Invoked-Production-Variant", route.variant);
+  if (!stream || head.status < 200 || head.status >= 300) {
+    // The whole answer, as the copy gave it (its own errors included).
+    std::string whole;
+    CopyReply final;  // Drained first: the reader waits while 4 MiB are queued.
+    while (auto chunk = upstream->Next(final)) whole += *chunk;
+    out.body = head.status >= 200 && head.status < 300 ? std::move(whole) : final.body;
+    if (final.outcome != CopyOutcome::kOk) {
+      return OpenAiFail(*call, ModelErrorFor(route, call->endpoint, final));
+    }
+    call->model_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
+    return Finish(*call, std::move(out));
+  }
+  // Server-sent events, passed through byte for byte.
+  auto held = std::make_shared<CopyBalancer::Lease>(std::move(opened.lease));
+  std::shared_ptr<void> finisher(nullptr, [this, call](void*) {
+    if (!call->finished) Finish(*call, http::NativeResponse{});
+  });
+  out.stream = [this, call, upstream, held, finisher, sent](const http::StreamWriter& write) {
+    CopyReply final;
+    while (auto chunk = upstream->Next(final)) {
+      if (!write(*chunk)) break;
+    }
+    *held = CopyBalancer::Lease();
+    call->model_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
+    http::NativeResponse done;
+    if (final.outcome != CopyOutcome::kOk) {
+      done.headers.emplace_back("X-Amzn-ErrorType", "ModelStreamError");
+    }
+    Finish(*call, std::move(done));
+  };
+  return out;
 }
 
 }  // namespace carve::runtime
