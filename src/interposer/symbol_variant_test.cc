@@ -53,11 +53,16 @@ TEST(SymbolVariant, EveryRowIsConsistent) {
     EXPECT_TRUE(row.exported.starts_with(row.base));
     EXPECT_GE(row.since_version, 2000);
     EXPECT_LE(row.since_version, 13000);
+    // cudaTypedefs.h's PFN_<name>_v<version>: 1000 x major + 10 x minor, never in between.
+    EXPECT_EQ(row.since_version % 10, 0);
     EXPECT_EQ(row.per_thread, row.exported.ends_with("_ptsz"));
     auto chosen =
         SelectVariant(HookedSymbolVariants(), row.base, row.since_version, row.per_thread);
     ASSERT_TRUE(chosen.has_value());
     EXPECT_EQ(*chosen, row.exported) << "a revision is what its own version selects";
+    auto before =
+        SelectVariant(HookedSymbolVariants(), row.base, row.since_version - 10, row.per_thread);
+    EXPECT_NE(before.value_or(""), row.exported) << "and no caller of an older version gets it";
   }
 }
 
