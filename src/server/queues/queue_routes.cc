@@ -79,9 +79,48 @@ json LogsJson(const JobRecord& job, size_t max_lines) {
   return json{{"job", job.id}, {"queue", job.queue}, {"tasks", tasks}};
 }
 
-}  // namespace
+// GET .../jobs' paging: max_results (1..1000, default 1000) and the next_token the previous page
+// gave (the last job number it held).
+struct JobsPageQuery {
+  int limit = kMaxJobsPage;
+  int64_t after = 0;
+};
+Result<JobsPageQuery> PageQuery(const http::NativeRequest& r) {
+  JobsPageQuery q;
+  if (auto it = r.query.find("max_results"); it != r.query.end()) {
+    auto n = ParseWhole(it->second);
+    if (!n || *n < 1 || *n > kMaxJobsPage) {
+      return InvalidArgument(fmt::format("max_results={}: must be a whole number from 1 to {}",
+                                         it->second, kMaxJobsPage));
+    }
+    q.limit = static_cast<int>(*n);
+  }
+  if (auto it = r.query.find("next_token"); it != r.query.end()) {
+    auto n = ParseWhole(it->second);
+    if (!n) {
+      return InvalidArgument(fmt::format(
+          "next_token={}: not a token this server gave (pass the last page's next_token)",
+          it->second));
+    }
+    q.after = *n;
+  }
+  return q;
+}
 
-void RegisterQueueRoutes(http::HttpServer& server, QueueService& svc) {
+// GET .../logs' lines: 1..kMaxLogLines, default 100.
+constexpr int64_t kMaxLogLines = 10'000;
+Result<size_t> LinesQuery(const http::NativeRequest& r) {
+  auto it = r.query.find("lines");
+  if (it == r.query.end()) return size_t{100};
+  auto n = ParseWhole(it->second);
+  if (!n || *n < 1 || *n > kMaxLogLines) {
+    return InvalidArgument(fmt::format("lines={}: must be a whole number from 1 to {}",
+                                       it->second.substr(0, 64), kMaxLogLines));
+  }
+  return static_cast<size_t>(*n);
+}
+
+void RegisterQueueResourceRoutes(http::HttpServer& server, QueueService& svc) {
   const http::Access auth = http::kForTenants;
   server.AddRoute("POST", "/v1/queues", auth, [&svc](const http::NativeRequest& r) {
     auto body = Body(r);
@@ -121,6 +160,10 @@ void RegisterQueueRoutes(http::HttpServer& server, QueueService& svc) {
     return http::Answer(svc.GpuView(r.account_id, r.path_params.at("q")), 200,
                         [](const QueueGpuView& v) { return ToJson(v); });
   });
+}
+
+void RegisterJobRoutes(http::HttpServer& server, QueueService& svc) {
+  const http::Access auth = http::kForTenants;
   server.AddRoute("POST", "/v1/queues/{q}/jobs", auth, [&svc](const http::NativeRequest& r) {
     auto body = Body(r);
     if (!body.has_value()) return http::ErrorReply(body.error());
@@ -130,35 +173,17 @@ void RegisterQueueRoutes(http::HttpServer& server, QueueService& svc) {
                         [](const JobRecord& j) { return ToJson(j); });
   });
   server.AddRoute("GET", "/v1/queues/{q}/jobs", auth, [&svc](const http::NativeRequest& r) {
-    // Paged in submission order: max_results (1..1000, default 1000) and the next_token the
-    // previous page gave.
-    int limit = kMaxJobsPage;
-    int64_t after = 0;
-    if (auto it = r.query.find("max_results"); it != r.query.end()) {
-      auto n = ParseWhole(it->second);
-      if (!n || *n < 1 || *n > kMaxJobsPage) {
-        return http::ErrorReply(InvalidArgument(fmt::format(
-            "max_results={}: must be a whole number from 1 to {}", it->second, kMaxJobsPage)));
-      }
-      limit = static_cast<int>(*n);
-    }
-    if (auto it = r.query.find("next_token"); it != r.query.end()) {
-      auto n = ParseWhole(it->second);
-      if (!n) {
-        return http::ErrorReply(InvalidArgument(fmt::format(
-            "next_token={}: not a token this server gave (pass the last page's next_token)",
-            it->second)));
-      }
-      after = *n;
-    }
-    return http::Answer(svc.ListJobsPage(r.account_id, r.path_params.at("q"), after, limit), 200,
-                        [](const QueueService::JobPage& page) {
-                          json list = json::array();
-                          for (const auto& j : page.jobs) list.push_back(ToJson(j));
-                          json out{{"jobs", list}};
-                          if (page.next_after) out["next_token"] = std::to_string(*page.next_after);
-                          return out;
-                        });
+    auto page = PageQuery(r);
+    if (!page.has_value()) return http::ErrorReply(page.error());
+    return http::Answer(
+        svc.ListJobsPage(r.account_id, r.path_params.at("q"), page->after, page->limit), 200,
+        [](const QueueService::JobPage& page) {
+          json list = json::array();
+          for (const auto& j : page.jobs) list.push_back(ToJson(j));
+          json out{{"jobs", list}};
+          if (page.next_after) out["next_token"] = std::to_string(*page.next_after);
+          return out;
+        });
   });
   server.AddRoute("GET", "/v1/queues/{q}/jobs/{id}", auth, [&svc](const http::NativeRequest& r) {
     return http::Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")),
@@ -172,18 +197,18 @@ void RegisterQueueRoutes(http::HttpServer& server, QueueService& svc) {
                   });
   server.AddRoute(
       "GET", "/v1/queues/{q}/jobs/{id}/logs", auth, [&svc](const http::NativeRequest& r) {
-        size_t lines = 100;
-        if (auto it = r.query.find("lines"); it != r.query.end()) {
-          try {
-            lines = std::stoul(it->second);
-          } catch (const std::exception&) {
-            return http::ErrorReply(
-                InvalidArgument("lines=" + it->second + ": must be a whole number"));
-          }
-        }
+        auto lines = LinesQuery(r);
+        if (!lines.has_value()) return http::ErrorReply(lines.error());
         return http::Answer(svc.GetJob(r.account_id, r.path_params.at("q"), r.path_params.at("id")),
-                            200, [&](const JobRecord& j) { return LogsJson(j, lines); });
+                            200, [&](const JobRecord& j) { return LogsJson(j, *lines); });
       });
+}
+
+}  // namespace
+
+void RegisterQueueRoutes(http::HttpServer& server, QueueService& svc) {
+  RegisterQueueResourceRoutes(server, svc);
+  RegisterJobRoutes(server, svc);
 }
 
 void RegisterQueueMetrics(http::MetricsRegistry& m, QueueService& svc) {

@@ -156,6 +156,29 @@ TEST_F(QueueRoutesTest, AcceptsARuleBreakingJobAsFailedAndShowsItsReason) {
             "serverless.ray.worker.gpu.amount; serverless.ray.head.mgpu.core and .memory)");
 }
 
+// A job's logs: lines is a whole number from 1 to 10,000; anything else is refused naming it (a
+// negative one used to wrap to a tail of the whole file, kept line by line in memory).
+TEST_F(QueueRoutesTest, ALogsLinesOutsideItsRangeIsRefusedNamingIt) {
+  Call("POST", "/v1/queues", kQueue);
+  auto [status, body] =
+      Call("POST", "/v1/queues/q1/jobs",
+           json{{"command", "true"}, {"parameters", "emr.serverless.mgpu.core=150;"}});
+  ASSERT_EQ(status, 201);
+  const std::string logs = "/v1/queues/q1/jobs/" + body["id"].get<std::string>() + "/logs";
+  for (const char* bad : {"-5", "0", "10001", "10abc", ""}) {
+    std::tie(status, body) = Call("GET", logs + "?lines=" + bad);
+    EXPECT_EQ(status, 400) << bad;
+    EXPECT_EQ(body["error"],
+              "lines=" + std::string(bad) + ": must be a whole number from 1 to 10000")
+        << body.dump();
+  }
+  for (const char* good : {"1", "10000"}) {
+    std::tie(status, body) = Call("GET", logs + "?lines=" + good);
+    EXPECT_EQ(status, 200) << good << ": " << body.dump();
+  }
+  EXPECT_EQ(Call("GET", logs).first, 200);
+}
+
 TEST_F(QueueRoutesTest, RefusesToDeleteAQueueWithARunningJob) {
   Call("POST", "/v1/queues", kQueue);
   auto [status, body] =
