@@ -218,6 +218,99 @@ Result<QueueRecord> ApplyQueueUpdate(const QueueRecord& queue, const json& body)
   return q;
 }
 
+namespace {
+
+Result<std::map<std::string, std::string>> ParseEnvironment(const json& env) {
+  if (!env.is_object()) return InvalidArgument("environment: must be an object of strings");
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : env.items()) {
+    if (!v.is_string()) {
+      return InvalidArgument(fmt::format("environment.{}={}: must be a string", k, Shown(v)));
+    }
+    out[k] = v.get<std::string>();
+  }
+  // The same launch rules as CreateModel's Environment (docs/security.md, Launch inputs).
+  CARVE_RETURN_IF_ERROR(protocol::CheckEnvironment(out, "environment"));
+  return out;
+}
+
+Result<std::vector<std::string>> ParseCommand(const json& c) {
+  if (c.is_string() && !c.get<std::string>().empty()) {
+    return std::vector<std::string>{"/bin/sh", "-c", c.get<std::string>()};
+  }
+  if (!c.is_array() || c.empty()) {
+    return InvalidArgument("command=" + Shown(c) + ": must be a non-empty string or list");
+  }
+  std::vector<std::string> out;
+  for (const auto& a : c) {
+    if (!a.is_string()) return InvalidArgument("command: " + Shown(a) + " is not a string");
+    out.push_back(a.get<std::string>());
+  }
+  return out;
+}
+
+// The Ray fields: workers, worker_groups, head and serve_config.
+Status ParseRayFields(const json& body, JobSubmission& s) {
+  CARVE_ASSIGN_OR_RETURN(auto entrypoint, OptString(body, "entrypoint"));
+  s.entrypoint = entrypoint.value_or("");
+  CARVE_ASSIGN_OR_RETURN(auto workers, OptInt(body, "workers", 0, kMaxTasksPerJob));
+  s.workers = static_cast<int>(workers.value_or(1));
+  if (body.contains("worker_groups")) {
+    const json& groups = body.at("worker_groups");
+    if (!groups.is_array()) return InvalidArgument("worker_groups: must be a list");
+    for (size_t i = 0; i < groups.size(); ++i) {
+      CARVE_ASSIGN_OR_RETURN(GroupRequest g,
+                             ParseGroup(groups[i], fmt::format("worker_groups[{}]", i)));
+      if (g.name.empty()) g.name = fmt::format("group-{}", i);
+      s.worker_groups.push_back(std::move(g));
+    }
+  }
+  if (body.contains("head")) {
+    CARVE_ASSIGN_OR_RETURN(s.head, ParseGroup(body.at("head"), "head"));
+  }
+  if (!body.contains("serve_config")) return OkStatus();
+  const json& c = body.at("serve_config");
+  if (c.is_object()) {
+    s.serve_config = c.dump();
+  } else if (c.is_string()) {
+    s.serve_config = c.get<std::string>();
+  } else {
+    return InvalidArgument("serve_config=" + Shown(c) +
+                           ": must be the Serve config as YAML text or a JSON object");
+  }
+  if (s.type != JobType::kRayServe) {
+    return InvalidArgument(
+        fmt::format("serve_config: only a RayServe job deploys one, not a {}", NameOf(s.type)));
+  }
+  return ValidateServeConfig(s.serve_config);
+}
+
+// What each job type requires.
+Status CheckRequiredFields(const JobSubmission& s) {
+  switch (s.type) {
+    case JobType::kCustomJob:
+      if (s.command.empty()) return InvalidArgument("command: required for a CustomJob");
+      break;
+    case JobType::kRayJob:
+      if (s.entrypoint.empty()) return InvalidArgument("entrypoint: required for a RayJob");
+      break;
+    case JobType::kRayCluster:
+    case JobType::kRayServe:
+      if (s.type == JobType::kRayServe && s.serve_config.empty()) {
+        return InvalidArgument(
+            "serve_config: required for a RayServe job (the config `serve deploy` takes)");
+      }
+      if (s.worker_groups.empty()) {
+        return InvalidArgument(
+            fmt::format("worker_groups: a {} needs at least one worker group", NameOf(s.type)));
+      }
+      break;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<JobSubmission> ParseJobSubmission(const json& body) {
   if (!body.is_object()) return InvalidArgument("request body: must be a JSON object");
   static constexpr std::string_view kKeys[] = {
@@ -245,85 +338,15 @@ Result<JobSubmission> ParseJobSubmission(const json& body) {
   CARVE_ASSIGN_OR_RETURN(auto retries, OptInt(body, "max_retries", -1, kMaxRetries));
   s.max_retries = static_cast<int>(retries.value_or(0));
   if (body.contains("environment")) {
-    const json& env = body.at("environment");
-    if (!env.is_object()) return InvalidArgument("environment: must be an object of strings");
-    for (const auto& [k, v] : env.items()) {
-      if (!v.is_string()) {
-        return InvalidArgument(fmt::format("environment.{}={}: must be a string", k, Shown(v)));
-      }
-      s.environment[k] = v.get<std::string>();
-    }
-    // The same launch rules as CreateModel's Environment (docs/security.md, Launch inputs).
-    CARVE_RETURN_IF_ERROR(protocol::CheckEnvironment(s.environment, "environment"));
+    CARVE_ASSIGN_OR_RETURN(s.environment, ParseEnvironment(body.at("environment")));
   }
   if (body.contains("command")) {
-    const json& c = body.at("command");
-    if (c.is_string() && !c.get<std::string>().empty()) {
-      s.command = {"/bin/sh", "-c", c.get<std::string>()};
-    } else if (c.is_array() && !c.empty()) {
-      for (const auto& a : c) {
-        if (!a.is_string()) return InvalidArgument("command: " + Shown(a) + " is not a string");
-        s.command.push_back(a.get<std::string>());
-      }
-    } else {
-      return InvalidArgument("command=" + Shown(c) + ": must be a non-empty string or list");
-    }
+    CARVE_ASSIGN_OR_RETURN(s.command, ParseCommand(body.at("command")));
   }
   CARVE_ASSIGN_OR_RETURN(auto count, OptInt(body, "task_count", 1, kMaxTasksPerJob));
   s.task_count = static_cast<int>(count.value_or(1));
-  CARVE_ASSIGN_OR_RETURN(auto entrypoint, OptString(body, "entrypoint"));
-  s.entrypoint = entrypoint.value_or("");
-  CARVE_ASSIGN_OR_RETURN(auto workers, OptInt(body, "workers", 0, kMaxTasksPerJob));
-  s.workers = static_cast<int>(workers.value_or(1));
-  if (body.contains("worker_groups")) {
-    const json& groups = body.at("worker_groups");
-    if (!groups.is_array()) return InvalidArgument("worker_groups: must be a list");
-    for (size_t i = 0; i < groups.size(); ++i) {
-      CARVE_ASSIGN_OR_RETURN(GroupRequest g,
-                             ParseGroup(groups[i], fmt::format("worker_groups[{}]", i)));
-      if (g.name.empty()) g.name = fmt::format("group-{}", i);
-      s.worker_groups.push_back(std::move(g));
-    }
-  }
-  if (body.contains("head")) {
-    CARVE_ASSIGN_OR_RETURN(s.head, ParseGroup(body.at("head"), "head"));
-  }
-  if (body.contains("serve_config")) {
-    const json& c = body.at("serve_config");
-    if (c.is_object()) {
-      s.serve_config = c.dump();
-    } else if (c.is_string()) {
-      s.serve_config = c.get<std::string>();
-    } else {
-      return InvalidArgument("serve_config=" + Shown(c) +
-                             ": must be the Serve config as YAML text or a JSON object");
-    }
-    if (s.type != JobType::kRayServe) {
-      return InvalidArgument(
-          fmt::format("serve_config: only a RayServe job deploys one, not a {}", NameOf(s.type)));
-    }
-    CARVE_RETURN_IF_ERROR(ValidateServeConfig(s.serve_config));
-  }
-
-  switch (s.type) {
-    case JobType::kCustomJob:
-      if (s.command.empty()) return InvalidArgument("command: required for a CustomJob");
-      break;
-    case JobType::kRayJob:
-      if (s.entrypoint.empty()) return InvalidArgument("entrypoint: required for a RayJob");
-      break;
-    case JobType::kRayCluster:
-    case JobType::kRayServe:
-      if (s.type == JobType::kRayServe && s.serve_config.empty()) {
-        return InvalidArgument(
-            "serve_config: required for a RayServe job (the config `serve deploy` takes)");
-      }
-      if (s.worker_groups.empty()) {
-        return InvalidArgument(
-            fmt::format("worker_groups: a {} needs at least one worker group", NameOf(s.type)));
-      }
-      break;
-  }
+  CARVE_RETURN_IF_ERROR(ParseRayFields(body, s));
+  CARVE_RETURN_IF_ERROR(CheckRequiredFields(s));
   return s;
 }
 
