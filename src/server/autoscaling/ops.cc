@@ -9,13 +9,6 @@
 
 namespace carve::server::autoscaling {
 
-using aws::EnumRule;
-using aws::LengthRule;
-using aws::MemberPath;
-using aws::StringRule;
-using aws::UnsupportedMember;
-using aws::Validator;
-
 Handler FindHandler(std::string_view operation) {
   static const std::map<std::string, Handler, std::less<>> kHandlers = {
       {"RegisterScalableTarget", &RegisterScalableTarget},

@@ -25,6 +25,13 @@
 namespace carve::server::autoscaling {
 
 using nlohmann::json;
+// The awsJson validator's vocabulary, which every handler speaks.
+using aws::EnumRule;
+using aws::LengthRule;
+using aws::MemberPath;
+using aws::StringRule;
+using aws::UnsupportedMember;
+using aws::Validator;
 
 // What a handler works with. Owned by the service.
 struct OpContext {

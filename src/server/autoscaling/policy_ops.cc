@@ -9,13 +9,6 @@
 
 namespace carve::server::autoscaling {
 
-using aws::EnumRule;
-using aws::LengthRule;
-using aws::MemberPath;
-using aws::StringRule;
-using aws::UnsupportedMember;
-using aws::Validator;
-
 namespace {
 
 // PolicyType's enum as AWS states it (the value set its message lists), and what carve runs.

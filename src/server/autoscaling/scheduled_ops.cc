@@ -7,13 +7,6 @@
 
 namespace carve::server::autoscaling {
 
-using aws::EnumRule;
-using aws::LengthRule;
-using aws::MemberPath;
-using aws::StringRule;
-using aws::UnsupportedMember;
-using aws::Validator;
-
 Result<json> PutScheduledAction(const OpContext& ctx, const std::string& account, const json& in) {
   Validator v;
   auto name = v.String(in, "ScheduledActionName", "", kNameRule, true);

@@ -8,13 +8,6 @@
 
 namespace carve::server::autoscaling {
 
-using aws::EnumRule;
-using aws::LengthRule;
-using aws::MemberPath;
-using aws::StringRule;
-using aws::UnsupportedMember;
-using aws::Validator;
-
 namespace {
 
 constexpr UnsupportedMember kUnsupportedRegister[] = {
