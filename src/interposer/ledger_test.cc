@@ -170,6 +170,10 @@ TEST_F(LedgerTest, ASlotWhosePidWasReusedIsReclaimed) {
   probe->Set(::getpid(), 43);
   EXPECT_EQ((*created)->UsedBytes(), 0u);
   EXPECT_TRUE((*created)->Reserve(1000).ok());
+  // The new process's bytes stay charged: the old holder's slot was freed, not left with a pid
+  // the new process would take for its own.
+  EXPECT_EQ((*created)->UsedBytes(), 1000u);
+  EXPECT_FALSE((*created)->Reserve(1).ok());
 }
 
 // A probe that kills its caller: the process dies inside the ledger's critical section.
