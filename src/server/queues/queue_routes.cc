@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <deque>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -37,10 +38,10 @@ json QueueJson(const QueueRecord& q, const std::vector<JobRecord>* jobs) {
 std::optional<std::string> Tail(const std::string& path, size_t max_lines) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
-  std::vector<std::string> lines;
+  std::deque<std::string> lines;  // The newest max_lines: dropping the oldest is O(1).
   for (std::string line; std::getline(in, line);) {
     lines.push_back(std::move(line));
-    if (lines.size() > max_lines) lines.erase(lines.begin());
+    if (lines.size() > max_lines) lines.pop_front();
   }
   std::string out;
   for (const auto& l : lines) out += l + "\n";
