@@ -1,5 +1,7 @@
 // AutoScalingService's operations as Application Auto Scaling answers them: validation, errors,
 // the records they keep, paging (the fixture: autoscaling_test_fixture.h).
+#include <regex>
+
 #include "server/autoscaling/autoscaling_test_fixture.h"
 
 namespace carve::server::autoscaling {
@@ -147,6 +149,44 @@ TEST_F(AutoScalingServiceTest, PoliciesAreCheckedAgainstTheirTarget) {
   del["PolicyName"] = "p";
   std::tie(type, msg) = Fails("DeleteScalingPolicy", del);
   EXPECT_EQ(type, "ObjectNotFoundException");
+}
+
+// Every StepAdjustment is checked, the first as much as the others, each named by its position.
+TEST_F(AutoScalingServiceTest, EveryStepAdjustmentIsValidatedNamingItsPosition) {
+  Register(0, 4);
+  for (size_t bad : {0u, 1u}) {
+    json steps = json::array({{{"MetricIntervalLowerBound", 0}, {"ScalingAdjustment", 1}},
+                              {{"MetricIntervalLowerBound", 5}, {"ScalingAdjustment", 2}}});
+    steps[bad].erase("ScalingAdjustment");
+    json b = Key();
+    b["PolicyName"] = "steps";
+    b["PolicyType"] = "StepScaling";
+    b["StepScalingPolicyConfiguration"] = {{"AdjustmentType", "ChangeInCapacity"},
+                                           {"StepAdjustments", steps}};
+    auto [type, msg] = Fails("PutScalingPolicy", b);
+    EXPECT_EQ(type, "ValidationException") << bad;
+    EXPECT_NE(msg.find("stepScalingPolicyConfiguration.stepAdjustments." + std::to_string(bad + 1) +
+                       ".member.scalingAdjustment"),
+              std::string::npos)
+        << msg;
+  }
+}
+
+// A scalable target's ARN in Application Auto Scaling's form (the API reference's example:
+// scalable-target/ and 36 lowercase hex digits), distinct per target.
+TEST_F(AutoScalingServiceTest, AScalableTargetsArnHasTheServicesForm) {
+  json b = Key();
+  b["MinCapacity"] = 0;
+  b["MaxCapacity"] = 4;
+  const std::string arn = Ok("RegisterScalableTarget", b)["ScalableTargetARN"];
+  EXPECT_TRUE(
+      std::regex_match(arn, std::regex("arn:aws:application-autoscaling:us-east-1:111111111111:"
+                                       "scalable-target/[0-9a-f]{36}")))
+      << arn;
+  json v = Key("endpoint/ep/variant/AllTraffic", std::string(kInstanceCount));
+  v["MinCapacity"] = 1;
+  v["MaxCapacity"] = 4;
+  EXPECT_NE(Ok("RegisterScalableTarget", v)["ScalableTargetARN"], arn);
 }
 
 // TargetValue is held to Application Auto Scaling's range, 8.515920e-109 to 1.174271e+108,

@@ -75,9 +75,11 @@ std::string TargetNotFound(const ScalableKey& k) {
       kNamespace, k.resource_id, k.dimension);
 }
 
-std::string RandomId() {
+std::string RandomId(size_t digits) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{:016x}{:016x}", rng(), rng());
+  std::string out;
+  while (out.size() < digits) out += fmt::format("{:016x}", rng());
+  return out.substr(0, digits);
 }
 
 std::optional<ScalableKey> KeyOf(Validator& v, const json& in) {

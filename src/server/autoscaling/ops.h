@@ -80,7 +80,8 @@ http::ApiResponse AasError(int status, std::string_view type, const std::string&
 http::ApiResponse ToAasError(const carve::Error& e);
 
 std::string TargetNotFound(const ScalableKey& k);
-std::string RandomId();
+// `digits` random lowercase hex digits, for the ids in ARNs.
+std::string RandomId(size_t digits);
 // A key from the request: namespace, resource id and dimension, all required.
 std::optional<ScalableKey> KeyOf(aws::Validator& v, const json& in);
 Result<ScalableTarget> GetTarget(const OpContext& ctx, const std::string& account,

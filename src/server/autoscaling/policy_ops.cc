@@ -182,7 +182,7 @@ Result<json> PutScalingPolicy(const OpContext& ctx, const std::string& account, 
     p.arn = fmt::format(
         "arn:aws:autoscaling:{}:{}:scalingPolicy:{}:resource/sagemaker/{}:"
         "policyName/{}",
-        ctx.region, account, RandomId().substr(0, 32), key->resource_id, *name);
+        ctx.region, account, RandomId(32), key->resource_id, *name);
   }
   p.type = policy_type;
   p.config = *config;

@@ -45,7 +45,7 @@ Result<json> PutScheduledAction(const OpContext& ctx, const std::string& account
     a.created_ms = ctx.clock.UnixMillis();
     a.arn = ctx.Arn(account, fmt::format("scheduledAction:{}:resource/sagemaker/{}:"
                                          "scheduledActionName/{}",
-                                         RandomId().substr(0, 32), key->resource_id, *name));
+                                         RandomId(32), key->resource_id, *name));
   }
   if (schedule) a.schedule = *schedule;
   if (start) a.start_ms = static_cast<int64_t>(*start * 1000);

@@ -54,7 +54,7 @@ Result<json> RegisterScalableTarget(const OpContext& ctx, const std::string& acc
     }
     t.key = *key;
     t.created_ms = ctx.clock.UnixMillis();
-    t.arn = ctx.Arn(account, "scalable-target/" + RandomId().substr(0, 28));
+    t.arn = ctx.Arn(account, "scalable-target/" + RandomId(36));
   }
   if (min) t.min = static_cast<int>(*min);
   if (max) t.max = static_cast<int>(*max);
