@@ -172,6 +172,27 @@ TEST_F(AutoScalingServiceTest, EveryStepAdjustmentIsValidatedNamingItsPosition) 
   }
 }
 
+// A server built without a metrics registry reads no customized metrics: a policy naming one is
+// refused, naming the member, rather than stored to never scale.
+TEST_F(AutoScalingServiceTest, WithoutAMetricsRegistryACustomizedMetricIsRefused) {
+  AutoScalingOptions o;
+  o.clock = &clock_;
+  o.metrics = nullptr;
+  service_ = std::make_unique<AutoScalingService>(store_, resources_, stats_, o);
+  Register(0, 4);
+  json b = Key();
+  b["PolicyName"] = "custom";
+  b["PolicyType"] = "TargetTrackingScaling";
+  b["TargetTrackingScalingPolicyConfiguration"] = {
+      {"TargetValue", 5},
+      {"CustomizedMetricSpecification",
+       {{"Namespace", "carve"}, {"MetricName", "carve_queue_depth"}, {"Statistic", "Average"}}}};
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_NE(msg.find("customizedMetricSpecification.metricName"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("this server reads no customized metrics"), std::string::npos) << msg;
+}
+
 // A scalable target's ARN in Application Auto Scaling's form (the API reference's example:
 // scalable-target/ and 36 lowercase hex digits), distinct per target.
 TEST_F(AutoScalingServiceTest, AScalableTargetsArnHasTheServicesForm) {
