@@ -193,6 +193,52 @@ TEST_F(AutoScalingServiceTest, WithoutAMetricsRegistryACustomizedMetricIsRefused
   EXPECT_NE(msg.find("this server reads no customized metrics"), std::string::npos) << msg;
 }
 
+// Each of SuspendedState's three members sets its own flag, and only it.
+TEST_F(AutoScalingServiceTest, EachSuspendedStateMemberSetsItsOwnFlag) {
+  for (const char* member :
+       {"DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended"}) {
+    json b = Key();
+    b["MinCapacity"] = 0;
+    b["MaxCapacity"] = 4;
+    b["SuspendedState"] = {{member, true}};
+    Ok("RegisterScalableTarget", b);
+    json t =
+        Ok("DescribeScalableTargets", {{"ServiceNamespace", "sagemaker"}})["ScalableTargets"][0];
+    for (const char* other :
+         {"DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended"}) {
+      EXPECT_EQ(t["SuspendedState"][other], std::string(other) == member) << member << " " << other;
+    }
+    Ok("DeregisterScalableTarget", Key());
+  }
+}
+
+// A variant's resource id names an endpoint and a variant, each a SageMaker name.
+TEST_F(AutoScalingServiceTest, AVariantResourceIdIsRefusedForABadVariantName) {
+  for (const char* id : {"endpoint/ep/variant/bad name", "endpoint/bad name/variant/AllTraffic",
+                         "endpoint/ep/variants/AllTraffic", "endpoint/ep/variant"}) {
+    json b = Key(id, std::string(kInstanceCount));
+    b["MinCapacity"] = 1;
+    b["MaxCapacity"] = 4;
+    auto [type, msg] = Fails("RegisterScalableTarget", b);
+    EXPECT_NE(msg.find("it must be endpoint/<endpoint name>/variant/<variant name>"),
+              std::string::npos)
+        << id << ": " << msg;
+  }
+}
+
+// A scheduled action that sets one bound shows that bound only.
+TEST_F(AutoScalingServiceTest, AScheduledActionShowsOnlyTheBoundsItSets) {
+  Register(0, 4);
+  json a = Key();
+  a["ScheduledActionName"] = "night";
+  a["Schedule"] = "rate(1 day)";
+  a["ScalableTargetAction"] = {{"MaxCapacity", 3}};
+  Ok("PutScheduledAction", a);
+  json d =
+      Ok("DescribeScheduledActions", {{"ServiceNamespace", "sagemaker"}})["ScheduledActions"][0];
+  EXPECT_EQ(d["ScalableTargetAction"], (json{{"MaxCapacity", 3}})) << d.dump();
+}
+
 // A scalable target's ARN in Application Auto Scaling's form (the API reference's example:
 // scalable-target/ and 36 lowercase hex digits), distinct per target.
 TEST_F(AutoScalingServiceTest, AScalableTargetsArnHasTheServicesForm) {
