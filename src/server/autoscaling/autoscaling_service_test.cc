@@ -239,6 +239,18 @@ TEST_F(AutoScalingServiceTest, AScheduledActionShowsOnlyTheBoundsItSets) {
   EXPECT_EQ(d["ScalableTargetAction"], (json{{"MaxCapacity", 3}})) << d.dump();
 }
 
+// A predefined metric without its type is one validation error, naming the member.
+TEST_F(AutoScalingServiceTest, APredefinedMetricWithoutItsTypeIsOneError) {
+  Register(0, 4);
+  json b = InvocationsPolicy("p", 5);
+  b["TargetTrackingScalingPolicyConfiguration"]["PredefinedMetricSpecification"] = json::object();
+  auto [type, msg] = Fails("PutScalingPolicy", b);
+  EXPECT_EQ(type, "ValidationException");
+  EXPECT_EQ(msg.rfind("1 validation error detected: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("predefinedMetricSpecification.predefinedMetricType"), std::string::npos)
+      << msg;
+}
+
 // A scalable target's ARN in Application Auto Scaling's form (the API reference's example:
 // scalable-target/ and 36 lowercase hex digits), distinct per target.
 TEST_F(AutoScalingServiceTest, AScalableTargetsArnHasTheServicesForm) {
