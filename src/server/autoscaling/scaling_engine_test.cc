@@ -179,6 +179,33 @@ TEST_F(AutoScalingServiceTest, ScaleInWaitsUntilEveryTrackingPolicyWantsIt) {
   EXPECT_EQ(resources_.sets, std::vector<int>{2});  // max(1, ceil(4 * 5 / 10))
 }
 
+// A customized metric whose dimensions match no series of its family is no data, whatever the
+// statistic: nothing scales (and a Minimum or Maximum of nothing is never read).
+TEST_F(AutoScalingServiceTest, ACustomizedMetricMatchingNoSeriesIsNoDataForEveryStatistic) {
+  Register(1, 10);
+  resources_.capacity[kIc] = {4, 4, "ep", ""};
+  depth_.Set({kAccount, "ic"}, 50);  // Another component's series; none for "nobody".
+  for (const char* statistic : {"Average", "Minimum", "Maximum"}) {
+    resources_.sets.clear();
+    json b = Key();
+    b["PolicyName"] = std::string("empty-") + statistic;
+    b["PolicyType"] = "TargetTrackingScaling";
+    b["TargetTrackingScalingPolicyConfiguration"] = {
+        {"TargetValue", 10},
+        {"CustomizedMetricSpecification",
+         {{"Namespace", "carve"},
+          {"MetricName", "carve_test_queue_depth"},
+          {"Dimensions", {{{"Name", "component"}, {"Value", "nobody"}}}},
+          {"Statistic", statistic}}}};
+    Ok("PutScalingPolicy", b);
+    Traffic(0, 12);
+    EXPECT_TRUE(resources_.sets.empty()) << statistic;
+    json del = Key();
+    del["PolicyName"] = std::string("empty-") + statistic;
+    Ok("DeleteScalingPolicy", del);
+  }
+}
+
 // Without ScaleOutCooldown a policy waits the default 300 s between scale-outs.
 TEST_F(AutoScalingServiceTest, ACooldownLeftOutIsThreeHundredSeconds) {
   Register(1, 10);
