@@ -91,6 +91,22 @@ class AutoScalingServiceTest : public ::testing::Test {
          {{"PredefinedMetricType", "SageMakerInferenceComponentInvocationsPerCopy"}}}};
     return b;
   }
+  // A PutScalingPolicy body: `name` tracks carve_test_queue_depth{component=`component`} at
+  // `target`, read as `statistic`.
+  static json QueueDepthPolicy(const std::string& name, const std::string& component,
+                               const std::string& statistic, double target = 10) {
+    json b = Key();
+    b["PolicyName"] = name;
+    b["PolicyType"] = "TargetTrackingScaling";
+    b["TargetTrackingScalingPolicyConfiguration"] = {
+        {"TargetValue", target},
+        {"CustomizedMetricSpecification",
+         {{"Namespace", "carve"},
+          {"MetricName", "carve_test_queue_depth"},
+          {"Dimensions", {{{"Name", "component"}, {"Value", component}}}},
+          {"Statistic", statistic}}}};
+    return b;
+  }
   void TrackInvocations(double target, json extra = json::object()) {
     json b = InvocationsPolicy("per-copy", target);
     json& c = b["TargetTrackingScalingPolicyConfiguration"];

@@ -160,17 +160,7 @@ TEST_F(AutoScalingServiceTest, ScaleInWaitsUntilEveryTrackingPolicyWantsIt) {
   resources_.capacity[kIc] = {4, 4, "ep", ""};
   resources_.sets.clear();
   TrackInvocations(10);  // No traffic: this one wants the minimum.
-  json b = Key();
-  b["PolicyName"] = "queue";
-  b["PolicyType"] = "TargetTrackingScaling";
-  b["TargetTrackingScalingPolicyConfiguration"] = {
-      {"TargetValue", 10},
-      {"CustomizedMetricSpecification",
-       {{"Namespace", "carve"},
-        {"MetricName", "carve_test_queue_depth"},
-        {"Dimensions", {{{"Name", "component"}, {"Value", "ic"}}}},
-        {"Statistic", "Average"}}}};
-  Ok("PutScalingPolicy", b);
+  Ok("PutScalingPolicy", QueueDepthPolicy("queue", "ic", "Average"));
   depth_.Set({kAccount, "ic"}, 10);  // Exactly at its target: neither high nor low.
   Traffic(0, 12);
   EXPECT_TRUE(resources_.sets.empty());
@@ -187,17 +177,8 @@ TEST_F(AutoScalingServiceTest, ACustomizedMetricMatchingNoSeriesIsNoDataForEvery
   depth_.Set({kAccount, "ic"}, 50);  // Another component's series; none for "nobody".
   for (const char* statistic : {"Average", "Minimum", "Maximum"}) {
     resources_.sets.clear();
-    json b = Key();
-    b["PolicyName"] = std::string("empty-") + statistic;
-    b["PolicyType"] = "TargetTrackingScaling";
-    b["TargetTrackingScalingPolicyConfiguration"] = {
-        {"TargetValue", 10},
-        {"CustomizedMetricSpecification",
-         {{"Namespace", "carve"},
-          {"MetricName", "carve_test_queue_depth"},
-          {"Dimensions", {{{"Name", "component"}, {"Value", "nobody"}}}},
-          {"Statistic", statistic}}}};
-    Ok("PutScalingPolicy", b);
+    Ok("PutScalingPolicy",
+       QueueDepthPolicy(std::string("empty-") + statistic, "nobody", statistic));
     Traffic(0, 12);
     EXPECT_TRUE(resources_.sets.empty()) << statistic;
     json del = Key();
