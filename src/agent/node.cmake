@@ -4,7 +4,7 @@ set(node_dir ${CMAKE_CURRENT_SOURCE_DIR}/node)
 carve_library(carve_agent
   SRCS ${node_dir}/agent.cc ${node_dir}/agent_loops.cc ${node_dir}/backoff.cc
        ${node_dir}/busy_rate.cc ${node_dir}/control_plane.cc ${node_dir}/fence.cc ${node_dir}/node_credential.cc ${node_dir}/gpu_applier.cc ${node_dir}/node_identity.cc
-       ${node_dir}/share_guard.cc ${node_dir}/workload_command.cc ${node_dir}/workload_manager.cc
+       ${node_dir}/share_guard.cc ${node_dir}/workload_command.cc ${node_dir}/workload_manager.cc ${node_dir}/workload_devices.cc
        ${node_dir}/workload_sandbox.cc
   DEPS carve_mig carve_fake_nvml carve_launch carve_mps carve_protocol carve_launch_inputs
        carve_catalog yaml-cpp
