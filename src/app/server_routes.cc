@@ -3,6 +3,7 @@
 #include <map>
 #include <utility>
 
+#include "catalog/catalog.h"
 #include "http/native_reply.h"
 
 namespace carve::app {
@@ -59,8 +60,7 @@ void AddQueueCards(json& fleet, const std::vector<server::queues::QueueGpuView>&
 json ShapeJson(const core::Request& r) {
   switch (r.kind) {
     case core::RequestKind::kPartition:
-      return {{"kind", "partition"},
-              {"profile", r.profile.starts_with("mig-") ? r.profile : "mig-" + r.profile}};
+      return {{"kind", "partition"}, {"profile", catalog::SageMakerProfileName(r.profile)}};
     case core::RequestKind::kWholeGpus:
       return {{"kind", "whole_gpus"}, {"gpus", r.gpus}};
     case core::RequestKind::kShare:
@@ -142,7 +142,7 @@ void RegisterServerMetrics(http::MetricsRegistry& registry,
     copies.Clear();
     endpoints.Clear();
     for (const auto& [key, v] : snap.partitions) {
-      std::string profile = key.second.starts_with("mig-") ? key.second.substr(4) : key.second;
+      const std::string profile(catalog::NvmlProfileName(key.second));
       total.Set({key.first, profile}, v.first);
       used.Set({key.first, profile}, v.second);
     }

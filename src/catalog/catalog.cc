@@ -46,7 +46,22 @@ const MigProfile* FindProfileById(const GpuModel& gpu, NvmlProfileId id) {
   return nullptr;
 }
 
-std::string SageMakerName(const MigProfile& profile) { return "mig-" + std::string(profile.name); }
+std::string SageMakerName(const MigProfile& profile) { return SageMakerProfileName(profile.name); }
+
+namespace {
+constexpr std::string_view kSageMakerProfilePrefix = "mig-";
+}  // namespace
+
+std::string_view NvmlProfileName(std::string_view name) {
+  return name.starts_with(kSageMakerProfilePrefix) ? name.substr(kSageMakerProfilePrefix.size())
+                                                   : name;
+}
+
+std::string SageMakerProfileName(std::string_view name) {
+  return name.starts_with(kSageMakerProfilePrefix)
+             ? std::string(name)
+             : std::string(kSageMakerProfilePrefix) + std::string(name);
+}
 
 Result<const InstanceType*> FindInstanceType(std::string_view id) {
   return FindInstanceTypeIn(AllInstanceTypes(), id);

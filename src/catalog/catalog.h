@@ -31,6 +31,11 @@ Result<const MigProfile*> FindProfile(const GpuModel& gpu, std::string_view name
 const MigProfile* FindProfileById(const GpuModel& gpu, NvmlProfileId id);
 // "mig-3g.40gb": the SageMaker spelling of a profile.
 std::string SageMakerName(const MigProfile& profile);
+// The one place the two spellings meet: "mig-3g.40gb" (SageMaker's) and "3g.40gb" (NVML's) name
+// the same profile. NvmlProfileName drops the "mig-" prefix when there is one;
+// SageMakerProfileName adds it when there is none. Neither checks that the profile exists.
+std::string_view NvmlProfileName(std::string_view name);
+std::string SageMakerProfileName(std::string_view name);
 
 Result<const InstanceType*> FindInstanceType(std::string_view id);
 

@@ -25,6 +25,15 @@ TEST(Catalog, FindsGpusByIdDisplayNameAndNvmlNameIgnoringCase) {
   EXPECT_EQ(Gpu("Tesla T4").id, "t4");
 }
 
+TEST(Catalog, AProfileHasASageMakerAndAnNvmlSpellingAndEachComesBack) {
+  EXPECT_EQ(NvmlProfileName("mig-3g.40gb"), "3g.40gb");
+  EXPECT_EQ(NvmlProfileName("3g.40gb"), "3g.40gb");
+  EXPECT_EQ(SageMakerProfileName("3g.40gb"), "mig-3g.40gb");
+  EXPECT_EQ(SageMakerProfileName("mig-3g.40gb"), "mig-3g.40gb");
+  EXPECT_EQ(NvmlProfileName(SageMakerProfileName("1g.10gb+me")), "1g.10gb+me");
+  EXPECT_EQ(NvmlProfileName("mig"), "mig");  // Only the whole prefix counts.
+}
+
 TEST(Catalog, UnknownGpuIsNotFoundAndListsTheKnownOnes) {
   auto gpu = FindGpu("h100-40gb");
   ASSERT_FALSE(gpu);

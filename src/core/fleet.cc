@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "catalog/catalog.h"
 #include "core/placement.h"
 
 namespace carve::core {
@@ -17,10 +18,7 @@ std::string NvmlSpelling(std::string_view name) {
   std::string s(name);
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (s.rfind("mig-", 0) == 0) {
-    s.erase(0, 4);
-  }
-  return s;
+  return std::string(catalog::NvmlProfileName(s));
 }
 
 std::string HostText(int64_t cpu_milli, int64_t host_memory_mib) {

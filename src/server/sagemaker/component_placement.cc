@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "catalog/catalog.h"
 #include "server/sagemaker/resources.h"
 
 namespace carve::server::sagemaker {
@@ -18,10 +19,6 @@ const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name
     if (v.name == name) return &v;
   }
   return nullptr;
-}
-
-std::string NvmlSpelling(const std::string& sagemaker_type) {
-  return sagemaker_type.starts_with("mig-") ? sagemaker_type.substr(4) : sagemaker_type;
 }
 
 // A v1 placement named its partition by (GPU, index of the type in the variant's declared
@@ -49,7 +46,7 @@ Result<core::AllocationRecord> MigratedPlacement(const ComponentRecord& c, const
     return InvalidArgument(fmt::format("copy {} names slot {}; the layout {} has {}", p.id, slot,
                                        LayoutName(v), declared.size()));
   }
-  const std::string profile = NvmlSpelling(declared[slot]);
+  const std::string profile(catalog::NvmlProfileName(declared[slot]));
   const auto nth = std::count(declared.begin(), declared.begin() + slot, declared[slot]);
   int seen = 0;
   for (const auto& inst : v.layout.instances) {

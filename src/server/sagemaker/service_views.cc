@@ -121,7 +121,7 @@ json SageMakerService::NodeJson(const nodes::ClaimedNode& node, const std::strin
       if (p.gpu < 0 || p.gpu >= type.gpu_count) continue;
       auto [occupant, copy] = copy_json(p.allocation);
       gpus[p.gpu]["partitions"].push_back(
-          {{"partition_type", "mig-" + std::string(p.instance.profile->name)},
+          {{"partition_type", catalog::SageMakerName(*p.instance.profile)},
            {"profile", p.instance.profile->name},
            {"start", p.instance.start},
            {"size", p.instance.profile->placement_size},
@@ -241,7 +241,7 @@ SageMakerService::Snapshot SageMakerService::TakeSnapshot() const {
       for (const auto& p : pool.engine().Partitions()) {
         const std::string gpu(pool.options().layout.gpu != nullptr ? pool.options().layout.gpu->id
                                                                    : "");
-        auto& cell = snap.partitions[{gpu, "mig-" + std::string(p.instance.profile->name)}];
+        auto& cell = snap.partitions[{gpu, catalog::SageMakerName(*p.instance.profile)}];
         ++cell.first;
         cell.second += p.allocation.value() != 0 ? 1 : 0;
       }
