@@ -118,18 +118,10 @@ class AutoScalingServiceTest : public ::testing::Test {
   // A target-tracking policy on carve_test_queue_depth (depth_), a customized metric: its value
   // is not divided by the copy count.
   void TrackQueueDepth(double target, const std::string& name = "queue") {
-    json b = Key();
-    b["PolicyName"] = name;
-    b["PolicyType"] = "TargetTrackingScaling";
-    b["TargetTrackingScalingPolicyConfiguration"] = {
-        {"TargetValue", target},
-        {"CustomizedMetricSpecification",
-         {{"Namespace", "carve"},
-          {"MetricName", "carve_test_queue_depth"},
-          {"Dimensions", {{{"Name", "component"}, {"Value", "ic"}}}},
-          {"Statistic", "Average"}}},
-        {"ScaleOutCooldown", 60},
-        {"ScaleInCooldown", 60}};
+    json b = QueueDepthPolicy(name, "ic", "Average", target);
+    json& c = b["TargetTrackingScalingPolicyConfiguration"];
+    c["ScaleOutCooldown"] = 60;
+    c["ScaleInCooldown"] = 60;
     Ok("PutScalingPolicy", b);
   }
   // A step-scaling policy on NoCapacityInvocationFailures with `config`'s members.
