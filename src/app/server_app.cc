@@ -482,6 +482,7 @@ Result<std::unique_ptr<ServerApp>> ServerApp::Create(ServerConfig config) {
   p->dashboard = server::ui::RegisterUiRoutes(
       *p->http, p->credentials, p->metrics,
       [svc = p->sagemaker.get()](const http::ApiRequest& r) { return svc->Handle(r); });
+  RegisterEndpointsView(*p->http, *p->sagemaker, *p->dashboard);
   if (p->etcd == nullptr) {
     CARVE_RETURN_IF_ERROR(RecoverAll(*p));
   } else if (Status led = ServeAsStandbyThenLead(*p); !led.ok()) {

@@ -62,6 +62,12 @@ TEST_F(ServerAppTest, StartsOnAFreePortWithItsLocalNodesRegisteredAndStopsCleanl
   }
   EXPECT_EQ(ready, 4);
   EXPECT_EQ((*fleet)["nodes"].size(), 4u);
+  // The dashboard's Endpoints page in one read: nothing of this account's yet, and the history.
+  auto view = client.Json("GET", "/v1/ui/endpoints");
+  ASSERT_TRUE(view.has_value()) << view.error().message;
+  EXPECT_TRUE((*view)["Endpoints"].empty()) << view->dump();
+  EXPECT_TRUE((*view)["InferenceComponents"].empty());
+  EXPECT_TRUE((*view)["History"].is_object());
   auto missing = client.Json("GET", "/v1/endpoints/nope/carve");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);

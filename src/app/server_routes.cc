@@ -1,6 +1,7 @@
 #include "app/server_routes.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "catalog/catalog.h"
@@ -235,6 +236,22 @@ void RegisterViewRoutes(http::HttpServer& http, server::sagemaker::SageMakerServ
       [&svc](const http::NativeRequest& r) {
         return http::Answer(svc.ComponentCopiesJson(r.account_id, r.path_params.at("name")));
       });
+}
+
+void RegisterEndpointsView(http::HttpServer& http, server::sagemaker::SageMakerService& svc,
+                           const server::ui::Dashboard& dashboard) {
+  http.AddRoute("GET", "/v1/ui/endpoints", http::kForTenants,
+                [&svc, &dashboard](const http::NativeRequest& r) {
+                  Result<json> view = svc.EndpointsViewJson(r.account_id);
+                  if (!view.has_value()) return http::Answer(view);
+                  std::set<server::ui::ComponentKey> owned;
+                  for (const json& c : (*view)["InferenceComponents"]) {
+                    owned.emplace(c["EndpointName"].get<std::string>(),
+                                  c["InferenceComponentName"].get<std::string>());
+                  }
+                  (*view)["History"] = dashboard.HistoryOf(r.account_id, owned);
+                  return http::JsonReply(200, *view, -1);
+                });
 }
 
 }  // namespace carve::app

@@ -12,6 +12,7 @@
 #include "server/queues/queue_service.h"
 #include "server/sagemaker/route_table.h"
 #include "server/sagemaker/service.h"
+#include "server/ui/ui_routes.h"
 
 namespace carve::app {
 
@@ -42,5 +43,11 @@ void RegisterAutoScalingMetrics(http::MetricsRegistry& metrics,
 // caller's account; and GET /v1/routes, the route table, for operators.
 void RegisterViewRoutes(http::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
                         server::queues::QueueService& queues);
+
+// GET /v1/ui/endpoints, for tenants: the dashboard's Endpoints page in one request, scoped to
+// the caller's account: SageMakerService::EndpointsViewJson with "History", the last minutes of
+// those components (Dashboard::HistoryOf).
+void RegisterEndpointsView(http::HttpServer& http, server::sagemaker::SageMakerService& sagemaker,
+                           const server::ui::Dashboard& dashboard);
 
 }  // namespace carve::app

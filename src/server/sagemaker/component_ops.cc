@@ -308,11 +308,16 @@ Result<json> DescribeInferenceComponent(const OpContext& ctx, const http::ApiReq
   auto name = v.String(in, "InferenceComponentName", "", kModelNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kInferenceComponent, *name));
+  return ComponentDescription(ctx, rec);
+}
+
+Result<json> ComponentDescription(const OpContext& ctx, const store::Record& rec) {
   CARVE_ASSIGN_OR_RETURN(ComponentRecord c, ComponentRecord::FromRecord(rec));
+  const std::string& account = rec.key.account;
   json out = {{"InferenceComponentName", c.name},
-              {"InferenceComponentArn", ctx.Arn(req.account_id, kInferenceComponent, c.name)},
+              {"InferenceComponentArn", ctx.Arn(account, kInferenceComponent, c.name)},
               {"EndpointName", c.endpoint},
-              {"EndpointArn", ctx.Arn(req.account_id, kEndpoint, c.endpoint)},
+              {"EndpointArn", ctx.Arn(account, kEndpoint, c.endpoint)},
               {"VariantName", c.variant},
               {"Specification", SpecificationSummary(c.specification)},
               {"RuntimeConfig", {{"DesiredCopyCount", c.desired}, {"CurrentCopyCount", c.running}}},

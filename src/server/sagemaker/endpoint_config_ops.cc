@@ -93,10 +93,14 @@ Result<json> DescribeEndpointConfig(const OpContext& ctx, const http::ApiRequest
   auto name = v.String(in, "EndpointConfigName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpointConfig, *name));
+  return EndpointConfigDescription(ctx, rec);
+}
+
+Result<json> EndpointConfigDescription(const OpContext& ctx, const store::Record& rec) {
   CARVE_ASSIGN_OR_RETURN(json body, Body(rec));
   body.erase("Tags");
   body.erase(std::string(kCarveLayouts));
-  body["EndpointConfigArn"] = ctx.Arn(req.account_id, kEndpointConfig, *name);
+  body["EndpointConfigArn"] = ctx.Arn(rec.key.account, kEndpointConfig, rec.key.name);
   body["CreationTime"] = EpochSeconds(rec.created_ms);
   return body;
 }

@@ -124,9 +124,13 @@ Result<json> DescribeEndpoint(const OpContext& ctx, const http::ApiRequest& req,
   auto name = v.String(in, "EndpointName", "", kEndpointNameRule, true);
   CARVE_RETURN_IF_ERROR(v.ToStatus());
   CARVE_ASSIGN_OR_RETURN(store::Record rec, ctx.Get(req.account_id, kEndpoint, *name));
+  return EndpointDescription(ctx, rec);
+}
+
+Result<json> EndpointDescription(const OpContext& ctx, const store::Record& rec) {
   CARVE_ASSIGN_OR_RETURN(EndpointRecord ep, EndpointRecord::FromRecord(rec));
   json out = {{"EndpointName", ep.name},
-              {"EndpointArn", ctx.Arn(req.account_id, kEndpoint, ep.name)},
+              {"EndpointArn", ctx.Arn(rec.key.account, kEndpoint, ep.name)},
               {"EndpointConfigName", ep.config_name},
               {"EndpointStatus", Name(ep.status)},
               {"CreationTime", EpochSeconds(rec.created_ms)},

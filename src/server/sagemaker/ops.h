@@ -42,11 +42,15 @@ Result<json> ListModels(const OpContext&, const http::ApiRequest&, const json&);
 // endpoint_config_ops.cc
 Result<json> CreateEndpointConfig(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> DescribeEndpointConfig(const OpContext&, const http::ApiRequest&, const json&);
+// DescribeEndpointConfig's answer for a stored endpoint configuration.
+Result<json> EndpointConfigDescription(const OpContext&, const store::Record&);
 Result<json> DeleteEndpointConfig(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> ListEndpointConfigs(const OpContext&, const http::ApiRequest&, const json&);
 // endpoint_ops.cc
 Result<json> CreateEndpoint(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> DescribeEndpoint(const OpContext&, const http::ApiRequest&, const json&);
+// DescribeEndpoint's answer for a stored endpoint.
+Result<json> EndpointDescription(const OpContext&, const store::Record&);
 Result<json> DeleteEndpoint(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> ListEndpoints(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> UpdateEndpoint(const OpContext&, const http::ApiRequest&, const json&);
@@ -55,6 +59,8 @@ Result<json> UpdateEndpointWeightsAndCapacities(const OpContext&, const http::Ap
 // component_ops.cc
 Result<json> CreateInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> DescribeInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
+// DescribeInferenceComponent's answer for a stored inference component.
+Result<json> ComponentDescription(const OpContext&, const store::Record&);
 Result<json> DeleteInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> ListInferenceComponents(const OpContext&, const http::ApiRequest&, const json&);
 Result<json> UpdateInferenceComponent(const OpContext&, const http::ApiRequest&, const json&);

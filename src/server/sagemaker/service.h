@@ -100,6 +100,13 @@ class SageMakerService {
   nlohmann::json FleetJson(const std::string& account) const;
   Result<nlohmann::json> EndpointCarveJson(const std::string& account,
                                            const std::string& endpoint) const;
+  // GET /v1/ui/endpoints's part: every endpoint of the account as DescribeEndpoint answers it,
+  // with "EndpointConfig" (DescribeEndpointConfig's answer, null once deleted) and "Nodes" (its
+  // instances as GET /v1/fleet draws them); every inference component as
+  // DescribeInferenceComponent answers it; and "Unreadable": records that could not be
+  // described ({"kind", "name", "error"}), so a damaged record shows instead of vanishing.
+  // One request for what the dashboard's Endpoints page drew with 2 + 2N signed calls.
+  Result<nlohmann::json> EndpointsViewJson(const std::string& account) const;
   // GET /v1/inference-components/{name}/copies: every copy, the specification version it runs
   // and its state, and the deployment in progress (NotFound for an unknown component).
   Result<nlohmann::json> ComponentCopiesJson(const std::string& account,

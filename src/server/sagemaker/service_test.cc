@@ -517,6 +517,47 @@ TEST_F(ServiceTest, TheFleetViewShowsAnotherAccountsInstanceAsTakenAndNothingOnI
   }
 }
 
+// The dashboard's Endpoints view (GET /v1/ui/endpoints) is what the API says, in one answer:
+// each endpoint, configuration and component exactly as its Describe operation answers it, and
+// the endpoint's instances as the fleet view draws them. Another account's view holds nothing
+// of it; a record that cannot be read is named, not dropped; a deleted configuration is null.
+TEST_F(ServiceTest, TheEndpointsViewIsEachDescribeAnswerAndOnlyTheCallersOwn) {
+  SeedEndpoint();
+  Settle();
+  Ok("CreateInferenceComponent", Component("secret-model", "mig-2g.10gb", 2));
+  Settle();
+  const json view = service_->EndpointsViewJson(kAccount).value();
+  ASSERT_EQ(view["Endpoints"].size(), 1u) << view.dump();
+  json ep = view["Endpoints"][0];
+  const json config = ep["EndpointConfig"];
+  const json held = ep["Nodes"];
+  ep.erase("EndpointConfig");
+  ep.erase("Nodes");
+  EXPECT_EQ(ep, Ok("DescribeEndpoint", {{"EndpointName", "ep"}}));
+  EXPECT_EQ(config, Ok("DescribeEndpointConfig", {{"EndpointConfigName", "ep"}}));
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0], NodeNamed(held[0]["name"]));
+  ASSERT_EQ(view["InferenceComponents"].size(), 1u);
+  EXPECT_EQ(view["InferenceComponents"][0],
+            Ok("DescribeInferenceComponent", {{"InferenceComponentName", "secret-model"}}));
+  EXPECT_TRUE(view["Unreadable"].empty());
+
+  const json theirs = service_->EndpointsViewJson("222222222222").value();
+  EXPECT_TRUE(theirs["Endpoints"].empty());
+  EXPECT_TRUE(theirs["InferenceComponents"].empty());
+  EXPECT_EQ(theirs.dump().find("secret-model"), std::string::npos) << theirs.dump();
+
+  Ok("DeleteEndpointConfig", {{"EndpointConfigName", "ep"}});
+  ASSERT_TRUE(
+      store_.Create({kAccount, std::string(kInferenceComponent), "torn"}, "{not json").has_value());
+  const json after = service_->EndpointsViewJson(kAccount).value();
+  EXPECT_TRUE(after["Endpoints"][0]["EndpointConfig"].is_null());
+  ASSERT_EQ(after["Unreadable"].size(), 1u) << after.dump();
+  EXPECT_EQ(after["Unreadable"][0]["kind"], kInferenceComponent);
+  EXPECT_EQ(after["Unreadable"][0]["name"], "torn");
+  EXPECT_EQ(after["InferenceComponents"].size(), 1u);
+}
+
 // Past the per-account cap a create is refused saying why, nothing is stored, another account is
 // unaffected, and a delete makes room again.
 TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {

@@ -6,6 +6,7 @@
 
 #include "catalog/catalog.h"
 #include "core/layout_units.h"
+#include "server/sagemaker/ops.h"
 #include "server/sagemaker/resources.h"
 #include "server/sagemaker/service.h"
 
@@ -153,6 +154,56 @@ json SageMakerService::FleetJson(const std::string& account) const {
   std::map<const nodes::NodePool*, PoolIndex> cache;
   for (const auto& n : claims_.All()) nodes.push_back(NodeJson(n, account, cache));
   return {{"nodes", nodes}};
+}
+
+Result<json> SageMakerService::EndpointsViewJson(const std::string& account) const {
+  // The records first, outside the state lock: a Store read may be a network round trip (etcd).
+  const store::ListOptions all;
+  CARVE_ASSIGN_OR_RETURN(auto endpoint_recs, store_.List(account, std::string(kEndpoint), all));
+  CARVE_ASSIGN_OR_RETURN(auto config_recs, store_.List(account, std::string(kEndpointConfig), all));
+  CARVE_ASSIGN_OR_RETURN(auto component_recs,
+                         store_.List(account, std::string(kInferenceComponent), all));
+  json unreadable = json::array();
+  // Each answer is the operation's own, so the page reads exactly what the API says.
+  auto describe = [&](const store::Record& rec, auto how) -> std::optional<json> {
+    Result<json> out = how(ops_, rec);
+    if (out.has_value()) return std::move(*out);
+    unreadable.push_back(
+        {{"kind", rec.key.kind}, {"name", rec.key.name}, {"error", out.error().message}});
+    return std::nullopt;
+  };
+  std::map<std::string, const store::Record*, std::less<>> configs;
+  for (const store::Record& rec : config_recs) configs.emplace(rec.key.name, &rec);
+  json endpoints = json::array();
+  for (const store::Record& rec : endpoint_recs) {
+    std::optional<json> ep = describe(rec, &EndpointDescription);
+    if (!ep) continue;
+    // The configuration may have been deleted since: an endpoint keeps its own copy of it.
+    auto cfg = configs.find((*ep)["EndpointConfigName"].get<std::string>());
+    std::optional<json> config;
+    if (cfg != configs.end()) config = describe(*cfg->second, &EndpointConfigDescription);
+    (*ep)["EndpointConfig"] = config.value_or(nullptr);
+    endpoints.push_back(std::move(*ep));
+  }
+  json components = json::array();
+  for (const store::Record& rec : component_recs) {
+    if (auto c = describe(rec, &ComponentDescription)) components.push_back(std::move(*c));
+  }
+
+  std::lock_guard lock(mu_);
+  std::map<const nodes::NodePool*, PoolIndex> cache;
+  for (json& ep : endpoints) {
+    json held = json::array();
+    for (const json& v : ep["ProductionVariants"]) {
+      const auto owner = nodes::Owner::Endpoint(account, ep["EndpointName"].get<std::string>(),
+                                                v["VariantName"].get<std::string>());
+      for (const auto& n : claims_.NodesOf(owner)) held.push_back(NodeJson(n, account, cache));
+    }
+    ep["Nodes"] = std::move(held);
+  }
+  return json{{"Endpoints", std::move(endpoints)},
+              {"InferenceComponents", std::move(components)},
+              {"Unreadable", std::move(unreadable)}};
 }
 
 Result<json> SageMakerService::EndpointCarveJson(const std::string& account,

@@ -64,6 +64,11 @@ class Dashboard {
                                               const std::string& request_id) const;
 
   const MetricsHistory& history() const { return history_; }
+  // The last minutes of `components` of `account`, as GET /v1/ui/metrics answers them.
+  nlohmann::json HistoryOf(const std::string& account,
+                           const std::set<ComponentKey>& components) const {
+    return history_.Query(account, components, clock_.UnixMillis());
+  }
 
  private:
   http::NativeResponse WhoAmI(const http::NativeRequest& r) const;

@@ -84,16 +84,3 @@ export function makeClient({ subtle, credential, now, fetchImpl = fetch, host = 
     },
   };
 }
-
-// Every page of a SageMaker List* call: [...items of `field`].
-export async function listAll(client, operation, field, input = {}) {
-  const out = [];
-  let token;
-  for (let page = 0; page < 50; page++) {
-    const res = await client.sagemaker(operation, { ...input, MaxResults: 100, NextToken: token });
-    out.push(...(res[field] ?? []));
-    token = res.NextToken;
-    if (!token) break;
-  }
-  return out;
-}

@@ -1,47 +1,17 @@
 // Endpoints and components: status, layout, desired and current copies, copies by state and
 // where they run; per component over the last minutes requests/s, p50 and p99 latency and
-// errors (the server's history of its /metrics, GET /v1/ui/metrics); cost per hour from the
+// errors (the server's history of its /metrics); all of it in one request, GET /v1/ui/endpoints; cost per hour from the
 // catalog price and the partition's share of the instance, and per million output tokens
 // where tokens are counted.
-
-import { useRef } from 'preact/hooks';
 
 import { Badge } from '../components/Badge.jsx';
 import { ApiErrorNotice, Notice } from '../components/Notice.jsx';
 import { TimeChart } from '../components/TimeChart.jsx';
-import { listAll } from '../lib/api.js';
 import { useApi, usePoll } from '../hooks.js';
 import { componentCostPerHour, costPerMillionTokens, indexCatalog, instancePrice } from '../model/cost.js';
+import { shapeView } from '../model/endpoints.js';
 import { copiesByState, copiesOf } from '../model/fleet.js';
 import * as fmt from '../model/format.js';
-
-async function loadEndpoints(client, configs) {
-  const list = await listAll(client, 'ListEndpoints', 'Endpoints');
-  const endpoints = await Promise.all(
-    list.map(async (e) => {
-      const d = await client.sagemaker('DescribeEndpoint', { EndpointName: e.EndpointName }).catch(() => null);
-      if (!d) return null; // Deleted since the list.
-      let config = configs.get(d.EndpointConfigName);
-      if (!config) {
-        // Endpoint configs are immutable: one describe per name is enough.
-        config = await client
-          .sagemaker('DescribeEndpointConfig', { EndpointConfigName: d.EndpointConfigName })
-          .catch(() => null);
-        if (config) configs.set(d.EndpointConfigName, config);
-      }
-      return { ...d, config };
-    }),
-  );
-  const components = await listAll(client, 'ListInferenceComponents', 'InferenceComponents');
-  const described = await Promise.all(
-    components.map((c) =>
-      client
-        .sagemaker('DescribeInferenceComponent', { InferenceComponentName: c.InferenceComponentName })
-        .catch(() => null),
-    ),
-  );
-  return { endpoints: endpoints.filter(Boolean), components: described.filter(Boolean) };
-}
 
 function variantOf(endpoint, name) {
   return (endpoint.config?.ProductionVariants ?? []).find((v) => v.VariantName === name) ?? {};
@@ -235,20 +205,27 @@ function EndpointSection({ e, components, fleet, history, catalog }) {
 
 export function EndpointsPage() {
   const { client, catalog } = useApi();
-  const configs = useRef(new Map());
-  const sm = usePoll(() => loadEndpoints(client, configs.current), 2000);
-  const fleet = usePoll(() => client.get(['v1', 'fleet']), 2000);
-  const history = usePoll(() => client.get(['v1', 'ui', 'metrics']), 5000);
+  const view = usePoll(async () => shapeView(await client.get(['v1', 'ui', 'endpoints'])), 2000);
   const index = catalog ? indexCatalog(catalog) : null;
+  const data = view.data;
   return (
     <div>
-      <ApiErrorNotice error={sm.error} what="SageMaker API" />
-      <ApiErrorNotice error={fleet.error} what="GET /v1/fleet" />
-      <ApiErrorNotice error={history.error} what="GET /v1/ui/metrics" />
-      {sm.data === undefined && !sm.error && <p class="muted">Loading endpoints…</p>}
-      {sm.data && sm.data.endpoints.length === 0 && <p class="muted">This account has no endpoints.</p>}
-      {sm.data?.endpoints.map((e) => (
-        <EndpointSection key={e.EndpointName} e={e} components={sm.data.components} fleet={fleet.data} history={history.data} catalog={index} />
+      <ApiErrorNotice error={view.error} what="GET /v1/ui/endpoints" />
+      {data === undefined && !view.error && <p class="muted">Loading endpoints…</p>}
+      {data && data.unreadable.length > 0 && (
+        <Notice title="Records the server cannot read">
+          <ul data-testid="unreadable">
+            {data.unreadable.map((u) => (
+              <li key={`${u.kind}/${u.name}`}>
+                {u.kind} {u.name}: {u.error}
+              </li>
+            ))}
+          </ul>
+        </Notice>
+      )}
+      {data && data.endpoints.length === 0 && <p class="muted">This account has no endpoints.</p>}
+      {data?.endpoints.map((e) => (
+        <EndpointSection key={e.EndpointName} e={e} components={data.components} fleet={data.fleet} history={data.history} catalog={index} />
       ))}
       <p class="muted small">
         Latency percentiles are estimated from the router's histogram buckets

@@ -248,6 +248,13 @@ describe('carve dashboard', { timeout: SUITE_DEADLINE_MS }, () => {
       timeoutMs: 20000,
       what: 'requests/s above 0 on the endpoints page',
     });
+    // One request per refresh (issue 37): the page reads GET /v1/ui/endpoints and nothing else,
+    // where it made 2 + 2N signed SageMaker calls, a fleet read and a metrics read.
+    const from = main.seen.length;
+    await page.waitForTimeout(4500);
+    const reads = main.seen.slice(from).map((r) => (r.url === 'pageerror' ? r.body : `${r.method} ${new URL(r.url).pathname}`));
+    assert.ok(reads.length >= 1, 'no read in 4.5 s');
+    assert.deepEqual([...new Set(reads)], ['GET /v1/ui/endpoints']);
     assert.equal(await page.evaluate(() => window.__carveNoReload), true);
     await screenshot(page, 'endpoints');
   });
@@ -379,7 +386,7 @@ describe('carve dashboard', { timeout: SUITE_DEADLINE_MS }, () => {
     await anon.page.getByTestId('login').waitFor();
     const answers = await anon.page.evaluate(async () => {
       const out = [];
-      const routes = ['/v1/fleet', '/v1/queues', '/v1/queues/gpuq/jobs', '/v1/ui/metrics', '/v1/ui/whoami', '/v1/catalog', '/v1/nodes', '/v1/endpoints/multi-model-partitioned/carve'];
+      const routes = ['/v1/fleet', '/v1/queues', '/v1/queues/gpuq/jobs', '/v1/ui/metrics', '/v1/ui/endpoints', '/v1/ui/whoami', '/v1/catalog', '/v1/nodes', '/v1/endpoints/multi-model-partitioned/carve'];
       for (const path of routes) {
         const r = await fetch(path, { credentials: 'include' });
         out.push({ path, status: r.status, body: await r.text() });
