@@ -10,7 +10,9 @@
 #
 # usage: bench/router_overhead.sh [BUILD_DIR]     (default build-router; needs targets carve,
 #        http_load, router_harness). Env: CONNECTIONS (64), DURATION_S (10), WARMUP_S (2),
-#        ROUNDS (1: the three runs are repeated and interleaved ROUNDS times), PIN (1).
+#        ROUNDS (1: the three runs are repeated and interleaved ROUNDS times), PIN (1),
+#        BASELINE_HARNESS (another build's router_harness, e.g. of the commit before a change:
+#        it runs as a fourth path, "before", interleaved with the others in the same rounds).
 # PIN=1 (with 2+ CPUs and taskset): the load generator runs on CPU 0 and every server (copy,
 # router, nginx) on the other CPUs, the same for all three paths. Unpinned, a 2-vCPU VM gives
 # bimodal latencies (a path's p50 jumps by ~130 us between runs as the scheduler places the three
@@ -73,6 +75,15 @@ SK=benchsecret0000000000000000000000000000
 PIDS+=($!)
 wait_http "http://127.0.0.1:$ROUTER_PORT/ping"
 
+BEFORE_PORT=
+if [[ -n ${BASELINE_HARNESS:-} ]]; then
+  BEFORE_PORT=$(free_port)
+  "${SERVER_CPUS[@]}" "$BASELINE_HARNESS" --copy "127.0.0.1:$COPY_PORT" --port "$BEFORE_PORT" \
+    --access-key "$AK" --secret "$SK" >"$TMP/router-before.log" 2>&1 &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$BEFORE_PORT/ping"
+fi
+
 NGINX_PORT=$(free_port)
 mkdir -p "$TMP/nginx" && chmod 777 "$TMP/nginx"
 cat >"$TMP/nginx.conf" <<CONF
@@ -113,12 +124,15 @@ run() {  # LABEL: one http_load run, JSON appended to results
     router) "${CLIENT_CPUS[@]}" "$HTTP_LOAD" --label router --target "127.0.0.1:$ROUTER_PORT" "${common[@]}" \
               --path /endpoints/bench/invocations --sigv4 "$AK:$SK" \
               --header "X-Amzn-SageMaker-Inference-Component: bench" ;;
+    before) "${CLIENT_CPUS[@]}" "$HTTP_LOAD" --label before --target "127.0.0.1:$BEFORE_PORT" "${common[@]}" \
+              --path /endpoints/bench/invocations --sigv4 "$AK:$SK" \
+              --header "X-Amzn-SageMaker-Inference-Component: bench" ;;
     nginx)  "$HTTP_LOAD" --label nginx --target "127.0.0.1:$NGINX_PORT" "${common[@]}" ;;
   esac
 }
 : >"$TMP/results.jsonl"
 for ((r = 0; r < ROUNDS; r++)); do
-  for which in direct router nginx; do run "$which" | tee -a "$TMP/results.jsonl"; done
+  for which in direct router ${BEFORE_PORT:+before} nginx; do run "$which" | tee -a "$TMP/results.jsonl"; done
 done
 
 if ((${#CLIENT_CPUS[@]})); then
@@ -138,11 +152,17 @@ d, rt, ng = med["direct"], med["router"], med["nginx"]
 print(f"\nconnections={runs[0]['connections']} duration={runs[0]['duration_s']}s "
       f"rounds={len(by['direct'])} (medians)")
 print(f"{'path':8} {'p50 us':>10} {'p99 us':>10} {'req/s':>10} {'errors':>7}")
-for k in ("direct", "router", "nginx"):
+for k in ("direct", "router", "before", "nginx"):
+    if k not in med:
+        continue
     m = med[k]
     print(f"{k:8} {m['p50_us']:10.1f} {m['p99_us']:10.1f} {m['rps']:10.0f} {m['errors']:7.0f}")
 print(f"router added: p50 {rt['p50_us'] - d['p50_us']:+.1f} us, p99 {rt['p99_us'] - d['p99_us']:+.1f} us"
       f"  (target p50 <= 200 us)")
 print(f"nginx  added: p50 {ng['p50_us'] - d['p50_us']:+.1f} us, p99 {ng['p99_us'] - d['p99_us']:+.1f} us")
 print(f"router req/s = {100 * rt['rps'] / ng['rps']:.0f}% of nginx (target >= 80%)")
+if "before" in med:
+    b = med["before"]
+    print(f"router vs before: p50 {rt['p50_us'] - b['p50_us']:+.1f} us, p99 {rt['p99_us'] - b['p99_us']:+.1f} us,"
+          f" req/s {100 * rt['rps'] / b['rps']:.0f}% of before")
 PY

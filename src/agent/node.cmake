@@ -25,5 +25,5 @@ target_compile_definitions(agent_node_test PRIVATE
 # `carve fleet-sim`: N simulated agents on one event loop, through the agent's own protocol code.
 set(fleetsim_dir ${CMAKE_CURRENT_SOURCE_DIR}/fleetsim)
 carve_library(carve_fleetsim
-  SRCS ${fleetsim_dir}/fleet_sim.cc ${fleetsim_dir}/keepalive_client.cc
-  DEPS carve_agent carve_protocol Boost::headers fmt::fmt Threads::Threads)
+  SRCS ${fleetsim_dir}/fleet_sim.cc
+  DEPS carve_agent carve_http carve_protocol Boost::headers fmt::fmt Threads::Threads)

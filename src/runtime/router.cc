@@ -25,6 +25,17 @@ bool Router::FailedBeforeAnswering(const CopyReply& reply) {
          (reply.outcome == CopyOutcome::kBroken && reply.status == 0);
 }
 
+Router::Next Router::NextAfter(const CopyReply& reply) {
+  if (FailedBeforeAnswering(reply)) return Next::kAnotherCopyThisOneOut;
+  if (reply.outcome == CopyOutcome::kOk && reply.status >= 500) return Next::kAnotherCopy;
+  return Next::kAnswer;
+}
+
+void Router::SitOut(const CopyBalancer::Lease& lease) {
+  balancer_.Quarantine(lease.copy().id);
+  client_.Forget(lease.copy().address);
+}
+
 namespace {
 
 bool IsResourceName(const std::string& s) {
@@ -95,7 +106,7 @@ Router::Router(CopyDirectory& directory, http::MetricsRegistry& metrics, RouterO
                                   "Invocations in progress per model copy.",
                                   {"account", "component", "copy"}),
                 options_.seed),
-      client_(options_.connect_timeout) {}
+      client_({.connect_timeout = options_.connect_timeout}) {}
 
 Router::~Router() = default;
 
@@ -173,8 +184,8 @@ http::NativeResponse Router::NoCopy(Call& call, const RouteInfo& route) {
                             " in service; wait for copies to start and retry."));
 }
 
-// One InvokeEndpoint from its resolved route to its answer: each try is an AsyncCall, and the
-// next step runs in its completion on the copy client's loop, so no thread waits for a copy.
+// One InvokeEndpoint from its resolved route to its answer: each try is an HttpClient call, and
+// the next step runs in its completion on the client's loop, so no thread waits for a copy.
 struct Router::Invocation {
   Call call;
   RouteInfo route;
@@ -213,31 +224,33 @@ void Router::Try(std::shared_ptr<Invocation> inv) {
   const std::string address = lease->copy().address;
   const auto sent = clock_.Now();
   auto held = std::make_shared<CopyBalancer::Lease>(std::move(*lease));
-  client_.AsyncCall(address, inv->req, [this, inv, held, sent](CopyReply reply) mutable {
-    const double copy_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
-    auto answer = Judge(*inv, *held, std::move(reply), copy_seconds);
-    held.reset();  // The copy's request is over: its in-flight count drops before the next try.
-    if (answer) return inv->respond(std::move(*answer));
-    ++inv->attempt;
-    Try(std::move(inv));
-  });
+  client_.Call(
+      address, ToClientRequest(inv->req), [this, inv, held, sent](http::ClientReply reply) mutable {
+        const double copy_seconds = std::chrono::duration<double>(clock_.Now() - sent).count();
+        auto answer = Judge(*inv, *held, ToCopyReply(std::move(reply)), copy_seconds);
+        held.reset();  // The copy's request is over: its in-flight count drops before the next try.
+        if (answer) return inv->respond(std::move(*answer));
+        ++inv->attempt;
+        Try(std::move(inv));
+      });
 }
 
 std::optional<http::NativeResponse> Router::Judge(Invocation& inv, const CopyBalancer::Lease& lease,
                                                   CopyReply reply, double copy_seconds) {
   Call& call = inv.call;
   const RouteInfo& route = inv.route;
-  if (FailedBeforeAnswering(reply)) {
-    CountAttempt(call, lease.copy().id, inv.attempt, "unanswered");
-    balancer_.Quarantine(lease.copy().id);
-    client_.Forget(lease.copy().address);
-    inv.last = std::move(reply);
-    return std::nullopt;
-  }
-  if (reply.outcome == CopyOutcome::kOk && reply.status >= 500) {
-    CountAttempt(call, lease.copy().id, inv.attempt, "5xx");
-    inv.last = std::move(reply);  // Nothing reached the client yet: another copy may answer.
-    return std::nullopt;
+  switch (NextAfter(reply)) {
+    case Next::kAnotherCopyThisOneOut:
+      CountAttempt(call, lease.copy().id, inv.attempt, "unanswered");
+      SitOut(lease);
+      inv.last = std::move(reply);
+      return std::nullopt;
+    case Next::kAnotherCopy:
+      CountAttempt(call, lease.copy().id, inv.attempt, "5xx");
+      inv.last = std::move(reply);  // Nothing reached the client yet: another copy may answer.
+      return std::nullopt;
+    case Next::kAnswer:
+      break;
   }
   CountAttempt(call, lease.copy().id, inv.attempt,
                reply.outcome == CopyOutcome::kOk ? "answered" : "failed");

@@ -12,10 +12,11 @@
 // ModelNotReadyException 429; every attempt failed to connect -> ServiceUnavailable 503; the copy
 // answered non-2xx, timed out or broke off -> ModelError 424 (OriginalStatusCode and
 // OriginalMessage when it answered).
-// Retries: a request moves to another copy (up to max_attempts copies) only while nothing has
-// reached the client: after a connect failure (the copy is also quarantined), and for
-// InvokeEndpoint after a 5xx answer. A stream whose copy fails after its 2xx headers ends with a
-// ModelStreamError frame; one whose copy answers non-2xx before any byte gets a ModelError.
+// Retries, one rule for every route (NextAfter): a request moves to another copy (up to
+// max_attempts copies) only while nothing has reached the client: after a failure before the
+// status line (the copy is also quarantined), or after a 5xx answer. A stream whose copy fails
+// after its 2xx headers ends with a ModelStreamError frame; one whose copy answers non-2xx before
+// any byte gets a ModelError.
 // Metrics, each series labelled first by the caller's account, since two accounts may both
 // have an endpoint `ep` with a component `ic` (the operator's /metrics tells them apart, and the
 // dashboard shows each tenant only its own): carve_runtime_requests_total{account,endpoint,
@@ -49,7 +50,7 @@
 #include "http/http_server.h"
 #include "http/metrics.h"
 #include "runtime/copy_balancer.h"
-#include "runtime/copy_client.h"
+#include "runtime/copy_call.h"
 #include "runtime/copy_directory.h"
 #include "runtime/invocation_stats.h"
 #include "runtime/runtime_error.h"
@@ -118,10 +119,11 @@ class Router {
     CopyReply head;
     std::chrono::steady_clock::time_point sent;  // When the request went to that copy.
   };
-  // Tries the route's copies in turn (up to max_attempts) until one sends its status line,
-  // counting each try. nullopt when none did: `failed` is then the ModelError of a copy that
-  // broke off after connecting, or else `unanswered` the last copy that did not answer (empty
-  // when no copy was tried). Shared by the two streaming routes.
+  // Tries the route's copies in turn (up to max_attempts) by NextAfter until one answers: a
+  // 2xx, or the last 5xx when no copy is left to try (whole, with its body), counting each try.
+  // nullopt when none did: `failed` is then the ModelError of a copy that timed out or broke off
+  // after connecting, or else `unanswered` the last copy that did not answer (empty when no copy
+  // was tried). Shared by the two streaming routes.
   std::optional<Opened> OpenStream(Call& call, const RouteInfo& route, Strategy strategy,
                                    const CopyRequest& req, std::set<std::string>& tried,
                                    std::optional<CopyReply>& unanswered,
@@ -133,9 +135,16 @@ class Router {
   // passed through as they come when the request asked to `stream` and the copy said 2xx.
   http::NativeResponse RelayChat(std::shared_ptr<Call> call, const RouteInfo& route, Opened opened,
                                  bool stream);
-  // True when no byte of an answer arrived (refused, or broken before the status line): the
-  // request may move to another copy.
+  // True when no byte of an answer arrived (refused, or broken before the status line).
   static bool FailedBeforeAnswering(const CopyReply& reply);
+  // The one retry rule, for unary and streamed calls alike: a try moves on to another copy
+  // only while nothing has reached the client, after a failure before the status line (and the
+  // copy sits out its quarantine) or a 5xx answer (a streamed one's body is buffered, not
+  // relayed). Anything else is the answer, an error included.
+  enum class Next { kAnswer, kAnotherCopy, kAnotherCopyThisOneOut };
+  static Next NextAfter(const CopyReply& reply);
+  // Takes the copy out of rotation for the quarantine and drops its idle connections.
+  void SitOut(const CopyBalancer::Lease& lease);
   Result<RouteInfo> Prepare(const http::NativeRequest& request, Call& call,
                             Unnamed unnamed = Unnamed::kRefused);
   http::NativeResponse Finish(Call& call, http::NativeResponse response);
@@ -160,7 +169,7 @@ class Router {
   http::Counter& retries_;
   http::Counter& no_capacity_;
   CopyBalancer balancer_;
-  CopyClient client_;
+  http::HttpClient client_;
 };
 
 // The answer to any path under /endpoints/{EndpointName}/openai/ other than chat completions:

@@ -1,14 +1,10 @@
-// InvokeEndpointWithResponseStream. The copy is read on a helper thread (cpp-httplib's client
-// blocks for the whole response) while the request's worker thread waits for the copy's status:
-// the downstream status must be chosen before any byte is sent, so a connect failure can still
-// move to another copy and a non-2xx answer can still become a plain ModelError. After a 2xx
-// the worker relays queued chunks as event-stream frames.
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+// InvokeEndpointWithResponseStream. The copy is read by the HttpClient's loop (Upstream) while
+// the request's worker thread waits for the copy's status: the downstream status must be chosen
+// before any byte is sent, so a connect failure or a 5xx can still move to another copy and a
+// non-2xx answer can still become a plain ModelError. After a 2xx the worker relays queued
+// chunks as event-stream frames.
 #include <optional>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "runtime/router.h"
@@ -22,6 +18,7 @@ std::optional<Router::Opened> Router::OpenStream(Call& call, const RouteInfo& ro
                                                  std::set<std::string>& tried,
                                                  std::optional<CopyReply>& unanswered,
                                                  std::optional<RuntimeError>& failed) {
+  std::optional<Opened> last_5xx;  // Answered whole: it is the answer when no copy is left.
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     auto lease = balancer_.Acquire(call.labels[0], route.component, strategy, route.copies, tried);
     if (!lease) break;
@@ -29,22 +26,29 @@ std::optional<Router::Opened> Router::OpenStream(Call& call, const RouteInfo& ro
     const auto sent = clock_.Now();
     auto upstream = std::make_shared<Upstream>(client_, lease->copy().address, req);
     CopyReply head = upstream->WaitForHead();
-    if (!upstream->HasHead()) {
-      if (FailedBeforeAnswering(head)) {
+    if (upstream->HasHead() && head.status >= 500) head = upstream->WaitDone();
+    switch (NextAfter(head)) {
+      case Next::kAnotherCopyThisOneOut:
         CountAttempt(call, lease->copy().id, attempt, "unanswered");
-        balancer_.Quarantine(lease->copy().id);
-        client_.Forget(lease->copy().address);
+        SitOut(*lease);
         unanswered = std::move(head);
         continue;
-      }
+      case Next::kAnotherCopy:
+        CountAttempt(call, lease->copy().id, attempt, "5xx");
+        last_5xx = Opened{CopyBalancer::Lease(), std::move(upstream), std::move(head), sent};
+        continue;  // Its lease ends here: that copy's request is over.
+      case Next::kAnswer:
+        break;
+    }
+    if (!upstream->HasHead()) {
       CountAttempt(call, lease->copy().id, attempt, "failed");
       failed = ModelErrorFor(route, call.endpoint, head);
       return std::nullopt;
     }
-    CountAttempt(call, lease->copy().id, attempt, head.status >= 500 ? "5xx" : "answered");
+    CountAttempt(call, lease->copy().id, attempt, "answered");
     return Opened{std::move(*lease), std::move(upstream), std::move(head), sent};
   }
-  return std::nullopt;
+  return last_5xx;
 }
 
 http::NativeResponse Router::InvokeStream(const http::NativeRequest& request) {

@@ -12,13 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "aws/event_stream.h"
+#include "http/scripted_server.h"
 #include "runtime/fake_copy_directory.h"
 #include "runtime/router.h"
-#include "runtime/scripted_copy.h"
 #include "runtime/test_copy.h"
 
 namespace carve::runtime {
 namespace {
+
+using http::ReadRequest;
+using http::ScriptedServer;
+using http::WriteAll;
 
 namespace es = carve::aws::eventstream;
 constexpr const char* kAccount = "111111111111";
@@ -46,6 +50,12 @@ TestCopy::Handler Sse(std::vector<std::string> events, bool cut = false) {
                                      return true;
                                    });
   };
+}
+
+// A copy that answers 503 with a JSON body.
+void Busy503(const httplib::Request&, httplib::Response& s) {
+  s.status = 503;
+  s.set_content("{\"error\":\"busy\"}", "application/json");
 }
 
 RouteInfo Route(std::vector<CopyTarget> copies) {
@@ -265,6 +275,57 @@ TEST_F(RouterStreamTest, ANon2xxAnswerBeforeAnyByteIsAModelError) {
   EXPECT_EQ(nlohmann::json::parse(out.body)["OriginalMessage"], "{\"error\":\"injected\"}");
 }
 
+// The one retry rule (Router::NextAfter): a 5xx before any byte reached the client moves a
+// stream to another copy as it does InvokeEndpoint, on both streaming routes; with no copy left,
+// the last 5xx is the answer.
+TEST_F(RouterStreamTest, A5xxAnswerMovesTheStreamToAnotherCopy) {
+  const TestCopy::Handler busy = Busy503;
+  TestCopy failing(busy);
+  TestCopy alone(busy);  // Outlives the router, whose pool holds a connection to it.
+  TestCopy good(Sse({"data: ok\n\n"}));
+  dir_.SetRoute(kAccount, "ep", Route({{"busy", failing.address()}, {"good", good.address()}}));
+  Router router(dir_, metrics_, Options());
+  for (int i = 0; i < 4; ++i) {
+    auto msgs = Drain(router.InvokeStream(Request()));
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].payload, "data: ok\n\n");
+  }
+  EXPECT_EQ(good.hits(), 4);
+  EXPECT_GT(failing.hits(), 0) << "the seed never tried the failing copy first";
+  EXPECT_FALSE(router.balancer().IsQuarantined("busy")) << "it answered: it is not out";
+
+  dir_.SetRoute(kAccount, "ep", Route({{"alone", alone.address()}}));
+  http::NativeResponse out = router.InvokeStream(Request());
+  EXPECT_EQ(out.http_status, 424);
+  EXPECT_EQ(nlohmann::json::parse(out.body)["OriginalStatusCode"], 503);
+}
+
+TEST_F(RouterStreamTest, A5xxAnswerMovesAnOpenAiRequestToAnotherCopyAndTheLastOnePassesThrough) {
+  const TestCopy::Handler busy = Busy503;
+  TestCopy failing(busy, "/v1/chat/completions");
+  TestCopy good(
+      [](const httplib::Request&, httplib::Response& s) {
+        s.set_content(R"({"choices":[]})", "application/json");
+      },
+      "/v1/chat/completions");
+  dir_.SetRoute(kAccount, "ep", Route({{"busy", failing.address()}, {"good", good.address()}}));
+  Router router(dir_, metrics_, Options());
+  http::NativeRequest req = Request();
+  req.headers.erase("x-amzn-sagemaker-inference-component");
+  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}]})";
+  for (int i = 0; i < 4; ++i) {
+    http::NativeResponse out = router.ChatCompletions(req);
+    EXPECT_EQ(out.http_status, 200) << out.body;
+    EXPECT_EQ(out.body, R"({"choices":[]})");
+  }
+  EXPECT_GT(failing.hits(), 0) << "the seed never tried the failing copy first";
+
+  dir_.SetRoute(kAccount, "ep", Route({{"busy", failing.address()}}));
+  http::NativeResponse out = router.ChatCompletions(req);
+  EXPECT_EQ(out.http_status, 503);
+  EXPECT_EQ(out.body, "{\"error\":\"busy\"}");
+}
+
 TEST_F(RouterStreamTest, ARefusedConnectionMovesTheStreamToAnotherCopy) {
   TestCopy good(Sse({"data: ok\n\n"}));
   dir_.SetRoute(kAccount, "ep", Route({{"dead", DeadAddress()}, {"good", good.address()}}));
@@ -278,7 +339,7 @@ TEST_F(RouterStreamTest, ARefusedConnectionMovesTheStreamToAnotherCopy) {
 }
 
 TEST_F(RouterStreamTest, ACopyHangingUpBeforeItsHeadersMovesTheStreamToAnotherCopy) {
-  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  ScriptedServer hangs_up([](int fd, int) { ReadRequest(fd); });
   TestCopy good(Sse({"data: ok\n\n"}));
   dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}, {"good", good.address()}}));
   Router router(dir_, metrics_, Options());

@@ -9,12 +9,16 @@
 #include <vector>
 
 #include "common/fake_clock.h"
+#include "http/scripted_server.h"
 #include "runtime/fake_copy_directory.h"
-#include "runtime/scripted_copy.h"
 #include "runtime/test_copy.h"
 
 namespace carve::runtime {
 namespace {
+
+using http::ReadRequest;
+using http::ScriptedServer;
+using http::WriteAll;
 
 constexpr const char* kAccount = "111111111111";
 
@@ -261,7 +265,7 @@ TEST_F(RouterTest, ARefusedConnectionIsRetriedAndTheCopyQuarantinedUntilItExpire
 // A copy that dies or restarts under a request resets or closes the connection before any byte
 // of an answer: nothing reached the client, so the request moves to another copy.
 TEST_F(RouterTest, ACopyHangingUpBeforeAnsweringIsRetriedOnAnotherAndQuarantined) {
-  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  ScriptedServer hangs_up([](int fd, int) { ReadRequest(fd); });
   TestCopy good(Echo("good"));
   dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}, {"good", good.address()}}));
   Router router(dir_, metrics_, Options());
@@ -277,7 +281,7 @@ TEST_F(RouterTest, ACopyHangingUpBeforeAnsweringIsRetriedOnAnotherAndQuarantined
 // Every try is counted per copy and outcome, and each move to another copy is a retry: what an
 // end-to-end test reads to see that a dead copy was tried (tests/integration/runtime_test.py).
 TEST_F(RouterTest, TriesAreCountedPerCopyAndOutcomeAndMovesAsRetries) {
-  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  ScriptedServer hangs_up([](int fd, int) { ReadRequest(fd); });
   TestCopy good(Echo("good"));
   TestCopy failing(Status(503, "busy"));
   dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}, {"good", good.address()}}));
@@ -300,7 +304,7 @@ TEST_F(RouterTest, TriesAreCountedPerCopyAndOutcomeAndMovesAsRetries) {
 }
 
 TEST_F(RouterTest, EveryCopyHangingUpIsServiceUnavailable) {
-  ScriptedCopy hangs_up([](int fd, int) { ReadRequest(fd); });
+  ScriptedServer hangs_up([](int fd, int) { ReadRequest(fd); });
   dir_.SetRoute(kAccount, "ep", Route({{"gone", hangs_up.address()}}));
   Router router(dir_, metrics_, Options());
   http::NativeResponse out = router.Invoke(Request());

@@ -1,14 +1,17 @@
-// Router::Upstream: the copy's side of one streamed invocation, read on a helper thread
-// (cpp-httplib's client blocks for the whole response) while the request's worker waits for the
-// copy's status. Internal to the router's streaming paths (router_stream.cc, router_openai.cc).
+// Router::Upstream: the copy's side of one streamed invocation, an HttpClient stream whose
+// chunks queue here until the request's worker relays them. The worker waits for the copy's
+// status first (the downstream status is chosen before any byte is sent). No thread reads the
+// copy: the client's loop does, and stops reading while 4 MiB are queued (back-pressure on the
+// copy) until the worker drains below that. Internal to the streaming paths (router_stream.cc,
+// router_openai.cc).
 #pragma once
 
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "runtime/router.h"
 
@@ -18,92 +21,105 @@ namespace router_internal {
 constexpr size_t kMaxQueuedBytes = size_t{4} * 1024 * 1024;  // Back-pressure on the copy.
 }  // namespace router_internal
 
-// The copy's side of one streamed invocation. Destruction tells the reader the client is gone
-// (its next callback aborts the copy's request) and joins it.
+// The copy's side of one streamed invocation. Destruction tells the client that the caller is
+// gone: the copy's request is aborted.
 class Router::Upstream {
  public:
-  Upstream(CopyClient& client, std::string address, CopyRequest request) {
-    thread_ =
-        std::thread([this, &client, address = std::move(address), request = std::move(request)] {
-          CopyReply final = client.Stream(
-              address, request,
-              [this](const CopyReply& head) {
-                std::lock_guard lock(mu_);
-                head_ = head;
-                have_head_ = true;
-                cv_.notify_all();
-                return !client_gone_;
-              },
-              [this](std::string_view data) {
-                std::unique_lock lock(mu_);
-                cv_.wait(lock, [&] {
-                  return queued_bytes_ < router_internal::kMaxQueuedBytes || client_gone_;
-                });
-                if (client_gone_) return false;
-                queued_bytes_ += data.size();
-                chunks_.emplace_back(data);
-                cv_.notify_all();
-                return true;
-              });
-          std::lock_guard lock(mu_);
-          final_ = std::move(final);
-          done_ = true;
-          cv_.notify_all();
-        });
-  }
-
-  ~Upstream() {
-    {
-      std::lock_guard lock(mu_);
-      client_gone_ = true;
-      cv_.notify_all();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
+  Upstream(http::HttpClient& client, const std::string& address, const CopyRequest& request)
+      : feed_(std::make_shared<Feed>()),
+        stream_(client.OpenStream(address, ToClientRequest(request), feed_)) {}
+  ~Upstream() { stream_->Cancel(); }
+  Upstream(const Upstream&) = delete;
+  Upstream& operator=(const Upstream&) = delete;
 
   // Blocks until the copy's status arrived or the request ended without one; returns the
   // headers, or the final reply (outcome/detail) when none came.
   CopyReply WaitForHead() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return have_head_ || done_; });
-    return have_head_ ? head_ : final_;
+    std::unique_lock lock(feed_->mu);
+    feed_->cv.wait(lock, [&] { return feed_->have_head || feed_->done; });
+    return feed_->have_head ? feed_->head : feed_->final;
   }
   bool HasHead() {
-    std::lock_guard lock(mu_);
-    return have_head_;
+    std::lock_guard lock(feed_->mu);
+    return feed_->have_head;
   }
   // Waits for the whole (non-2xx) reply.
   CopyReply WaitDone() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-    return final_;
+    std::unique_lock lock(feed_->mu);
+    feed_->cv.wait(lock, [&] { return feed_->done; });
+    return feed_->final;
   }
   // Next chunk, or nullopt at the end (then `final` holds how it ended).
   std::optional<std::string> Next(CopyReply& final) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !chunks_.empty() || done_; });
-    if (chunks_.empty()) {
-      final = final_;
-      return std::nullopt;
+    std::string chunk;
+    bool resume = false;
+    {
+      std::unique_lock lock(feed_->mu);
+      feed_->cv.wait(lock, [&] { return !feed_->chunks.empty() || feed_->done; });
+      if (feed_->chunks.empty()) {
+        final = feed_->final;
+        return std::nullopt;
+      }
+      chunk = std::move(feed_->chunks.front());
+      feed_->chunks.pop_front();
+      feed_->queued_bytes -= chunk.size();
+      if (feed_->paused && feed_->queued_bytes < router_internal::kMaxQueuedBytes) {
+        feed_->paused = false;
+        resume = true;
+      }
     }
-    std::string chunk = std::move(chunks_.front());
-    chunks_.pop_front();
-    queued_bytes_ -= chunk.size();
-    cv_.notify_all();
+    if (resume) stream_->Resume();
     return chunk;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool have_head_ = false;          // Guarded by mu_.
-  CopyReply head_;                  // Guarded by mu_.
-  bool done_ = false;               // Guarded by mu_.
-  CopyReply final_;                 // Guarded by mu_.
-  bool client_gone_ = false;        // Guarded by mu_.
-  std::deque<std::string> chunks_;  // Guarded by mu_.
-  size_t queued_bytes_ = 0;         // Guarded by mu_.
-  std::thread thread_;              // Started last: the lambda uses the members above.
+  // What the client's loop hands over, under one lock with the worker.
+  struct Feed final : http::StreamSink {
+    bool OnHead(const http::ClientReply& reply) override {
+      {
+        std::lock_guard lock(mu);
+        head = ToCopyReply(reply);
+        have_head = true;
+      }
+      cv.notify_all();
+      return true;
+    }
+    Flow OnData(std::string_view data) override {
+      Flow flow = Flow::kMore;
+      {
+        std::lock_guard lock(mu);
+        queued_bytes += data.size();
+        chunks.emplace_back(data);
+        if (queued_bytes >= router_internal::kMaxQueuedBytes) {
+          paused = true;
+          flow = Flow::kPause;
+        }
+      }
+      cv.notify_all();
+      return flow;
+    }
+    void OnEnd(http::ClientReply reply) override {
+      {
+        std::lock_guard lock(mu);
+        final = ToCopyReply(std::move(reply));
+        done = true;
+      }
+      cv.notify_all();
+    }
+
+    std::mutex mu;
+    std::condition_variable cv;
+    bool have_head = false;          // Guarded by mu.
+    CopyReply head;                  // Guarded by mu.
+    bool done = false;               // Guarded by mu.
+    CopyReply final;                 // Guarded by mu.
+    std::deque<std::string> chunks;  // Guarded by mu.
+    size_t queued_bytes = 0;         // Guarded by mu.
+    bool paused = false;             // The client stopped reading (mu).
+  };
+
+  std::shared_ptr<Feed> feed_;
+  std::shared_ptr<http::HttpClient::Handle> stream_;
 };
 
 }  // namespace carve::runtime

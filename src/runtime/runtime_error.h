@@ -12,7 +12,7 @@
 
 #include "common/result.h"
 #include "http/http_server.h"
-#include "runtime/copy_client.h"
+#include "runtime/copy_call.h"
 #include "runtime/copy_directory.h"
 
 namespace carve::runtime {

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/copy_client.h"
+#include "runtime/copy_call.h"
 
 namespace carve::runtime {
 

@@ -11,13 +11,17 @@
 #include <nlohmann/json.hpp>
 
 #include "aws/sigv4_test_util.h"
+#include "http/scripted_server.h"
 #include "runtime/fake_copy_directory.h"
 #include "runtime/router.h"
-#include "runtime/scripted_copy.h"
 #include "store/fake_store.h"
 
 namespace carve::runtime {
 namespace {
+
+using http::ReadRequest;
+using http::ScriptedServer;
+using http::WriteAll;
 
 using nlohmann::json;
 
@@ -94,7 +98,7 @@ class TokenRoutesTest : public ::testing::Test {
     return {res->status, json::parse(res->body, nullptr, false)};
   }
 
-  ScriptedCopy copy_{Answer};
+  ScriptedServer copy_{Answer};
   FakeCopyDirectory dir_;
   http::MetricsRegistry metrics_;
   Router router_{dir_, metrics_, RouterOptions{}};

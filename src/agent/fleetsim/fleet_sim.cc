@@ -9,7 +9,6 @@
 #include <map>
 #include <optional>
 
-#include "agent/fleetsim/keepalive_client.h"
 #include "agent/mig/discovery.h"
 #include "agent/node/backoff.h"
 #include "agent/node/control_plane.h"
@@ -17,6 +16,7 @@
 #include "agent/node/node_identity.h"
 #include "agent/nvml/fake_nvml.h"
 #include "common/clock.h"
+#include "http/http_client.h"
 
 namespace carve::agent::fleetsim {
 namespace asio = boost::asio;
@@ -27,7 +27,8 @@ namespace {
 
 constexpr std::string_view kSimulated = "simulated by carve fleet-sim: no process, serves nothing";
 
-Result<asio::ip::tcp::endpoint> ParseServer(const std::string& url) {
+// "http://HOST:PORT" -> "HOST:PORT", HOST numeric (or localhost).
+Result<std::string> ParseServer(const std::string& url) {
   std::string_view rest = url;
   if (!rest.starts_with("http://")) {
     return InvalidArgument(fmt::format("server \"{}\" must be http://HOST:PORT", url));
@@ -57,7 +58,7 @@ Result<asio::ip::tcp::endpoint> ParseServer(const std::string& url) {
     return InvalidArgument(
         fmt::format("server \"{}\": \"{}\" is not a numeric address (or localhost)", url, host));
   }
-  return asio::ip::tcp::endpoint(address, static_cast<uint16_t>(port));
+  return address.to_string() + ":" + std::to_string(port);
 }
 
 template <typename T>
@@ -101,9 +102,55 @@ struct FleetSim::Counters {
   }
 };
 
+// One simulated agent's channel to the server (its watch, or its reports): requests signed
+// as `carve agent` signs them, byte for byte, one at a time, over the fleet's shared HttpClient.
+// Close() aborts the request in flight, as a lost machine's dropped connection would; its
+// callback then finds the node's generation moved on.
+class AgentChannel {
+ public:
+  using Callback = std::function<void(Result<protocol::HttpReply>)>;
+  AgentChannel(http::HttpClient& client, std::string address, const protocol::SignedClient& signer)
+      : client_(client), address_(std::move(address)), signer_(signer) {}
+  ~AgentChannel() { Close(); }
+
+  void Send(const std::string& method, const std::string& target, std::string body,
+            std::chrono::milliseconds timeout, Callback done) {
+    http::ClientRequest req;
+    req.method = method;
+    req.target = target;
+    req.headers = signer_.SignedHeaders(method, target, body);
+    req.body = std::move(body);
+    req.timeout = timeout;
+    in_flight_ = client_.Call(
+        address_, std::move(req),
+        [what = method + " " + target, done = std::move(done)](http::ClientReply reply) {
+          if (reply.outcome != http::ClientOutcome::kOk) {
+            return done(Unavailable(what + ": " + reply.detail));
+          }
+          protocol::HttpReply out;
+          out.status = reply.status;
+          out.body = std::move(reply.body);
+          for (auto& [name, value] : reply.headers) {
+            out.headers.emplace(std::move(name), std::move(value));
+          }
+          done(std::move(out));
+        });
+  }
+  void Close() {
+    if (in_flight_ != nullptr) in_flight_->Cancel();
+    in_flight_.reset();
+  }
+
+ private:
+  http::HttpClient& client_;
+  const std::string address_;
+  const protocol::SignedClient& signer_;
+  std::shared_ptr<http::HttpClient::Handle> in_flight_;
+};
+
 class FleetSim::Node {
  public:
-  Node(FleetSim& sim, asio::ip::tcp::endpoint server, std::string id,
+  Node(FleetSim& sim, const std::string& server, std::string id,
        protocol::Registration registration, std::unique_ptr<FakeNvml> nvml,
        std::unique_ptr<node::GpuApplier> gpus)
       : sim_(sim),
@@ -112,8 +159,8 @@ class FleetSim::Node {
         nvml_(std::move(nvml)),
         gpus_(std::move(gpus)),
         signer_(sim.options_.server, CredentialOf(sim.options_, id_)),
-        watch_(sim.io_, server, signer_),
-        report_(sim.io_, server, signer_),
+        watch_(*sim.client_, server, signer_),
+        report_(*sim.client_, server, signer_),
         beat_timer_(sim.io_),
         watch_timer_(sim.io_),
         carve_timer_(sim.io_),
@@ -396,8 +443,8 @@ class FleetSim::Node {
   std::unique_ptr<FakeNvml> nvml_;
   std::unique_ptr<node::GpuApplier> gpus_;
   const protocol::SignedClient signer_;  // with this node's own credential
-  KeepAliveClient watch_;
-  KeepAliveClient report_;
+  AgentChannel watch_;
+  AgentChannel report_;
   asio::steady_timer beat_timer_;
   asio::steady_timer watch_timer_;
   asio::steady_timer carve_timer_;
@@ -441,7 +488,13 @@ Result<std::unique_ptr<FleetSim>> FleetSim::Create(FleetSimOptions options) {
 }
 
 Status FleetSim::Init() {
-  CARVE_ASSIGN_OR_RETURN(asio::ip::tcp::endpoint server, ParseServer(options_.server));
+  CARVE_ASSIGN_OR_RETURN(const std::string server, ParseServer(options_.server));
+  // Two channels per agent, each keeping its connection between requests as `carve agent`
+  // does: the pool holds them all, for as long as the server keeps them open.
+  client_ = std::make_unique<http::HttpClient>(
+      http::ClientOptions{.max_idle_per_address = static_cast<size_t>(options_.nodes) * 2,
+                          .max_idle_age = std::chrono::minutes(10),
+                          .io = &io_});
   CARVE_ASSIGN_OR_RETURN(const std::string config, node::SimConfigFor(options_.instance_type));
   const std::vector<std::string> ids = FleetSimNodeIds(options_);
   nodes_.reserve(ids.size());

@@ -27,6 +27,10 @@
 #include "common/result.h"
 #include "protocol/signed_client.h"
 
+namespace carve::http {
+class HttpClient;
+}  // namespace carve::http
+
 namespace carve::agent::fleetsim {
 
 struct FleetSimOptions {
@@ -95,6 +99,7 @@ class FleetSim {
   boost::asio::io_context io_;
   struct Counters;
   std::unique_ptr<Counters> counters_;
+  std::unique_ptr<http::HttpClient> client_;  // On io_; goes before it.
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Ticker>> tickers_;
 };

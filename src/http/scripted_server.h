@@ -1,6 +1,6 @@
-// ScriptedCopy: a raw loopback listener that plays a model copy exactly as a test scripts it
-// (answer, hang up, stall, send a chunked body in pieces), for what a real HTTP server would
-// never do on purpose. Used by the CopyClient and Router tests.
+// ScriptedServer: a raw loopback listener that plays an HTTP server (a model copy, say) exactly
+// as a test scripts it (answer, hang up, stall, send a chunked body in pieces), for what a real
+// HTTP server would never do on purpose. Used by the HttpClient and Router tests.
 #pragma once
 
 #include <arpa/inet.h>
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace carve::runtime {
+namespace carve::http {
 
 // Reads one request (headers plus Content-Length body) from `fd`; "" when the peer closed.
 inline std::string ReadRequest(int fd) {
@@ -46,10 +46,10 @@ inline void WriteAll(int fd, const std::string& s) {
 
 // Accepts connections on 127.0.0.1:<free port> and runs `script(fd, connection_index)` on each,
 // one thread per connection; the socket is closed when the script returns.
-class ScriptedCopy {
+class ScriptedServer {
  public:
   using Script = std::function<void(int fd, int connection)>;
-  explicit ScriptedCopy(Script script) : script_(std::move(script)) {
+  explicit ScriptedServer(Script script) : script_(std::move(script)) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -73,7 +73,7 @@ class ScriptedCopy {
       }
     });
   }
-  ~ScriptedCopy() {
+  ~ScriptedServer() {
     ::shutdown(listener_, SHUT_RDWR);
     ::close(listener_);
     acceptor_.join();
@@ -96,4 +96,4 @@ class ScriptedCopy {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace carve::runtime
+}  // namespace carve::http
