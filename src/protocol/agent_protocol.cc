@@ -43,13 +43,16 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShareSpec, core_percent, memory_
                                                 burstable)
 
 void to_json(nlohmann::json& j, const DeviceRequest& v) {
-  j = {{"gpus", v.gpus}, {"partition", v.partition}};
+  j = {{"gpus", v.gpus}};
+  if (v.partition_start) j["partition_start"] = *v.partition_start;
   if (v.share) j["share"] = *v.share;
 }
 void from_json(const nlohmann::json& j, DeviceRequest& v) {
   v = DeviceRequest{};
   if (j.contains("gpus")) j.at("gpus").get_to(v.gpus);
-  if (j.contains("partition")) j.at("partition").get_to(v.partition);
+  if (j.contains("partition_start") && !j.at("partition_start").is_null()) {
+    v.partition_start = j.at("partition_start").get<int>();
+  }
   if (j.contains("share") && !j.at("share").is_null()) v.share = j.at("share").get<ShareSpec>();
 }
 
@@ -121,7 +124,47 @@ Result<T> Parse(const nlohmann::json& j, std::string_view what) {
 
 nlohmann::json ToJson(const Registration& v) { return v; }
 nlohmann::json ToJson(const RegisterReply& v) { return v; }
-nlohmann::json ToJson(const DesiredState& v) { return v; }
+namespace {
+
+// The desired partitions of GPU `gpu` in `state`; nullptr when the state says nothing of it.
+const std::vector<PartitionSpec>* PartitionsOf(const DesiredState& state, int gpu) {
+  for (const GpuDesired& g : state.gpus) {
+    if (g.index == gpu) return &g.partitions;
+  }
+  return nullptr;
+}
+
+// "device.partition" of a workload as a server of the previous release sent it; -1 when absent.
+int LegacyPartitionIndex(const nlohmann::json& workload) {
+  const auto dev = workload.find("device");
+  if (dev == workload.end() || !dev->is_object()) return -1;
+  const auto index = dev->find("partition");
+  return index != dev->end() && index->is_number_integer() ? index->get<int>() : -1;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const DesiredState& v) {
+  nlohmann::json j = v;
+  // Agents of the previous release name a partition by its index in the GPU's desired
+  // partitions ("partition"), and take -1 for the whole GPU. So a partition is always sent with
+  // an index; one whose start is not in the layout sent beside it gets an index past any
+  // layout's end, which those agents refuse (NotFound) rather than bind the whole GPU.
+  constexpr int kNoSuchPartition = 1 << 20;
+  for (size_t i = 0; i < v.workloads.size(); ++i) {
+    const DeviceRequest& dev = v.workloads[i].device;
+    int index = dev.partition_start ? kNoSuchPartition : -1;
+    if (dev.partition_start && dev.gpus.size() == 1) {
+      if (const auto* parts = PartitionsOf(v, dev.gpus.front())) {
+        for (size_t p = 0; p < parts->size(); ++p) {
+          if ((*parts)[p].start == *dev.partition_start) index = static_cast<int>(p);
+        }
+      }
+    }
+    j["workloads"][i]["device"]["partition"] = index;
+  }
+  return j;
+}
 nlohmann::json ToJson(const WorkloadDesired& v) { return v; }
 nlohmann::json ToJson(const StatusReport& v) { return v; }
 nlohmann::json ToJson(const WorkloadStatus& v) { return v; }
@@ -188,10 +231,12 @@ Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j) {
   nlohmann::json rest = j;
   rest["workloads"] = nlohmann::json::array();
   std::vector<WorkloadDesired> read;
+  std::vector<int> legacy_index;  // Per read workload: "partition" without "partition_start".
   std::vector<UnreadableWorkload> unreadable;
   for (const nlohmann::json& w : *list) {
     auto one = Parse<WorkloadDesired>(w, "workload");
     if (one.has_value()) {
+      legacy_index.push_back(one->device.partition_start ? -1 : LegacyPartitionIndex(w));
       read.push_back(std::move(*one));
       continue;
     }
@@ -207,7 +252,25 @@ Result<DesiredState> DesiredStateFromJson(const nlohmann::json& j) {
                           one.error().message});
   }
   CARVE_ASSIGN_OR_RETURN(DesiredState d, Parse<DesiredState>(rest, "desired state"));
-  d.workloads = std::move(read);
+  // A server of the previous release names a partition by its index only: its start is the
+  // desired layout's. An index that names none is refused, never taken for the whole GPU.
+  for (size_t i = 0; i < read.size(); ++i) {
+    WorkloadDesired& w = read[i];
+    if (legacy_index[i] < 0) {
+      d.workloads.push_back(std::move(w));
+      continue;
+    }
+    const std::vector<PartitionSpec>* parts =
+        w.device.gpus.size() == 1 ? PartitionsOf(d, w.device.gpus.front()) : nullptr;
+    if (parts == nullptr || legacy_index[i] >= static_cast<int>(parts->size())) {
+      unreadable.push_back({w.id, w.name, w.index,
+                            "device.partition " + std::to_string(legacy_index[i]) +
+                                " names no partition of the desired layout of its GPU"});
+      continue;
+    }
+    w.device.partition_start = (*parts)[static_cast<size_t>(legacy_index[i])].start;
+    d.workloads.push_back(std::move(w));
+  }
   d.unreadable = std::move(unreadable);
   return d;
 }

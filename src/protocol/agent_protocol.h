@@ -137,12 +137,16 @@ struct ShareSpec {
 
 // Where a workload runs on the node's GPUs.
 struct DeviceRequest {
-  // Partition: gpu + partition index into that GPU's desired partitions.
-  // Whole GPUs: gpus lists them, partition = -1.
+  // Partition: gpus has one GPU, partition_start names its partition by the placement slice it
+  // starts at, as the store and the layout engine do ({"profile", "start"}).
+  // Whole GPUs: gpus lists them, no partition_start.
   // Share: gpus has one card, share is set.
   // No GPU: gpus empty.
+  // On the wire a partition is also sent as "partition", its index in the GPU's desired
+  // partitions, which agents of the previous release read; an agent reads that index only from
+  // a server that sends no "partition_start" (ToJson, DesiredStateFromJson).
   std::vector<int> gpus;
-  int partition = -1;
+  std::optional<int> partition_start;
   std::optional<ShareSpec> share;
   friend bool operator==(const DeviceRequest&, const DeviceRequest&) = default;
 };

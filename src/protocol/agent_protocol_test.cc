@@ -20,7 +20,7 @@ TEST(AgentProtocol, DesiredStateRoundTripsEveryField) {
   w.values = {{"model_data", "s3://b/m.tar.gz"}};
   w.environment = {{"MODEL", "llama"}};
   w.device.gpus = {0};
-  w.device.partition = 1;
+  w.device.partition_start = 6;
   w.device.share = ShareSpec{30, 1000, protocol::Enforcement::kMps, true};
   w.cpu_milli = 2000;
   w.memory_mib = 4096;
@@ -51,8 +51,46 @@ TEST(AgentProtocol, MissingFieldsTakeDefaults) {
   EXPECT_EQ(r->workloads[0].restart, protocol::RestartPolicy::kAlways);
   EXPECT_TRUE(r->workloads[0].health_check);
   EXPECT_FALSE(r->workloads[0].device.share.has_value());
-  EXPECT_EQ(r->workloads[0].device.partition, -1);
+  EXPECT_FALSE(r->workloads[0].device.partition_start.has_value());
   EXPECT_FALSE(r->logs_listed);  // An older server: the agent removes no log it does not list.
+}
+
+// A partition is named by its start on the wire ("partition_start"), and also by its index in
+// the GPU's desired partitions ("partition"), which agents of the previous release read: one
+// that finds no partition there would take the whole GPU, so the index is always sent. From a
+// server of the previous release (index only) the agent finds the start in the desired layout,
+// and an index that names no partition makes the workload unreadable, never a whole GPU.
+TEST(AgentProtocol, APartitionIsNamedByItsStartAndItsIndexForThePreviousRelease) {
+  DesiredState d;
+  d.gpus = {{2, true, {{"3g.20gb", 4}, {"2g.10gb", 0}, {"1g.5gb", 6}}}};
+  WorkloadDesired w;
+  w.id = "acct/ic/1";
+  w.device.gpus = {2};
+  w.device.partition_start = 6;
+  d.workloads = {w};
+  nlohmann::json j = ToJson(d);
+  EXPECT_EQ(j["workloads"][0]["device"]["partition_start"], 6);
+  EXPECT_EQ(j["workloads"][0]["device"]["partition"], 2);
+  d.workloads[0].device.partition_start = 2;  // In no partition: past every layout's end.
+  EXPECT_GT(ToJson(d)["workloads"][0]["device"]["partition"], 7);
+  d.workloads[0].device.partition_start.reset();  // A whole GPU.
+  EXPECT_EQ(ToJson(d)["workloads"][0]["device"]["partition"], -1);
+
+  j["workloads"][0]["device"].erase("partition_start");  // A server of the previous release.
+  j["workloads"][0]["device"]["partition"] = 1;
+  auto old_server = DesiredStateFromJson(j);
+  ASSERT_TRUE(old_server.has_value()) << old_server.error().message;
+  ASSERT_EQ(old_server->workloads.size(), 1u);
+  EXPECT_EQ(old_server->workloads[0].device.partition_start, 0);  // The 2g.10gb.
+
+  j["workloads"][0]["device"]["partition"] = 3;
+  auto beyond = DesiredStateFromJson(j);
+  ASSERT_TRUE(beyond.has_value()) << beyond.error().message;
+  EXPECT_TRUE(beyond->workloads.empty());
+  ASSERT_EQ(beyond->unreadable.size(), 1u);
+  EXPECT_NE(beyond->unreadable[0].reason.find("device.partition 3 names no partition"),
+            std::string::npos)
+      << beyond->unreadable[0].reason;
 }
 
 TEST(AgentProtocol, WrongTypesAreInvalidArgumentNotExceptions) {

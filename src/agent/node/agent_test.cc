@@ -117,7 +117,7 @@ TEST_F(AgentTest, CarvesThenStartsACopyBoundToItsMigDevice) {
   auto w = testing::ShellCopy("acct/ic/1", "env > {out}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {3};
-  w.device.partition = 1;
+  w.device.partition_start = 4;  // The second 3g.20gb.
   control_.SetDesired({{3, true, {{"3g.20gb", 0}, {"3g.20gb", 4}}}}, {w});
   ASSERT_TRUE(Eventually([&] { return Running(w.id); }));
   auto report = control_.last_report();
@@ -184,7 +184,7 @@ TEST_F(AgentTest, ABusyGpuIsNotReCarvedAndItsErrorIsReportedOnce) {
   Agent& agent = StartAgent(Options());
   auto w = testing::ShellCopy("acct/ic/4", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.partition = 0;
+  w.device.partition_start = 0;
   control_.SetDesired({{0, true, {{"7g.40gb", 0}}}}, {w});
   ASSERT_TRUE(Eventually([&] { return Running(w.id); }));
   const int creates = nvml_->core().gpu_instance_create_calls();

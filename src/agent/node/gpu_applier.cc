@@ -21,6 +21,13 @@ std::string Describe(const std::vector<Placed>& parts) {
   return fmt::format("[{}]", fmt::join(out, ", "));
 }
 
+std::vector<Placed> PlacedOf(const std::vector<CarvedInstance>& carved) {
+  std::vector<Placed> out;
+  for (const auto& c : carved)
+    out.emplace_back(c.profile != nullptr ? c.profile->name : "?", c.start);
+  return out;
+}
+
 }  // namespace
 
 GpuApplier::GpuApplier(Nvml& nvml, const Clock& clock, std::chrono::milliseconds retry_after)
@@ -176,7 +183,7 @@ Result<std::vector<protocol::CarvedPartition>> GpuApplier::LivePartitions(int in
   return out;
 }
 
-Result<std::string> GpuApplier::PartitionUuid(int gpu, int partition) const {
+Result<std::string> GpuApplier::PartitionUuid(int gpu, int start) const {
   if (gpu < 0 || gpu >= gpu_count()) {
     return NotFound(fmt::format("GPU {} does not exist; this node has {}", gpu, gpu_count()));
   }
@@ -185,11 +192,11 @@ Result<std::string> GpuApplier::PartitionUuid(int gpu, int partition) const {
     return FailedPrecondition(fmt::format(
         "GPU {} is not carved as desired yet{}", gpu, g.error.empty() ? "" : ": " + g.error));
   }
-  if (partition < 0 || partition >= static_cast<int>(g.carved.size())) {
-    return NotFound(fmt::format("GPU {} has {} partitions; partition {} does not exist", gpu,
-                                g.carved.size(), partition));
+  for (const auto& carved : g.carved) {
+    if (carved.start == start) return carved.mig_uuid;
   }
-  return g.carved[partition].mig_uuid;
+  return NotFound(fmt::format("GPU {} has no partition starting at slice {} (its partitions: {})",
+                              gpu, start, Describe(PlacedOf(g.carved))));
 }
 
 Result<std::string> GpuApplier::GpuUuid(int gpu) const {

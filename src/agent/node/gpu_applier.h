@@ -39,10 +39,10 @@ class GpuApplier {
   std::vector<std::string> Apply(const std::vector<protocol::GpuDesired>& desired,
                                  const std::map<int, std::vector<std::string>>& busy);
 
-  // The MIG device of partition `partition` (index into the GPU's desired partitions).
+  // The MIG device of the partition of `gpu` that starts at placement slice `start`.
   // FailedPrecondition while the GPU is not carved as desired (the message says why),
-  // NotFound for an index out of range.
-  Result<std::string> PartitionUuid(int gpu, int partition) const;
+  // NotFound when no partition starts there.
+  Result<std::string> PartitionUuid(int gpu, int start) const;
   // "GPU-..." of the card; NotFound for an unknown or unreadable GPU.
   Result<std::string> GpuUuid(int gpu) const;
   Result<int64_t> GpuMemoryMib(int gpu) const;

@@ -28,10 +28,10 @@ TEST(GpuApplier, CarvesTheDesiredPartitionsAndNamesTheirMigDevices) {
   Fixture f;
   auto events = f.gpus.Apply({Mig(1, {{"3g.20gb", 4}, {"3g.20gb", 0}})}, {});
   EXPECT_TRUE(events.empty());
-  auto uuid = f.gpus.PartitionUuid(1, 0);
+  auto uuid = f.gpus.PartitionUuid(1, 4);  // Named by its start, not its place in the list.
   ASSERT_TRUE(uuid.has_value()) << uuid.error().message;
   EXPECT_EQ(uuid->rfind("MIG-", 0), 0u);
-  EXPECT_NE(*uuid, f.gpus.PartitionUuid(1, 1).value());
+  EXPECT_NE(*uuid, f.gpus.PartitionUuid(1, 0).value());
   auto status = f.gpus.Statuses(false);
   ASSERT_EQ(status.size(), 2u);
   EXPECT_TRUE(status[1].applied);
@@ -39,18 +39,22 @@ TEST(GpuApplier, CarvesTheDesiredPartitionsAndNamesTheirMigDevices) {
   EXPECT_EQ(status[1].partitions[0].start, 4);  // Desired order.
   EXPECT_EQ(status[1].partitions[0].uuid, *uuid);
   EXPECT_TRUE(status[0].partitions.empty());   // Nothing desired, nothing touched.
-  EXPECT_EQ(f.gpus.PartitionUuid(1, 2).error().code, ErrorCode::kNotFound);
+  auto none = f.gpus.PartitionUuid(1, 2);      // Inside the 3g@0: no partition starts there.
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(none.error().message.find("3g.20gb@4, 3g.20gb@0"), std::string::npos)
+      << none.error().message;
 }
 
 TEST(GpuApplier, ApplyingTheSameStateTwiceChangesNothing) {
   Fixture f;
   const std::vector<GpuDesired> want{Mig(0, {{"1g.5gb", 0}, {"2g.10gb", 2}})};
   (void)f.gpus.Apply(want, {});
-  const std::string uuid = f.gpus.PartitionUuid(0, 1).value();
+  const std::string uuid = f.gpus.PartitionUuid(0, 2).value();
   const size_t journal = f.nvml->core().journal().size();
   EXPECT_TRUE(f.gpus.Apply(want, {}).empty());
   EXPECT_EQ(f.nvml->core().journal().size(), journal);
-  EXPECT_EQ(f.gpus.PartitionUuid(0, 1).value(), uuid);
+  EXPECT_EQ(f.gpus.PartitionUuid(0, 2).value(), uuid);
 }
 
 TEST(GpuApplier, AStopDuringASimulatedCarveReturnsAtOnceAndTouchesNoGpuLeft) {

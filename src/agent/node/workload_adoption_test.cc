@@ -21,11 +21,12 @@ namespace {
 TEST_F(WorkloadManagerTest, ACopyWaitsForItsPartitionToBeCarved) {
   auto w = ShellCopy("acct/ic-test/9", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.partition = 0;
+  w.device.partition_start = 0;
   Apply({w});  // No GPU entry yet.
   EXPECT_EQ(Find(w.id)->state, protocol::WorkloadState::kStarting);
   EXPECT_EQ(Find(w.id)->pid, 0);
-  EXPECT_NE(Find(w.id)->message.find("waiting for partition 0 of GPU 0"), std::string::npos);
+  EXPECT_NE(Find(w.id)->message.find("waiting for the partition at slice 0 of GPU 0"),
+            std::string::npos);
   gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
   Apply({w});
   EXPECT_GT(Find(w.id)->pid, 0);
@@ -39,7 +40,7 @@ TEST_F(WorkloadManagerTest, ARestartedAgentAdoptsACopyOnAPartitionOnceItIsCarved
   gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
   auto w = ShellCopy("acct/ic-test/10", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.partition = 0;
+  w.device.partition_start = 0;
   Apply({w});
   const int pid = Find(w.id)->pid;
   ASSERT_GT(pid, 0);
@@ -65,7 +66,7 @@ TEST_F(WorkloadManagerTest, ACopyWaitingToBeAdoptedIsStoppedWhenNoLongerDesired)
   gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
   auto w = ShellCopy("acct/ic-test/11", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.partition = 0;
+  w.device.partition_start = 0;
   Apply({w});
   const int pid = Find(w.id)->pid;
   ASSERT_GT(pid, 0);
@@ -85,7 +86,7 @@ TEST_F(WorkloadManagerTest, StopAllStopsACopyWaitingToBeAdopted) {
   gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
   auto w = ShellCopy("acct/ic-test/12", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.partition = 0;
+  w.device.partition_start = 0;
   Apply({w});
   const int pid = Find(w.id)->pid;
   ASSERT_GT(pid, 0);
@@ -104,7 +105,7 @@ TEST_F(WorkloadManagerTest, ACopyThatExitsBeforeItIsAdoptedIsStartedAgain) {
   gpu_desired_ = {{0, true, {{"7g.40gb", 0}}}};
   auto w = ShellCopy("acct/ic-test/13", "exec sleep 30");
   w.device.gpus = {0};
-  w.device.partition = 0;
+  w.device.partition_start = 0;
   Apply({w});
   const int pid = Find(w.id)->pid;
   ASSERT_GT(pid, 0);

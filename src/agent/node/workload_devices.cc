@@ -91,11 +91,11 @@ Result<launch::DeviceBinding> WorkloadManager::Bind(Workload& w) {
   const protocol::DeviceRequest& dev = w.desired.device;
   if (dev.gpus.empty()) return launch::DeviceBinding{std::monostate{}};
   if (dev.share) return BindShare(w, dev.gpus.front(), *dev.share);
-  if (dev.partition >= 0) {
-    Result<std::string> uuid = gpus_.PartitionUuid(dev.gpus.front(), dev.partition);
+  if (dev.partition_start) {
+    Result<std::string> uuid = gpus_.PartitionUuid(dev.gpus.front(), *dev.partition_start);
     if (!uuid && uuid.error().code == ErrorCode::kFailedPrecondition) {
-      return Unavailable(fmt::format("waiting for partition {} of GPU {}: {}", dev.partition,
-                                     dev.gpus.front(), uuid.error().message));
+      return Unavailable(fmt::format("waiting for the partition at slice {} of GPU {}: {}",
+                                     *dev.partition_start, dev.gpus.front(), uuid.error().message));
     }
     if (!uuid) return uuid.error();
     return launch::DeviceBinding{launch::MigBinding{*uuid}};

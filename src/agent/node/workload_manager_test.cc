@@ -22,12 +22,12 @@ TEST_F(WorkloadManagerTest, StartsACopyBoundToTheMigDeviceOfItsPartition) {
   auto w = ShellCopy("acct/ic-test/1", "env > {out}; echo carve={carve}; exec sleep 30");
   w.values["out"] = dir_ + "/env.txt";
   w.device.gpus = {1};
-  w.device.partition = 1;
+  w.device.partition_start = 4;  // The second 3g.20gb.
   Apply({w});
   ASSERT_TRUE(Eventually(
       [&] { return ReadFile(dir_ + "/env.txt").find("CARVE_PORT") != std::string::npos; }));
   const std::string env = ReadFile(dir_ + "/env.txt");
-  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_->PartitionUuid(1, 1).value()),
+  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=" + gpus_->PartitionUuid(1, 4).value()),
             std::string::npos)
       << env;
   auto s = Find(w.id);

@@ -278,7 +278,7 @@ TEST_F(AgentModeTest, CopiesRunAsWorkloadsBoundToTheirPartition) {
     EXPECT_EQ(w[0].environment.at("CARVE_MODEL"), "llama-3.1-8b");
     EXPECT_EQ(w[0].environment.at("CARVE_TARGET"), "a100-40gb:mig-3g.20gb");
     ASSERT_EQ(w[0].device.gpus.size(), 1u);
-    EXPECT_EQ(w[0].device.partition, 1);  // The layout's second partition is the 3g.20gb.
+    EXPECT_EQ(w[0].device.partition_start, 4);  // The 3g.20gb, after the 4g.20gb at slice 0.
     EXPECT_TRUE(w[0].health_check);
   }
   // Every GPU of both nodes is carved with the layout.

@@ -81,15 +81,6 @@ std::chrono::milliseconds InvocationTimeout(const EndpointRecord& ep) {
   return std::chrono::seconds(60);
 }
 
-// The copy's partition as the agent names it: its position in the GPU's desired partitions,
-// which are the layout's instances in creation order. Partitions are identified by their start.
-int PartitionIndex(const core::Layout& layout, int start) {
-  for (size_t i = 0; i < layout.instances.size(); ++i) {
-    if (layout.instances[i].start == start) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name) {
   for (const auto& v : ep.variants) {
     if (v.name == name) return &v;
@@ -220,8 +211,8 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
       w.environment["CARVE_TARGET"] = target;
     }
     w.device.gpus = where.gpu_indexes;
-    if (where.kind == core::RequestKind::kPartition && variant != nullptr) {
-      w.device.partition = PartitionIndex(variant->layout, where.partition_start);
+    if (where.kind == core::RequestKind::kPartition) {
+      w.device.partition_start = where.partition_start;
     }
     w.cpu_milli = where.cpu_milli;
     w.memory_mib = where.host_memory_mib;

@@ -124,7 +124,8 @@ TEST_F(WorkloadPublisherTest, ACopyIsAProcessWithTheModelsContainerAndItsHostLim
   EXPECT_EQ(w.id, std::string(kAccount) + "/ic/" + copy.id);
   EXPECT_EQ(w.kind, protocol::WorkloadKind::kCopy);
   EXPECT_EQ(w.device.gpus, copy.placement.gpu_indexes);
-  EXPECT_EQ(w.device.partition, 1);  // 2g.10gb@4 is the second partition the agent creates.
+  EXPECT_EQ(w.device.partition_start, copy.placement.partition_start);
+  EXPECT_EQ(w.device.partition_start, 4);  // The 2g.10gb, after the 4g.20gb at slice 0.
   EXPECT_EQ(w.cpu_milli, 1500);
   EXPECT_EQ(w.memory_mib, 2048);
   EXPECT_EQ(w.environment.at("MODEL_ID"), "llama-3.1-8b");
@@ -166,10 +167,10 @@ TEST_F(WorkloadPublisherTest, ACopyWithoutAKeptContainerNeedsItsModel) {
   EXPECT_TRUE(Desired().workloads.empty());
 }
 
-// The agent names a copy's partition by its position in the GPU's desired partitions, which are
-// the layout in creation order; the declared order can differ ([1g, 3g, 2g] is carved 3g@0,
-// 2g@4, 1g@6), and a copy must land on a partition of its own type.
-TEST_F(WorkloadPublisherTest, ThePartitionIndexFollowsCreationOrderNotTheDeclaredOrder) {
+// A copy's partition is named by the slice it starts at, as the store names it, whatever the
+// declared order ([1g, 3g, 2g] is carved 3g@0, 2g@4, 1g@6), so a copy lands on a partition of
+// its own type.
+TEST_F(WorkloadPublisherTest, APartitionIsNamedByItsStartWhateverTheDeclaredOrder) {
   Endpoint({"mig-1g.5gb", "mig-3g.20gb", "mig-2g.10gb"});
   Component("small", "mig-1g.5gb", 1);
   Component("mid", "mig-3g.20gb", 1);
@@ -178,9 +179,17 @@ TEST_F(WorkloadPublisherTest, ThePartitionIndexFollowsCreationOrderNotTheDeclare
   ASSERT_EQ(d.workloads.size(), 2u);
   const auto& partitions = d.gpus[0].partitions;
   for (const auto& w : d.workloads) {
-    ASSERT_GE(w.device.partition, 0);
+    ASSERT_TRUE(w.device.partition_start.has_value()) << w.name;
     const std::string want = w.name == "small" ? "1g.5gb" : "3g.20gb";
-    EXPECT_EQ(partitions.at(static_cast<size_t>(w.device.partition)).profile, want) << w.name;
+    EXPECT_EQ(*w.device.partition_start, w.name == "small" ? 6 : 0) << w.name;
+    int carved = 0;
+    for (const auto& p : partitions) {
+      if (p.start == *w.device.partition_start) {
+        ++carved;
+        EXPECT_EQ(p.profile, want) << w.name;
+      }
+    }
+    EXPECT_EQ(carved, 1) << w.name;
   }
 }
 
