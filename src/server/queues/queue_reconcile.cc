@@ -10,6 +10,7 @@
 
 #include "server/queues/queue_service.h"
 #include "server/queues/serve_config.h"
+#include "server/queues/task_workload.h"
 
 namespace carve::server::queues {
 namespace {
@@ -43,9 +44,6 @@ bool ApplyStatus(TaskRecord& t, const protocol::WorkloadStatus& st) {
 bool DashboardAnswered(const std::optional<protocol::WorkloadStatus>& head) {
   return head && !head->status_body.empty() && !head->status_body.starts_with("error: ");
 }
-
-// Tries of the Serve command before a RayServe job fails.
-constexpr int kServeDeployRetries = 10;
 
 std::string FailureOf(const TaskRecord& t, int max_retries) {
   std::string codes =
@@ -370,7 +368,11 @@ void QueueService::Publish() {
       if (IsTerminal(job.state)) continue;
       for (const auto& t : job.tasks) {
         if (t.state != TaskState::kPlaced && t.state != TaskState::kRunning) continue;
-        if (auto w = Desired(q, job, t)) desired[t.node].push_back(std::move(*w));
+        TaskPlan plan = PlanTaskWorkload(
+            {q.record, job, t, options_.ray,
+             t.role == TaskRole::kServe && t.agent_state.empty() && HeadDashboardAnswered(job)});
+        if (plan.broken) spdlog::warn("queues: job {}: {}", job.id, plan.waiting);
+        if (plan.workload) desired[t.node].push_back(std::move(*plan.workload));
       }
     }
   }
@@ -400,115 +402,11 @@ void QueueService::Publish() {
   if (any_change) registry_.RetainWorkloadNodes(kWorkloadSource, busy);
 }
 
-std::optional<protocol::WorkloadDesired> QueueService::Desired(const QueueState& q,
-                                                               const JobRecord& job,
-                                                               const TaskRecord& t) const {
-  const bool needs_head =
-      t.role == TaskRole::kWorker || t.role == TaskRole::kDriver || t.role == TaskRole::kServe;
-  if (needs_head && job.head_address.empty()) return std::nullopt;  // Waits for the head.
-  const RayRuntime& ray = options_.ray;
-  const bool ray_process = t.role != TaskRole::kTask;
-  protocol::WorkloadDesired w;
-  w.id = t.workload_id;
-  w.kind = protocol::WorkloadKind::kTask;
-  w.name = job.queue + "-" + job.id;
-  w.index = t.index;
-  std::vector<std::string> command;
-  if (t.role == TaskRole::kTask) command = job.command;
-  if (t.role == TaskRole::kHead) command = ray.head_command;
-  if (t.role == TaskRole::kWorker) command = ray.worker_command;
-  if (t.role == TaskRole::kDriver) command = ray.driver_command;
-  if (t.role == TaskRole::kHead) {
-    w.ports = {"dashboard"};
-    const bool uses_serve_port = std::any_of(command.begin(), command.end(), [](const auto& a) {
-      return a.find("{port_serve}") != std::string::npos;
-    });
-    if (job.type == JobType::kRayServe || uses_serve_port) w.ports.push_back("serve");
-    if (job.type == JobType::kRayServe) {
-      w.status_url = "http://127.0.0.1:{port_dashboard}/api/serve/applications/";
-    }
+bool QueueService::HeadDashboardAnswered(const JobRecord& job) const {
+  for (const auto& t : job.tasks) {
+    if (t.role == TaskRole::kHead) return DashboardAnswered(registry_.Workload(t.workload_id));
   }
-  if (t.role == TaskRole::kServe) {
-    // The config goes to the node as a file, with the ingress port the head was given.
-    const TaskRecord* head = nullptr;
-    for (const auto& other : job.tasks) {
-      if (other.role == TaskRole::kHead) head = &other;
-    }
-    if (head == nullptr || !head->ports.contains("serve") || job.dashboard_url.empty()) {
-      return std::nullopt;
-    }
-    // Ray's dashboard starts seconds after the head's process; deploying waits until the agent
-    // has read the head's Serve API once, rather than failing and backing off meanwhile. Once
-    // the agent runs it, it stays published whatever the dashboard answers later.
-    if (t.agent_state.empty() && !DashboardAnswered(registry_.Workload(head->workload_id))) {
-      return std::nullopt;
-    }
-    Result<std::string> config = RenderServeConfig(job.serve_config, head->ports.at("serve"));
-    if (!config) {
-      spdlog::warn("queues: job {}: {}", job.id, config.error().message);
-      return std::nullopt;
-    }
-    w.files["serve_config"] = std::move(*config);
-    command = ray.serve_command;
-    for (auto& arg : command) {
-      for (size_t at = arg.find("{serve_config}"); at != std::string::npos;
-           at = arg.find("{serve_config}", at)) {
-        arg.replace(at, 14, "{file_serve_config}");
-      }
-    }
-  }
-  if (ray_process) w.image = ray.ImageFor(job.queue);
-  if (!job.dashboard_url.empty()) w.values["dashboard_url"] = job.dashboard_url;
-  // A user's argument with braces ("awk '{print}'") goes through a value, so that the agent's
-  // single-pass template expansion leaves it exactly as written.
-  for (size_t i = 0; i < command.size(); ++i) {
-    if (t.role == TaskRole::kTask && command[i].find('{') != std::string::npos) {
-      w.values[fmt::format("arg_{}", i)] = command[i];
-      command[i] = fmt::format("{{arg_{}}}", i);
-    }
-  }
-  w.command = std::move(command);
-  const int cards = t.share ? t.share->card_count() : 0;
-  w.values["num_gpus"] = std::to_string(cards);
-  if (!job.head_address.empty()) w.values["head_address"] = job.head_address;
-  if (t.role == TaskRole::kDriver) w.values["entrypoint"] = job.entrypoint;
-  if (ray_process) w.environment = ray.environment;
-  for (const auto& [k, v] : job.environment) w.environment[k] = v;
-  int role_count = 0;
-  for (const auto& other : job.tasks) role_count += other.role == t.role ? 1 : 0;
-  w.environment["CARVE_QUEUE"] = job.queue;
-  w.environment["CARVE_JOB_ID"] = job.id;
-  w.environment["CARVE_TASK_ROLE"] = NameOf(t.role);
-  w.environment["CARVE_TASK_INDEX"] =
-      std::to_string(t.role == TaskRole::kWorker ? t.group_index : t.index);
-  w.environment["CARVE_TASK_COUNT"] = std::to_string(role_count);
-  if (!job.head_address.empty()) w.environment["RAY_ADDRESS"] = job.head_address;
-  if (t.allocation) w.device.gpus = t.allocation->gpu_indexes;
-  if (t.share && t.allocation && q.record.mgpu && !t.share->whole_cards()) {
-    protocol::ShareSpec s;
-    s.core_percent = t.share->core_percent;
-    s.memory_mib = t.allocation->memory_mib;
-    s.enforcement = t.enforcement.value_or(q.record.enforcement);
-    w.device.share = s;
-    // Until the enforcement library binds them itself, the limits are also plain variables.
-    w.environment["CARVE_MGPU_CORE_PERCENT"] = std::to_string(s.core_percent);
-    w.environment["CARVE_MGPU_MEMORY_MIB"] = std::to_string(s.memory_mib);
-  }
-  w.restart =
-      job.max_retries == 0 ? protocol::RestartPolicy::kNever : protocol::RestartPolicy::kOnFailure;
-  w.max_retries = job.max_retries;
-  if (t.role == TaskRole::kHead || t.role == TaskRole::kWorker) {
-    // Ray's own processes are the cluster, not the user's work: they come back until the job
-    // ends (a RayJob's driver ends it; a cluster runs until cancelled).
-    w.restart = protocol::RestartPolicy::kOnFailure;
-    w.max_retries = -1;
-  } else if (t.role == TaskRole::kServe) {
-    // The dashboard answers some seconds after the head starts; deploying is retried.
-    w.restart = protocol::RestartPolicy::kOnFailure;
-    w.max_retries = std::max(job.max_retries, kServeDeployRetries);
-  }
-  w.health_check = false;
-  return w;
+  return false;
 }
 
 void QueueService::Wake() { loop_.Wake(); }

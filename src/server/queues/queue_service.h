@@ -157,9 +157,11 @@ class QueueService {
   void Schedule(QueueState& q, std::vector<std::string>& changed);
   // Deletes the oldest finished jobs past max_finished_jobs_per_queue (one Store commit).
   void PruneFinished(QueueState& q);
+  // The applier of the tasks' plans (task_workload.h): each node's workloads to the registry,
+  // only where they changed.
   void Publish();
-  std::optional<protocol::WorkloadDesired> Desired(const QueueState& q, const JobRecord& job,
-                                                   const TaskRecord& task) const;
+  // Whether the agent has read the job's Ray head's Serve API once (its dashboard is up).
+  bool HeadDashboardAnswered(const JobRecord& job) const;
   QueueGpuView ViewLocked(const QueueState& q) const;
   std::vector<QueueNode> NodesOf(const QueueRecord& q) const;
 
