@@ -1,7 +1,11 @@
 #include "server/sagemaker/component_record.h"
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 #include <iterator>
+
+#include "server/sagemaker/resources.h"
 
 namespace carve::server::sagemaker {
 
@@ -143,6 +147,35 @@ Result<ComponentRecord> ComponentRecord::FromRecord(const store::Record& record)
     return Internal("stored inference component '" + record.key.name +
                     "' is malformed: " + e.what());
   }
+}
+
+Status MigrateModelContainers(store::Store& store, std::vector<ComponentEntry>& components) {
+  for (ComponentEntry& e : components) {
+    ComponentRecord& c = e.component;
+    std::vector<int64_t> versions{c.spec_version};
+    if (c.deployment) versions.push_back(c.deployment->from.version);
+    bool kept = false;
+    for (int64_t version : versions) {
+      const json* spec = c.SpecificationOf(version);
+      if (spec == nullptr || c.ModelContainerOf(version) != nullptr) continue;
+      const auto model = spec->find("ModelName");
+      if (model == spec->end() || !model->is_string()) continue;
+      auto rec = store.Get({e.record.key.account, std::string(kModel), model->get<std::string>()});
+      if (!rec.has_value()) {
+        spdlog::warn(
+            "component {}/{}: specification version {} names model {}, which is gone: "
+            "its copies cannot be started again ({})",
+            e.record.key.account, c.name, version, model->get<std::string>(), rec.error().message);
+        continue;
+      }
+      c.KeepModelContainer(version, rec->body);
+      kept = true;
+    }
+    if (!kept) continue;
+    CARVE_ASSIGN_OR_RETURN(e.record,
+                           store.Update(e.record.key, c.ToJson().dump(), e.record.version));
+  }
+  return OkStatus();
 }
 
 }  // namespace carve::server::sagemaker

@@ -95,4 +95,10 @@ struct ComponentEntry {
   ComponentRecord component;
 };
 
+// Recover's migration of records written before components kept their models' containers:
+// each specification version that names a model and has no container kept gets the model's
+// container now, if the model still exists, and the record is written back. A version whose
+// model is gone keeps none: its copies cannot be started again, and say so.
+Status MigrateModelContainers(store::Store& store, std::vector<ComponentEntry>& components);
+
 }  // namespace carve::server::sagemaker

@@ -167,5 +167,29 @@ TEST_F(StoreV1MigrationTest, EndpointRecordsGainTheirLayoutOnce) {
   EXPECT_EQ(versions(), first);
 }
 
+// Components of that version kept no model container (publishing read the Model record each
+// time). Recover keeps the container of each model that exists, once, so that publishing reads
+// no Model record and a model deleted since changes nothing that runs.
+TEST_F(StoreV1MigrationTest, ComponentsKeepTheirModelsContainerOnce) {
+  Open();
+  const auto components = [&] { return store_->ListAllAccounts(std::string(kInferenceComponent)); };
+  const auto records = components().value();
+  ASSERT_FALSE(records.empty());
+  std::vector<int64_t> first;
+  for (const auto& r : records) {
+    first.push_back(r.version);
+    ComponentRecord c = ComponentRecord::FromRecord(r).value();
+    const std::string model = c.ModelName();
+    if (model.empty()) continue;
+    const bool exists = store_->Get({r.key.account, std::string(kModel), model}).has_value();
+    EXPECT_EQ(c.ModelContainerOf(c.spec_version) != nullptr, exists) << r.key.name;
+  }
+  service_.reset();
+  Open();  // A second start has nothing left to migrate.
+  std::vector<int64_t> again;
+  for (const auto& r : components().value()) again.push_back(r.version);
+  EXPECT_EQ(again, first);
+}
+
 }  // namespace
 }  // namespace carve::server::sagemaker

@@ -22,7 +22,6 @@ struct PassChanges {
   bool everything = true;
   std::set<Name> endpoints;              // Endpoint records written or removed since the last pass.
   std::set<Name> components;             // Inference-component records written or removed.
-  std::set<std::string> model_accounts;  // Accounts whose Model records changed.
   nodes::RegistryChanges registry;       // Nodes and workloads whose agents reported changes.
 
   bool EndpointChanged(const std::string& account, const std::string& name) const {

@@ -19,8 +19,7 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
       claims_(claims),
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : SystemClock::Get()),
-      feed_(store.Watch(
-          {std::string(kEndpoint), std::string(kInferenceComponent), std::string(kModel)})),
+      feed_(store.Watch({std::string(kEndpoint), std::string(kInferenceComponent)})),
       ops_(
           store, clock_, options_.region, mu_, [this] { loop_.Wake(); }, options_.registry,
           options_.max_records_per_kind, options_.model_roots),
@@ -30,8 +29,7 @@ SageMakerService::SageMakerService(store::Store& store, nodes::NodeClaims& claim
   lifecycle_.set_copies_per_node(
       [this](const nodes::Owner& variant) { return placement_.CopiesPerNode(variant); });
   if (options_.registry != nullptr) {
-    publisher_.emplace(store, *options_.registry, options_.runtimes, routes_,
-                       options_.model_roots);
+    publisher_.emplace(*options_.registry, options_.runtimes, routes_, options_.model_roots);
     // Agent reports that change a copy's state or a node's readiness wake the reconciler.
     wake_ = options_.registry->AddListener([this] { loop_.Wake(); });
   }
@@ -151,15 +149,13 @@ Status SageMakerService::Refresh(PassChanges& changes) {
   Status failed = OkStatus();
   for (const store::Key& key : written.keys) {
     Status st = OkStatus();
-    if (key.kind != kModel) ++records_read_;
+    ++records_read_;
     if (key.kind == kEndpoint) {
       changes.endpoints.insert({key.account, key.name});
       st = ReloadOne(store_, endpoints_, key, EndpointRecord::FromRecord);
     } else if (key.kind == kInferenceComponent) {
       changes.components.insert({key.account, key.name});
       st = ReloadOne(store_, components_, key, ComponentRecord::FromRecord);
-    } else if (key.kind == kModel) {
-      changes.model_accounts.insert(key.account);
     }
     if (!st.ok()) {
       unread_.insert(key);
@@ -174,6 +170,7 @@ Status SageMakerService::Recover() {
   PassChanges changes;
   CARVE_RETURN_IF_ERROR(Refresh(changes));
   CARVE_RETURN_IF_ERROR(MigrateEndpoints(store_, endpoints_));
+  CARVE_RETURN_IF_ERROR(MigrateModelContainers(store_, components_));
   CARVE_RETURN_IF_ERROR(lifecycle_.Recover(endpoints_));
   CARVE_RETURN_IF_ERROR(placement_.Recover(endpoints_, components_));
   placement_.SyncPools(endpoints_, claims_, changes);

@@ -171,7 +171,7 @@ class SageMakerService {
   // parsed so a pass re-reads only what was written since (issue 14). Guarded by mu_.
   std::vector<EndpointEntry> endpoints_;
   std::vector<ComponentEntry> components_;
-  const int feed_;               // Store::Watch of endpoints, components and models.
+  const int feed_;               // Store::Watch of endpoints and components.
   bool reload_all_ = true;       // The next Refresh re-lists (mu_).
   std::set<store::Key> unread_;  // Changed keys a failed read left for the next Refresh (mu_).
   int64_t records_read_ = 0;     // By Refresh, ever (mu_).

@@ -17,14 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// The model's container as the copy runs it: the component's own Container wins over its
-// model's PrimaryContainer (or first of Containers).
-struct ContainerSpec {
-  std::string image;
-  std::string model_data;
-  std::map<std::string, std::string> environment;
-};
-
 void ReadContainer(const json& c, ContainerSpec& out) {
   if (!c.is_object()) return;
   if (c.contains("Image") && c["Image"].is_string()) out.image = c["Image"];
@@ -40,27 +32,22 @@ void ReadContainer(const json& c, ContainerSpec& out) {
 
 // The container of one specification version of c (copies of either version run during a
 // deployment): the model's container as it was when the version was created, which the
-// component keeps, so that copies keep running after DeleteModel (the placement starts no new
-// copy of a deleted model). A record written before components kept it reads the model.
-Result<ContainerSpec> ContainerOf(store::Store& store, const std::string& account,
-                                  const ComponentRecord& c, int64_t version, const json& spec) {
+// component keeps (or Recover's migration kept, for older records), so that copies keep
+// running after DeleteModel (the placement starts no new copy of a deleted model), with the
+// specification's own on top. Publishing reads no Model record.
+Result<ContainerSpec> ContainerOf(const ComponentRecord& c, int64_t version, const json& spec) {
   ContainerSpec out;
-  if (const json* kept = c.ModelContainerOf(version)) {
-    ReadContainer(*kept, out);
-  } else if (spec.contains("ModelName") && spec["ModelName"].is_string()) {
-    const std::string model = spec["ModelName"];
-    auto rec = store.Get({account, std::string(kModel), model});
-    if (!rec.has_value()) {
-      return NotFound("model " + model + " of inference component " + c.name + " no longer exists");
-    }
-    const json body = json::parse(rec->body, nullptr, false);
-    if (const json* container = ServingContainer(body)) ReadContainer(*container, out);
-  }
+  if (const json* kept = c.ModelContainerOf(version)) ReadContainer(*kept, out);
   if (spec.contains("Container")) ReadContainer(spec["Container"], out);
-  if (out.image.empty()) {
-    return InvalidArgument("inference component " + c.name + " names no container image");
+  if (!out.image.empty()) return out;
+  if (spec.contains("ModelName") && spec["ModelName"].is_string()) {
+    return NotFound(fmt::format(
+        "model {} of inference component {} was deleted before its container was kept "
+        "(records written before containers were kept get them when the server starts, from "
+        "models that still exist)",
+        spec["ModelName"].get<std::string>(), c.name));
   }
-  return out;
+  return InvalidArgument("inference component " + c.name + " names no container image");
 }
 
 std::chrono::milliseconds InvocationTimeout(const EndpointRecord& ep) {
@@ -90,11 +77,41 @@ const VariantSpec* FindVariant(const EndpointRecord& ep, const std::string& name
 
 }  // namespace
 
-WorkloadPublisher::WorkloadPublisher(store::Store& store, nodes::NodeRegistry& registry,
-                                     const RuntimeCatalog& runtimes, RouteTable& routes,
-                                     std::vector<std::string> model_roots)
-    : store_(store),
-      registry_(registry),
+protocol::WorkloadDesired PlanCopyWorkload(const CopyWorkloadInputs& in) {
+  const ComponentRecord& c = in.component;
+  const core::AllocationRecord& where = in.copy.placement;
+  protocol::WorkloadDesired w;
+  w.kind = protocol::WorkloadKind::kCopy;
+  w.name = c.name;
+  w.index = in.copy.index;
+  if (in.runtime != nullptr) {
+    w.command = in.runtime->command;
+    w.environment = in.runtime->environment;
+  } else {
+    w.image = in.container.image;
+  }
+  w.values["model_data"] = in.container.model_data;
+  w.model_roots = in.model_roots;
+  for (const auto& [k, v] : in.container.environment) w.environment[k] = v;
+  w.environment["CARVE_INFERENCE_COMPONENT"] = c.name;
+  w.environment["CARVE_ENDPOINT"] = c.endpoint;
+  w.environment["CARVE_COPY"] = std::to_string(in.copy.index);
+  w.environment["CARVE_SPECIFICATION_VERSION"] = std::to_string(in.copy.spec_version);
+  if (!in.target.empty() && !w.environment.contains("CARVE_TARGET")) {
+    w.environment["CARVE_TARGET"] = in.target;
+  }
+  w.device.gpus = where.gpu_indexes;
+  if (where.kind == core::RequestKind::kPartition) w.device.partition_start = where.partition_start;
+  w.cpu_milli = where.cpu_milli;
+  w.memory_mib = where.host_memory_mib;
+  w.restart = protocol::RestartPolicy::kAlways;
+  w.health_check = true;
+  return w;
+}
+
+WorkloadPublisher::WorkloadPublisher(nodes::NodeRegistry& registry, const RuntimeCatalog& runtimes,
+                                     RouteTable& routes, std::vector<std::string> model_roots)
+    : registry_(registry),
       runtimes_(runtimes),
       routes_(routes),
       model_roots_(std::move(model_roots)) {}
@@ -122,7 +139,7 @@ void WorkloadPublisher::PublishLayouts(const EndpointEntry& e) {
 WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
                                                       const ComponentEntry& entry,
                                                       const ComponentPlacement& placement,
-                                                      Published* old, bool models_changed,
+                                                      Published* old,
                                                       std::set<std::string>& touched) const {
   const ComponentRecord& c = entry.component;
   const std::string& account = entry.record.key.account;
@@ -136,8 +153,8 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
   // (whose content never changes), the endpoint's variant, the model and the partition type.
   std::unordered_map<std::string_view, std::pair<const Published::Copy*, size_t>> keep;
   if (old != nullptr) {
-    const bool reusable = !models_changed && old->endpoint_version == out.endpoint_version &&
-                          old->partition_type == out.partition_type;
+    const bool reusable =
+        old->endpoint_version == out.endpoint_version && old->partition_type == out.partition_type;
     std::map<std::string_view, size_t> position;  // Within its node's list.
     for (const auto& copy : old->copies) {
       if (!reusable) {
@@ -176,7 +193,7 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
       const json* spec = c.SpecificationOf(version);
       found = containers
                   .emplace(version, spec != nullptr
-                                        ? ContainerOf(store_, account, c, version, *spec)
+                                        ? ContainerOf(c, version, *spec)
                                         : Result<ContainerSpec>(NotFound(fmt::format(
                                               "specification version {} is gone", version))))
                   .first;
@@ -186,40 +203,13 @@ WorkloadPublisher::Published WorkloadPublisher::Build(const EndpointEntry* ep,
       }
     }
     if (!found->second.has_value()) continue;
-    const ContainerSpec* container = &*found->second;
-    const Runtime* runtime = runtimes_.Find(container->image);
-    const core::AllocationRecord& where = copy.record.placement;
-    protocol::WorkloadDesired w;
+    protocol::WorkloadDesired w =
+        PlanCopyWorkload({c, copy.record, *found->second, runtimes_.Find(found->second->image),
+                          target, model_roots_});
     w.id = id;
-    w.kind = protocol::WorkloadKind::kCopy;
-    w.name = c.name;
-    w.index = copy.record.index;
-    if (runtime != nullptr) {
-      w.command = runtime->command;
-      w.environment = runtime->environment;
-    } else {
-      w.image = container->image;
-    }
-    w.values["model_data"] = container->model_data;
-    w.model_roots = model_roots_;
-    for (const auto& [k, v] : container->environment) w.environment[k] = v;
-    w.environment["CARVE_INFERENCE_COMPONENT"] = c.name;
-    w.environment["CARVE_ENDPOINT"] = c.endpoint;
-    w.environment["CARVE_COPY"] = std::to_string(copy.record.index);
-    w.environment["CARVE_SPECIFICATION_VERSION"] = std::to_string(version);
-    if (!target.empty() && !w.environment.contains("CARVE_TARGET")) {
-      w.environment["CARVE_TARGET"] = target;
-    }
-    w.device.gpus = where.gpu_indexes;
-    if (where.kind == core::RequestKind::kPartition) {
-      w.device.partition_start = where.partition_start;
-    }
-    w.cpu_milli = where.cpu_milli;
-    w.memory_mib = where.host_memory_mib;
-    w.restart = protocol::RestartPolicy::kAlways;
-    w.health_check = true;
-    out.copies.push_back({w.id, where.node, copy.version});
-    out.per_node[where.node].push_back(std::move(w));
+    const std::string& node = copy.record.placement.node;
+    out.copies.push_back({w.id, node, copy.version});
+    out.per_node[node].push_back(std::move(w));
   }
   for (const auto& [id, gone] : keep) touched.insert(gone.first->node);  // Released or moved.
   return out;
@@ -293,12 +283,11 @@ WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry
     if (!changes.everything && old != published_.end() &&
         old->second.component_version == entry.record.version &&
         old->second.endpoint_version == (ep != nullptr ? ep->record.version : 0) &&
-        old->second.copies_generation == placement.CopiesGeneration(account, c.name) &&
-        !changes.model_accounts.contains(account)) {
+        old->second.copies_generation == placement.CopiesGeneration(account, c.name)) {
       continue;
     }
-    Published next = Build(ep, entry, placement, old != published_.end() ? &old->second : nullptr,
-                           changes.model_accounts.contains(account), nodes);
+    Published next =
+        Build(ep, entry, placement, old != published_.end() ? &old->second : nullptr, nodes);
     ++work.components;
     if (old != published_.end()) {
       for (const auto& [node, list] : old->second.per_node) {

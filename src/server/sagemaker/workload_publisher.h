@@ -35,12 +35,33 @@
 
 namespace carve::server::sagemaker {
 
+// The container a copy runs: the component's own Container wins over its model's
+// PrimaryContainer (or first of Containers).
+struct ContainerSpec {
+  std::string image;
+  std::string model_data;
+  std::map<std::string, std::string> environment;
+};
+
+// What one copy's process is, as a pure plan: its container (the model's as the component kept
+// it, under the specification's own), the runtime that serves that image in-process (nullptr: the
+// image runs as a container), the copy's partition or GPUs and host limits, and the variables a
+// copy reads. The id is the caller's (the workload id of the copy).
+struct CopyWorkloadInputs {
+  const ComponentRecord& component;
+  const CopyRecord& copy;
+  const ContainerSpec& container;
+  const Runtime* runtime;
+  const std::string& target;  // "a100-40gb:mig-3g.20gb": CARVE_TARGET unless the model sets it.
+  const std::vector<std::string>& model_roots;
+};
+protocol::WorkloadDesired PlanCopyWorkload(const CopyWorkloadInputs& in);
+
 class WorkloadPublisher {
  public:
-  // All references must outlive this.
-  WorkloadPublisher(store::Store& store, nodes::NodeRegistry& registry,
-                    const RuntimeCatalog& runtimes, RouteTable& routes,
-                    std::vector<std::string> model_roots = {});
+  // All references must outlive this. It reads no Store: what a copy runs is in its records.
+  WorkloadPublisher(nodes::NodeRegistry& registry, const RuntimeCatalog& runtimes,
+                    RouteTable& routes, std::vector<std::string> model_roots = {});
 
   // What one Publish redid.
   struct Work {
@@ -72,14 +93,14 @@ class WorkloadPublisher {
 
   void PublishLayouts(const EndpointEntry& e);
   // The component's part now. A copy whose record is as `old` had it keeps its workload (moved
-  // out of `old`) unless what every copy is built from changed (`rebuild_all`: the endpoint, the
-  // models, the partition type); the nodes of copies built, moved or gone go into `touched`.
+  // out of `old`) unless what every copy is built from changed (the endpoint or the partition
+  // type); the others are planned again (PlanCopyWorkload). The nodes of copies built, moved or
+  // gone go into `touched`.
   Published Build(const EndpointEntry* ep, const ComponentEntry& entry,
-                  const ComponentPlacement& placement, Published* old, bool models_changed,
+                  const ComponentPlacement& placement, Published* old,
                   std::set<std::string>& touched) const;
   RouteEndpoint RouteOf(const EndpointEntry& e, std::span<const ComponentEntry> components) const;
 
-  store::Store& store_;
   nodes::NodeRegistry& registry_;
   const RuntimeCatalog& runtimes_;
   RouteTable& routes_;

@@ -60,7 +60,7 @@ class WorkloadPublisherTest : public ::testing::Test {
   // keep_model: the component keeps its model's container, as CreateInferenceComponent does;
   // without it, a record written before components kept one.
   void Component(const std::string& name, const std::string& type, int copies,
-                 bool keep_model = false) {
+                 bool keep_model = true) {
     ComponentRecord c;
     c.name = name;
     c.endpoint = "ep";
@@ -96,7 +96,7 @@ class WorkloadPublisherTest : public ::testing::Test {
   RuntimeCatalog runtimes_ = BuiltinRuntimes(false);
   RouteTable routes_;
   ComponentPlacement placement_{store_, &registry_, clock_};
-  WorkloadPublisher publisher_{store_, registry_, runtimes_, routes_};
+  WorkloadPublisher publisher_{registry_, runtimes_, routes_};
   std::vector<EndpointEntry> endpoints_;
   std::vector<ComponentEntry> components_;
 };
@@ -144,7 +144,7 @@ TEST_F(WorkloadPublisherTest, ACopyOfADeletedModelRunsTheContainerItsComponentKe
   ASSERT_EQ(before.size(), 1u);
   ASSERT_TRUE(store_.Delete({kAccount, std::string(kModel), "m"}).ok());
 
-  WorkloadPublisher restarted{store_, registry_, runtimes_, routes_};
+  WorkloadPublisher restarted{registry_, runtimes_, routes_};
   restarted.Publish(endpoints_, components_, placement_, PassChanges{});
   const auto after = Desired().workloads;
   ASSERT_EQ(after.size(), 1u);
@@ -154,17 +154,82 @@ TEST_F(WorkloadPublisherTest, ACopyOfADeletedModelRunsTheContainerItsComponentKe
   EXPECT_EQ(after[0].command, before[0].command);
 }
 
-// A record that kept no container still reads its model, and without one its copy cannot be
-// built: what components kept is what keeps copies of a deleted model running.
-TEST_F(WorkloadPublisherTest, ACopyWithoutAKeptContainerNeedsItsModel) {
+// One copy's workload as a pure plan: an image a runtime serves runs that runtime's command in
+// place of the image; the model's variables win over the runtime's and CARVE_TARGET is only a
+// default; the partition is named by its start, with the host limits of the placement.
+TEST(PlanCopyWorkload, ARuntimeServesItsImageAndTheModelsVariablesWin) {
+  ComponentRecord c;
+  c.name = "ic";
+  c.endpoint = "ep";
+  CopyRecord copy;
+  copy.index = 3;
+  copy.spec_version = 2;
+  copy.placement.kind = core::RequestKind::kPartition;
+  copy.placement.gpu_indexes = {5};
+  copy.placement.partition_start = 4;
+  copy.placement.cpu_milli = 1500;
+  copy.placement.host_memory_mib = 2048;
+  ContainerSpec container{"carve/testmodel",
+                          "s3://b/m.tar.gz",
+                          {{"CARVE_TARGET", "h100:mig-3g.40gb"}, {"MODE", "model"}}};
+  const Runtime runtime{"carve/testmodel", {"{carve}", "testmodel"}, {{"MODE", "runtime"}}};
+  const std::string target = "a100-40gb:mig-2g.10gb";
+  const std::vector<std::string> roots = {"/srv/models"};
+
+  auto w = PlanCopyWorkload({c, copy, container, &runtime, target, roots});
+  EXPECT_EQ(w.command, runtime.command);
+  EXPECT_TRUE(w.image.empty());
+  EXPECT_EQ(w.environment.at("MODE"), "model");
+  EXPECT_EQ(w.environment.at("CARVE_TARGET"), "h100:mig-3g.40gb");
+  EXPECT_EQ(w.environment.at("CARVE_COPY"), "3");
+  EXPECT_EQ(w.environment.at("CARVE_SPECIFICATION_VERSION"), "2");
+  EXPECT_EQ(w.values.at("model_data"), "s3://b/m.tar.gz");
+  EXPECT_EQ(w.model_roots, roots);
+  EXPECT_EQ(w.device.gpus, std::vector<int>{5});
+  EXPECT_EQ(w.device.partition_start, 4);
+  EXPECT_EQ(w.cpu_milli, 1500);
+  EXPECT_EQ(w.memory_mib, 2048);
+  EXPECT_TRUE(w.health_check);
+
+  container.environment.erase("CARVE_TARGET");
+  copy.placement.kind = core::RequestKind::kWholeGpus;
+  auto image = PlanCopyWorkload({c, copy, container, nullptr, target, roots});
+  EXPECT_EQ(image.image, "carve/testmodel");
+  EXPECT_TRUE(image.command.empty());
+  EXPECT_EQ(image.environment.at("CARVE_TARGET"), target);
+  EXPECT_FALSE(image.device.partition_start.has_value());
+}
+
+// A record written before components kept their model's container: the publisher reads no
+// Model record, so its copy is not built; Recover's migration keeps the container of a model
+// that still exists, and from then on the copy runs even once the model is deleted. A version
+// whose model is gone is left as it was.
+TEST_F(WorkloadPublisherTest, ARecordThatKeptNoContainerGetsItsModelsFromTheMigration) {
   Endpoint({"mig-4g.20gb", "mig-2g.10gb", "mig-1g.5gb"});
-  Component("ic", "mig-2g.10gb", 1);
+  Component("ic", "mig-2g.10gb", 1, /*keep_model=*/false);
+  Component("orphan", "mig-1g.5gb", 1, /*keep_model=*/false);
   Pass();
-  ASSERT_EQ(Desired().workloads.size(), 1u);
+  EXPECT_TRUE(Desired().workloads.empty()) << "built from a Model record";
+
+  // "orphan" names a model that was deleted before it kept anything.
+  auto orphan = std::find_if(components_.begin(), components_.end(),
+                             [](const ComponentEntry& e) { return e.component.name == "orphan"; });
+  ASSERT_NE(orphan, components_.end());
+  orphan->component.specification = {{"ModelName", "gone"}};
+  const int64_t orphan_version = orphan->record.version;
+  ASSERT_TRUE(MigrateModelContainers(store_, components_).ok());
+  EXPECT_EQ(orphan->record.version, orphan_version) << "nothing to keep, nothing written";
+
+  auto stored = ComponentRecord::FromRecord(
+      store_.Get({kAccount, std::string(kInferenceComponent), "ic"}).value());
+  ASSERT_TRUE(stored.has_value());
+  ASSERT_NE(stored->ModelContainerOf(1), nullptr);
   ASSERT_TRUE(store_.Delete({kAccount, std::string(kModel), "m"}).ok());
-  WorkloadPublisher restarted{store_, registry_, runtimes_, routes_};
-  restarted.Publish(endpoints_, components_, placement_, PassChanges{});
-  EXPECT_TRUE(Desired().workloads.empty());
+  Pass();
+  const auto after = Desired().workloads;
+  ASSERT_EQ(after.size(), 1u) << "the orphan kept nothing, and its model is gone now";
+  EXPECT_EQ(after[0].name, "ic");
+  EXPECT_EQ(after[0].environment.at("MODEL_ID"), "llama-3.1-8b");
 }
 
 // A copy's partition is named by the slice it starts at, as the store names it, whatever the
