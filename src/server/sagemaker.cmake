@@ -10,6 +10,7 @@ carve_library(carve_sagemaker
        ${sm}/op_context.cc ${sm}/list_ops.cc ${sm}/model_ops.cc ${sm}/endpoint_config_ops.cc
        ${sm}/endpoint_ops.cc ${sm}/component_ops.cc ${sm}/tag_ops.cc
        ${sm}/endpoint_lifecycle.cc ${sm}/component_placement.cc ${sm}/component_reconcile.cc
+       ${sm}/component_plan.cc
        ${sm}/component_rollout.cc
        ${sm}/workload_publisher.cc ${sm}/runtimes.cc ${sm}/route_table.cc
        ${sm}/service.cc ${sm}/service_views.cc
@@ -20,6 +21,7 @@ carve_library(carve_sagemaker
 carve_test(sagemaker_test
   SRCS ${sm}/name_rules_test.cc ${sm}/aws_error_test.cc ${sm}/statuses_test.cc
        ${sm}/service_test.cc ${sm}/agent_mode_test.cc ${sm}/component_placement_test.cc
+       ${sm}/component_plan_test.cc
        ${sm}/migration_test.cc ${sm}/endpoint_lifecycle_test.cc ${sm}/workload_publisher_test.cc
        ${sm}/ops_test.cc ${sm}/deployment_test.cc ${sm}/rolling_update_test.cc
        ${sm}/runtimes_test.cc ${sm}/refused_members_test.cc

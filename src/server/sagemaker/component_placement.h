@@ -150,7 +150,14 @@ class ComponentPlacement {
                  LiveCopy& copy);
   void ReleaseCopy(LiveCopy& copy, const nodes::Owner& owner);
   Status MigrateV1(const EndpointRecord* endpoint, ComponentEntry& entry);
+  // One component's copies in one pass (component_pass.h).
+  class CopyPass;
   void ReconcileOne(const EndpointEntry* endpoint, ComponentEntry& entry);
+  // Records a pass: its one transaction, then memory (copies, versions, occupants); when the
+  // commit fails, the pool goes back to what the Store holds and the next pass tries again.
+  void CommitPass(ComponentEntry& entry, ComponentRecord c, CopyPass& pass,
+                  std::vector<store::Mutation> writes, bool remove_record,
+                  std::vector<LiveCopy> after);
   // Why no new copy of c can start because its model was deleted; "" when it can.
   std::string DeletedModel(const std::string& account, const ComponentRecord& c) const;
   void DropRemoved(std::span<const ComponentEntry> components);
@@ -167,15 +174,12 @@ class ComponentPlacement {
   ServingState Serving(const std::string& account, const ComponentRecord& c,
                        std::span<const LiveCopy> copies, std::chrono::seconds startup,
                        bool judge) const;
-  // One step of c's deployment (deployment.h) over the kept copies: stops old copies through
-  // `stop` (an index into the component's copies) and places new ones through `place` (returns
-  // how many it placed; `reason` says why the rest wait). Sets `wanted` to the copies it tried
-  // to place. Updates c (a rollback swaps its specifications; the end clears the deployment) and
+  // One step of c's deployment (deployment.h) over the pass's kept copies: stops old copies and
+  // places new ones through `pass`, which records the copies it tried to place and why the rest
+  // wait. Updates c (a rollback swaps its specifications; the end clears the deployment) and
   // returns the progress for StatusMessage ("" once it ended).
   std::string RollOut(const std::string& account, ComponentRecord& c, const ComponentCopies& cc,
-                      const std::vector<size_t>& keep, std::chrono::seconds startup,
-                      const std::function<void(size_t)>& stop, const std::function<int(int)>& place,
-                      int& wanted, std::string& reason);
+                      std::chrono::seconds startup, CopyPass& pass);
 
   store::Store& store_;
   nodes::NodeRegistry* const registry_;

@@ -11,7 +11,9 @@
 #include <string_view>
 
 #include "common/utf8.h"
+#include "server/sagemaker/component_pass.h"
 #include "server/sagemaker/component_placement.h"
+#include "server/sagemaker/component_plan.h"
 #include "server/sagemaker/resources.h"
 
 namespace carve::server::sagemaker {
@@ -185,6 +187,61 @@ std::string ComponentPlacement::DeletedModel(const std::string& account,
       model);
 }
 
+ComponentPlacement::CopyPass::CopyPass(ComponentPlacement& placement, const ComponentRecord& c,
+                                       ComponentCopies& cc, VariantPool* vp,
+                                       std::vector<size_t> keep_, std::vector<size_t> release_,
+                                       int64_t now_ms)
+    : keep(std::move(keep_)),
+      release(std::move(release_)),
+      placement_(placement),
+      c_(c),
+      cc_(cc),
+      vp_(vp),
+      now_ms_(now_ms) {
+  for (size_t i : keep) used_.insert(cc_.copies[i].record.index);
+}
+
+void ComponentPlacement::CopyPass::Stop(size_t i) {
+  std::erase(keep, i);
+  release.push_back(i);
+  placement_.ReleaseCopy(cc_.copies[i], cc_.variant);
+}
+
+int ComponentPlacement::CopyPass::Budget() const {
+  const size_t limit = placement_.store_.max_commit_keys();
+  if (limit == SIZE_MAX) return std::numeric_limits<int>::max();
+  return std::max(0,
+                  static_cast<int>(limit) - 1 - static_cast<int>(release.size() + placed.size()));
+}
+
+int ComponentPlacement::CopyPass::Place(int n) {
+  const core::Request request = c_.CopyRequest();
+  if (Budget() < n) {
+    n = Budget();
+    reason = fmt::format("placing at most {} copies a pass (the store's transaction limit)",
+                         placement_.store_.max_commit_keys() - 1);
+  }
+  int done = 0;
+  for (; done < n; ++done) {
+    auto out = vp_->pool.PlaceOne(request, c_.strategy);
+    if (!out.has_value() || !out->allocation) {
+      reason = fmt::format("waiting for {}: {}", WhatACopyNeeds(c_),
+                           out.has_value() ? out->reason : out.error().message);
+      break;
+    }
+    const int index = FreeCopyIndex(used_, next_index_);
+    next_index_ = index + 1;
+    used_.insert(index);
+    core::AllocationRecord where = *out->allocation;
+    const core::AllocationId id = where.id;
+    where.id = core::AllocationId(0);
+    placed.push_back(
+        LiveCopy{CopyRecord{c_.name, NewCopyId(), index, std::move(where), c_.spec_version}, 0, id,
+                 now_ms_});
+  }
+  return done;
+}
+
 void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& entry) {
   ComponentRecord c = entry.component;
   const std::string& account = entry.record.key.account;
@@ -193,192 +250,97 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   cc.variant = owner;
   auto pool = pools_.find(owner);
   VariantPool* vp = pool == pools_.end() ? nullptr : &pool->second;
-  const int64_t now_ms = clock_.UnixMillis();
-
-  // Which live copies stay: not on a node that stopped reporting, not without a partition, not
-  // of a specification version the component no longer runs. Deleting or Failed: none.
-  std::vector<size_t> keep;
-  std::vector<size_t> release;
-  std::vector<std::string> lost;
   const bool deleting = c.status == ComponentStatus::kDeleting;
   // A failed component runs nothing: its copies could not start, and their partitions are
   // better given to others.
   const bool stopped = deleting || c.status == ComponentStatus::kFailed;
-  for (size_t i = 0; i < cc.copies.size(); ++i) {
-    const LiveCopy& copy = cc.copies[i];
-    const bool placed = vp != nullptr && copy.allocation.value() != 0;
-    const bool current = c.SpecificationOf(copy.record.spec_version) != nullptr;
-    if (!stopped && placed && current && vp->pool.Ready(copy.record.placement.node)) {
-      keep.push_back(i);
-    } else {
-      if (!stopped && vp != nullptr && current) {
-        lost.push_back(fmt::format("copy {} on {}", copy.record.index, copy.record.placement.node));
-      }
-      release.push_back(i);
-    }
+
+  CopyTriage triage = TriageCopies(c, cc.copies, vp != nullptr ? &vp->pool : nullptr, stopped);
+  if (deleting && triage.release.size() > std::min(kDeleteBatch, store_.max_commit_keys() - 1)) {
+    triage.release.resize(std::min(kDeleteBatch, store_.max_commit_keys() - 1));
   }
-  if (deleting && release.size() > std::min(kDeleteBatch, store_.max_commit_keys() - 1)) {
-    release.resize(std::min(kDeleteBatch, store_.max_commit_keys() - 1));
-  }
-  if (!lost.empty()) {
+  if (!triage.lost.empty()) {
     spdlog::warn("component {}/{}: rescheduling {} (node NotReady or leaving the endpoint)",
-                 account, c.name, fmt::join(lost, ", "));
+                 account, c.name, fmt::join(triage.lost, ", "));
   }
-  // Copies leave keep for release through this, which frees their partitions at once (a copy
-  // placed later in the pass may take them); the commit makes it durable.
-  auto stop = [&](size_t i) {
-    std::erase(keep, i);
-    release.push_back(i);
-    ReleaseCopy(cc.copies[i], owner);
-  };
-  for (size_t i : release) ReleaseCopy(cc.copies[i], owner);
+  for (size_t i : triage.release) ReleaseCopy(cc.copies[i], owner);
+  CopyPass pass(*this, c, cc, vp, std::move(triage.keep), std::move(triage.release),
+                clock_.UnixMillis());
 
-  // Places up to n more copies of the current specification; why the rest wait is in `reason`.
-  std::vector<LiveCopy> placed;
-  std::string reason;
-  // Copy records this pass may still write in its one transaction, less the component's own: a
-  // store with a per-transaction limit (etcd) gets the rest placed or released by later passes.
-  auto budget = [&] {
-    const size_t limit = store_.max_commit_keys();
-    if (limit == SIZE_MAX) return std::numeric_limits<int>::max();
-    return std::max(0,
-                    static_cast<int>(limit) - 1 - static_cast<int>(release.size() + placed.size()));
-  };
-  std::set<int> used;
-  for (size_t i : keep) used.insert(cc.copies[i].record.index);
-  int next_index = 0;
-  auto place = [&](int n) {
-    const core::Request request = c.CopyRequest();
-    if (budget() < n) {
-      n = budget();
-      reason = fmt::format("placing at most {} copies a pass (the store's transaction limit)",
-                           store_.max_commit_keys() - 1);
-    }
-    int done = 0;
-    for (; done < n; ++done) {
-      auto out = vp->pool.PlaceOne(request, c.strategy);
-      if (!out.has_value() || !out->allocation) {
-        reason = fmt::format("waiting for {}: {}", WhatACopyNeeds(c),
-                             out.has_value() ? out->reason : out.error().message);
-        break;
-      }
-      const int index = FreeCopyIndex(used, next_index);
-      next_index = index + 1;
-      used.insert(index);
-      core::AllocationRecord where = *out->allocation;
-      const core::AllocationId id = where.id;
-      where.id = core::AllocationId(0);
-      placed.push_back(LiveCopy{
-          CopyRecord{c.name, NewCopyId(), index, std::move(where), c.spec_version}, 0, id, now_ms});
-    }
-    return done;
-  };
-  // Why copies cannot be placed at all (no endpoint, no pool); "" when they can.
-  std::string blocked;
-  if (ep == nullptr) {
-    blocked = "waiting for endpoint " + c.endpoint + ", which does not exist";
-  } else if (ep->endpoint.status == EndpointStatus::kFailed) {
-    blocked = "endpoint " + c.endpoint + " failed: " + ep->endpoint.failure_reason;
-  } else if (!IsCarved(ep->endpoint.status)) {
-    blocked = fmt::format("waiting for endpoint {} to be InService (it is {})", c.endpoint,
-                          Name(ep->endpoint.status));
-  } else if (vp == nullptr) {
-    blocked = "waiting for the endpoint's instances to be carved and Ready";
-  }
-
-  std::string fail_now;  // Why the component fails in this pass ("" when it does not).
+  std::string blocked = BlockedReason(ep, c, vp != nullptr);
+  StatusInputs status;
   if (ep != nullptr && ep->endpoint.status == EndpointStatus::kFailed && !stopped) {
-    fail_now = blocked;
+    status.fail_now = blocked;
   }
   const std::chrono::seconds startup = StartupTimeout(ep, c);
-  std::string progress;  // A deployment's, for StatusMessage.
-  int wanted = 0;        // Copies this pass wanted to place.
   if (!stopped && c.deployment && blocked.empty()) {
-    progress = RollOut(account, c, cc, keep, startup, stop, place, wanted, reason);
+    status.progress = RollOut(account, c, cc, startup, pass);
   }
   if (!stopped && !c.deployment) {
     // Copies beyond the count are released, the highest numbers first (keep is in index order).
-    while (static_cast<int>(keep.size()) > c.desired && budget() > 0) stop(keep.back());
-    wanted = c.desired - static_cast<int>(keep.size());
-    if (wanted > 0 && blocked.empty()) blocked = DeletedModel(account, c);
-    if (wanted > 0 && blocked.empty()) place(wanted);
+    while (static_cast<int>(pass.keep.size()) > c.desired && pass.Budget() > 0) {
+      pass.Stop(pass.keep.back());
+    }
+    pass.wanted = c.desired - static_cast<int>(pass.keep.size());
+    if (pass.wanted > 0 && blocked.empty()) blocked = DeletedModel(account, c);
+    if (pass.wanted > 0 && blocked.empty()) pass.Place(pass.wanted);
   }
-  if (!blocked.empty()) reason = blocked;
+  status.reason = blocked.empty() ? pass.reason : blocked;
 
-  // Status.
   std::vector<LiveCopy> after;
-  for (size_t i : keep) after.push_back(cc.copies[i]);
-  for (const auto& p : placed) after.push_back(p);
+  for (size_t i : pass.keep) after.push_back(cc.copies[i]);
+  for (const auto& p : pass.placed) after.push_back(p);
   std::sort(after.begin(), after.end(),
             [](const LiveCopy& a, const LiveCopy& b) { return a.record.index < b.record.index; });
-  const int count = static_cast<int>(after.size());
-  cc.waiting = stopped ? 0 : std::max(0, wanted - static_cast<int>(placed.size()));
-  ServingState serving = Serving(account, c, after, startup, !c.ever_in_service);
+  status.count = static_cast<int>(after.size());
+  status.all_released = pass.release.size() == cc.copies.size();
+  cc.waiting = stopped ? 0 : std::max(0, pass.wanted - static_cast<int>(pass.placed.size()));
+  const ServingState serving = Serving(account, c, after, startup, !c.ever_in_service);
   c.running = serving.running;
-  const std::string& starting = serving.starting;
-  if (fail_now.empty() && !serving.failure.empty()) fail_now = serving.failure;
-  bool remove_record = false;
-  if (deleting) {
-    remove_record = release.size() == cc.copies.size();
-  } else if (c.status == ComponentStatus::kFailed || !fail_now.empty()) {
-    if (!fail_now.empty() && c.status != ComponentStatus::kFailed) {
-      c.failure_reason = FitUtf8(fail_now, kMaxFailureReason);
-      spdlog::warn("component {}/{} failed: {}", account, c.name, c.failure_reason);
-    }
-    c.status = ComponentStatus::kFailed;
-    c.status_message.clear();
-  } else if (c.deployment) {
-    c.status = ComponentStatus::kUpdating;
-    c.status_message = reason.empty() ? progress : progress + "; " + reason;
-  } else if (count == c.desired && c.running == c.desired) {
-    c.status = ComponentStatus::kInService;
-    c.ever_in_service = true;
-    c.status_message.clear();
-  } else {
-    c.status = c.ever_in_service ? ComponentStatus::kUpdating : ComponentStatus::kCreating;
-    c.status_message = count < c.desired ? fmt::format("{} of {} copies are not placed: {}",
-                                                       c.desired - count, c.desired, reason)
-                                         : fmt::format("{} of {} copies are not serving yet: {}",
-                                                       c.desired - c.running, c.desired, starting);
+  status.starting = serving.starting;
+  if (status.fail_now.empty()) status.fail_now = serving.failure;
+  const bool was_failed = c.status == ComponentStatus::kFailed;
+  const bool remove_record = SetStatus(c, status);
+  if (!was_failed && c.status == ComponentStatus::kFailed) {
+    spdlog::warn("component {}/{} failed: {}", account, c.name, c.failure_reason);
   }
 
-  // One transaction: released copies, new copies, the component.
-  std::vector<store::Mutation> writes;
-  for (size_t i : release) {
-    writes.push_back(store::Remove{cc.copies[i].record.Key(account), cc.copies[i].version});
-  }
-  for (const auto& p : placed) {
-    writes.push_back(store::Put{p.record.Key(account), p.record.ToJson().dump(), std::nullopt});
-  }
-  const std::string body = c.ToJson().dump();
-  if (remove_record) {
-    writes.push_back(store::Remove{entry.record.key, entry.record.version});
-  } else if (body != entry.component.ToJson().dump()) {
-    writes.push_back(store::Put{entry.record.key, body, entry.record.version});
-  }
+  auto writes = PassWrites(entry.record, entry.component.ToJson().dump(), c, remove_record,
+                           cc.copies, pass.release, pass.placed);
   // Steady: nothing to write and nothing pending (no copy waiting, starting, judged against a
   // timeout or on a node in its grace period), so the next pass has nothing to do unless
   // something it depends on changes (Reconcile).
-  cc.steady =
-      writes.empty() && !deleting && !c.deployment && cc.waiting == 0 && !serving.reconnecting &&
-      ((c.status == ComponentStatus::kInService && count == c.desired && c.running == c.desired) ||
-       (c.status == ComponentStatus::kFailed && after.empty()));
+  cc.steady = writes.empty() && !deleting && !c.deployment && cc.waiting == 0 &&
+              !serving.reconnecting &&
+              ((c.status == ComponentStatus::kInService && status.count == c.desired &&
+                c.running == c.desired) ||
+               (c.status == ComponentStatus::kFailed && after.empty()));
   if (writes.empty()) return;
+  CommitPass(entry, std::move(c), pass, std::move(writes), remove_record, std::move(after));
+}
+
+void ComponentPlacement::CommitPass(ComponentEntry& entry, ComponentRecord c, CopyPass& pass,
+                                    std::vector<store::Mutation> writes, bool remove_record,
+                                    std::vector<LiveCopy> after) {
+  const std::string& account = entry.record.key.account;
+  ComponentCopies& cc = copies_[{account, c.name}];
+  auto pool = pools_.find(cc.variant);
+  VariantPool* vp = pool == pools_.end() ? nullptr : &pool->second;
   cc.generation = next_generation_++;
   auto written = store_.Commit(std::move(writes));
   if (!written.has_value()) {
     // Not recorded: memory goes back to what the Store holds; the next pass tries again.
     spdlog::warn("component {}/{}: cannot record placement: {}", account, c.name,
                  written.error().message);
-    for (const auto& p : placed) vp->pool.Release(p.allocation);
-    for (size_t i : release) {
-      if (vp != nullptr) AdoptInto(*vp, owner, account, cc.copies[i]);
+    for (const auto& p : pass.placed) vp->pool.Release(p.allocation);
+    for (size_t i : pass.release) {
+      if (vp != nullptr) AdoptInto(*vp, cc.variant, account, cc.copies[i]);
     }
     return;
   }
   std::map<std::string, int64_t> versions;
   for (const auto& r : *written) versions[r.key.name] = r.version;
-  for (auto& p : placed) {
+  for (auto& p : pass.placed) {
     p.version = versions[p.record.Key(account).name];
     vp->occupants[p.allocation.value()] =
         CopyOccupant{account, c.name, p.record.id, p.record.index};
@@ -394,10 +356,11 @@ void ComponentPlacement::ReconcileOne(const EndpointEntry* ep, ComponentEntry& e
   if (auto it = versions.find(entry.record.key.name); it != versions.end()) {
     entry.record.version = it->second;
   }
+  const bool deleting = c.status == ComponentStatus::kDeleting;
   entry.component = std::move(c);
   if (deleting) {
     std::vector<LiveCopy> left;
-    std::set<size_t> gone(release.begin(), release.end());
+    std::set<size_t> gone(pass.release.begin(), pass.release.end());
     for (size_t i = 0; i < cc.copies.size(); ++i) {
       if (!gone.contains(i)) left.push_back(cc.copies[i]);
     }

@@ -4,16 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "common/utf8.h"
-#include "server/sagemaker/component_placement.h"
+#include "server/sagemaker/component_pass.h"
 
 namespace carve::server::sagemaker {
 
 std::string ComponentPlacement::RollOut(const std::string& account, ComponentRecord& c,
-                                        const ComponentCopies& cc, const std::vector<size_t>& keep,
-                                        std::chrono::seconds startup,
-                                        const std::function<void(size_t)>& stop,
-                                        const std::function<int(int)>& place, int& wanted,
-                                        std::string& reason) {
+                                        const ComponentCopies& cc, std::chrono::seconds startup,
+                                        CopyPass& pass) {
   const int64_t now_ms = clock_.UnixMillis();
   // Twice at most: a rollback swaps the roles of the two versions and takes its first step in
   // the same pass.
@@ -21,7 +18,7 @@ std::string ComponentPlacement::RollOut(const std::string& account, ComponentRec
     Deployment& d = *c.deployment;
     std::vector<LiveCopy> fresh;
     std::vector<size_t> old;  // In copy-number order, as keep is.
-    for (size_t i : keep) {
+    for (size_t i : pass.keep) {
       if (cc.copies[i].record.spec_version == c.spec_version) {
         fresh.push_back(cc.copies[i]);
       } else {
@@ -64,21 +61,21 @@ std::string ComponentPlacement::RollOut(const std::string& account, ComponentRec
       d.batch_open = false;
     }
     for (int k = 0; k < step.stop && !old.empty(); ++k) {  // The highest copy numbers first.
-      stop(old.back());
+      pass.Stop(old.back());
       old.pop_back();
     }
-    wanted = step.place;
-    int got = place(step.place);
+    pass.wanted = step.place;
+    int got = pass.Place(step.place);
     std::string note;
     if (step.new_batch && got == 0 && !old.empty()) {
       // Not one copy of the batch fits: stop one batch of old copies to make room.
       const int room = std::min(d.BatchSize(c.desired), static_cast<int>(old.size()));
       for (int k = 0; k < room; ++k) {
-        stop(old.back());
+        pass.Stop(old.back());
         old.pop_back();
       }
-      reason.clear();
-      got = place(step.place);
+      pass.reason.clear();
+      got = pass.Place(step.place);
       note = fmt::format(
           "; no room for a new batch beside the old copies, so {} cop{} of the "
           "previous specification stopped first",

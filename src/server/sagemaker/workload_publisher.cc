@@ -247,38 +247,44 @@ WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry
                                                    const ComponentPlacement& placement,
                                                    const PassChanges& changes) {
   Work work;
-  std::map<RecordName, const EndpointEntry*> by_name;
+  EndpointIndex by_name;
   for (const auto& e : endpoints) by_name[{e.record.key.account, e.endpoint.name}] = &e;
-  auto endpoint_of = [&](const std::string& account, const std::string& name) {
-    auto it = by_name.find({account, name});
-    return it == by_name.end() ? nullptr : it->second;
-  };
-
   for (const auto& e : endpoints) {
     if (!changes.EndpointChanged(e.record.key.account, e.endpoint.name)) continue;
     PublishLayouts(e);
     ++work.layouts;
   }
-
   // Components whose inputs moved are rebuilt; the nodes their workloads were or are on, and
-  // the routes of their endpoints, are redone below.
+  // the routes of their endpoints, are redone after.
   std::set<std::string> nodes;
   std::set<RecordName> routes = changes.everything ? std::set<RecordName>{} : changes.endpoints;
-  auto forget = [&](const RecordName& key, const Published& old) {
-    for (const auto& [node, list] : old.per_node) {
-      nodes.insert(node);
-      auto on = on_node_.find(node);
-      if (on != on_node_.end()) on->second.erase(key);
-    }
-    routes.insert({key.first, old.endpoint});
-  };
+  work.components = RebuildComponents(by_name, components, placement, changes, nodes, routes);
+  PublishNodes(nodes, changes.everything);
+  work.nodes = static_cast<int>(nodes.size());
+  work.routes = PublishRoutes(by_name, endpoints, components, changes, std::move(routes));
+  return work;
+}
+
+const EndpointEntry* WorkloadPublisher::EndpointOf(const EndpointIndex& by_name,
+                                                   const std::string& account,
+                                                   const std::string& name) {
+  auto it = by_name.find({account, name});
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+int WorkloadPublisher::RebuildComponents(const EndpointIndex& by_name,
+                                         std::span<const ComponentEntry> components,
+                                         const ComponentPlacement& placement,
+                                         const PassChanges& changes, std::set<std::string>& nodes,
+                                         std::set<RecordName>& routes) {
+  int rebuilt = 0;
   std::set<RecordName> present;
   for (const auto& entry : components) {
     const std::string& account = entry.record.key.account;
     const ComponentRecord& c = entry.component;
     const RecordName key{account, c.name};
     present.insert(key);
-    const EndpointEntry* ep = endpoint_of(account, c.endpoint);
+    const EndpointEntry* ep = EndpointOf(by_name, account, c.endpoint);
     auto old = published_.find(key);
     if (!changes.everything && old != published_.end() &&
         old->second.component_version == entry.record.version &&
@@ -288,7 +294,7 @@ WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry
     }
     Published next =
         Build(ep, entry, placement, old != published_.end() ? &old->second : nullptr, nodes);
-    ++work.components;
+    ++rebuilt;
     if (old != published_.end()) {
       for (const auto& [node, list] : old->second.per_node) {
         if (next.per_node.contains(node)) continue;
@@ -300,15 +306,22 @@ WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry
     routes.insert({account, c.endpoint});
     published_.insert_or_assign(key, std::move(next));
   }
-  for (auto it = published_.begin(); it != published_.end();) {
+  for (auto it = published_.begin(); it != published_.end();) {  // Components gone.
     if (present.contains(it->first)) {
       ++it;
       continue;
     }
-    forget(it->first, it->second);
+    for (const auto& [node, list] : it->second.per_node) {
+      nodes.insert(node);
+      if (auto on = on_node_.find(node); on != on_node_.end()) on->second.erase(it->first);
+    }
+    routes.insert({it->first.first, it->second.endpoint});
     it = published_.erase(it);
   }
+  return rebuilt;
+}
 
+void WorkloadPublisher::PublishNodes(const std::set<std::string>& nodes, bool everything) {
   // Each node's "sagemaker" workloads are the union of its components' parts, in component order.
   for (const std::string& node : nodes) {
     std::vector<protocol::WorkloadDesired> list;
@@ -324,22 +337,26 @@ WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry
     }
     registry_.SetWorkloads("sagemaker", NodeId(node), std::move(list));
   }
-  work.nodes = static_cast<int>(nodes.size());
-  if (changes.everything) {
+  if (everything) {
     std::vector<NodeId> with_work;
     for (const auto& [node, keys] : on_node_) with_work.emplace_back(node);
     registry_.RetainWorkloadNodes("sagemaker", with_work);
   }
+}
 
-  // Routes: a copy's report, or its node's readiness, changes whether it is in rotation.
+int WorkloadPublisher::PublishRoutes(const EndpointIndex& by_name,
+                                     std::span<const EndpointEntry> endpoints,
+                                     std::span<const ComponentEntry> components,
+                                     const PassChanges& changes, std::set<RecordName> routes) {
+  // A copy's report, or its node's readiness, changes whether it is in rotation.
   if (changes.everything || changes.registry.everything) {
     std::map<RouteTable::Key, RouteEndpoint> table;
     for (const auto& e : endpoints) {
       table[{e.record.key.account, e.endpoint.name}] = RouteOf(e, components);
     }
-    work.routes = static_cast<int>(table.size());
+    const int count = static_cast<int>(table.size());
     routes_.Replace(std::move(table));
-    return work;
+    return count;
   }
   for (const std::string& id : changes.registry.workloads) {
     auto key = ComponentOfWorkload(id);
@@ -355,15 +372,14 @@ WorkloadPublisher::Work WorkloadPublisher::Publish(std::span<const EndpointEntry
       routes.insert({key.first, published_.at(key).endpoint});
   }
   for (const RecordName& name : routes) {
-    const EndpointEntry* e = endpoint_of(name.first, name.second);
+    const EndpointEntry* e = EndpointOf(by_name, name.first, name.second);
     if (e == nullptr) {
       routes_.Erase(name);
     } else {
       routes_.Set(name, RouteOf(*e, components));
     }
   }
-  work.routes = static_cast<int>(routes.size());
-  return work;
+  return static_cast<int>(routes.size());
 }
 
 }  // namespace carve::server::sagemaker

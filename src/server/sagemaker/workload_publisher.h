@@ -91,7 +91,22 @@ class WorkloadPublisher {
     std::vector<Copy> copies;  // By copy index.
   };
 
+  using EndpointIndex = std::map<RecordName, const EndpointEntry*>;
+  static const EndpointEntry* EndpointOf(const EndpointIndex& by_name, const std::string& account,
+                                         const std::string& name);
   void PublishLayouts(const EndpointEntry& e);
+  // Rebuilds the components whose inputs moved and forgets those gone, adding the nodes whose
+  // workloads may change and the endpoints whose routes may; returns how many it rebuilt.
+  int RebuildComponents(const EndpointIndex& by_name, std::span<const ComponentEntry> components,
+                        const ComponentPlacement& placement, const PassChanges& changes,
+                        std::set<std::string>& nodes, std::set<RecordName>& routes);
+  // Hands the registry each of `nodes`' workloads (and, after `everything`, drops the others').
+  void PublishNodes(const std::set<std::string>& nodes, bool everything);
+  // Rebuilds the routes of `routes` and of the endpoints whose copies' reports or nodes changed
+  // (all of them when the registry or the pass says everything); returns how many.
+  int PublishRoutes(const EndpointIndex& by_name, std::span<const EndpointEntry> endpoints,
+                    std::span<const ComponentEntry> components, const PassChanges& changes,
+                    std::set<RecordName> routes);
   // The component's part now. A copy whose record is as `old` had it keeps its workload (moved
   // out of `old`) unless what every copy is built from changed (the endpoint or the partition
   // type); the others are planned again (PlanCopyWorkload). The nodes of copies built, moved or
