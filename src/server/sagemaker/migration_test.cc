@@ -187,7 +187,8 @@ TEST_F(StoreV1MigrationTest, ComponentsKeepTheirModelsContainerOnce) {
   service_.reset();
   Open();  // A second start has nothing left to migrate.
   std::vector<int64_t> again;
-  for (const auto& r : components().value()) again.push_back(r.version);
+  const auto reopened = components().value();
+  for (const auto& r : reopened) again.push_back(r.version);
   EXPECT_EQ(again, first);
 }
 
