@@ -29,6 +29,7 @@ class ServiceTest : public ::testing::Test {
     ServiceOptions options;
     options.clock = &clock_;
     options.max_records_per_kind = max_records_per_kind_;
+    options.model_roots = model_roots_;
     service_ = std::make_unique<SageMakerService>(store_, *claims_, driver_, options);
     EXPECT_TRUE(service_->Recover().ok());
   }
@@ -84,6 +85,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   int max_records_per_kind_ = 1000;
+  std::vector<std::string> model_roots_;
   FakeClock clock_;
   store::FakeStore store_;
   nodes::SimulatedNodeDriver driver_;
@@ -556,6 +558,54 @@ TEST_F(ServiceTest, TheEndpointsViewIsEachDescribeAnswerAndOnlyTheCallersOwn) {
   EXPECT_EQ(after["Unreadable"][0]["kind"], kInferenceComponent);
   EXPECT_EQ(after["Unreadable"][0]["name"], "torn");
   EXPECT_EQ(after["InferenceComponents"].size(), 1u);
+}
+
+// A production variant without InitialInstanceCount (and not serverless) is refused naming
+// the member, as SageMaker's model says it is required; so is one without InstanceType.
+TEST_F(ServiceTest, AVariantWithoutItsInstanceCountOrTypeIsRefusedNamingTheMember) {
+  Ok("CreateModel", {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "img"}}}});
+  json variant = {{"VariantName", "AllTraffic"}, {"InstanceType", "ml.p4d.24xlarge"}};
+  http::ApiResponse r = Call("CreateEndpointConfig",
+                             {{"EndpointConfigName", "c"}, {"ProductionVariants", {variant}}});
+  EXPECT_EQ(r.error_type, "ValidationException");
+  EXPECT_NE(r.body.find("initialInstanceCount' failed to satisfy constraint: Member must not be "
+                        "null"),
+            std::string::npos)
+      << r.body;
+  variant.erase("InstanceType");
+  variant["InitialInstanceCount"] = 1;
+  r = Call("CreateEndpointConfig",
+           {{"EndpointConfigName", "c"}, {"ProductionVariants", {variant}}});
+  EXPECT_NE(r.body.find("instanceType' failed to satisfy constraint: Member must not be null"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(Call("DescribeEndpointConfig", {{"EndpointConfigName", "c"}}).http_status, 400);
+}
+
+// Model data on the node's disk must lie inside an operator's model root (docs/security.md):
+// inside one, as a file:// URL or a path, a model and a component's own container are
+// accepted; outside, refused naming the member.
+TEST_F(ServiceTest, LocalModelDataInsideTheModelRootsIsAcceptedAndOutsideRefused) {
+  model_roots_ = {"/srv/models"};
+  Reset();
+  Ok("CreateModel",
+     {{"ModelName", "in-url"},
+      {"PrimaryContainer", {{"Image", "img"}, {"ModelDataUrl", "file:///srv/models/llama"}}}});
+  Ok("CreateModel",
+     {{"ModelName", "in-path"},
+      {"PrimaryContainer", {{"Image", "img"}, {"ModelDataUrl", "/srv/models/llama"}}}});
+  http::ApiResponse out = Call(
+      "CreateModel", {{"ModelName", "out"},
+                      {"PrimaryContainer", {{"Image", "img"}, {"ModelDataUrl", "file:///etc"}}}});
+  EXPECT_EQ(out.error_type, "ValidationException");
+  EXPECT_NE(out.body.find("modelDataUrl"), std::string::npos) << out.body;
+  SeedEndpoint();
+  Settle();
+  json own = Component("own", "mig-1g.5gb", 1);
+  own["Specification"].erase("ModelName");
+  own["Specification"]["Container"] = {{"Image", "img"},
+                                       {"ArtifactUrl", "file:///srv/models/llama"}};
+  Ok("CreateInferenceComponent", own);
 }
 
 // Past the per-account cap a create is refused saying why, nothing is stored, another account is
