@@ -608,6 +608,28 @@ TEST_F(ServiceTest, LocalModelDataInsideTheModelRootsIsAcceptedAndOutsideRefused
   Ok("CreateInferenceComponent", own);
 }
 
+// ListTags pages by the token it returns (an offset), so a token names where the next page
+// starts; one it never returned is refused naming it.
+TEST_F(ServiceTest, ListTagsResumesAtItsTokenAndRefusesOneItNeverGave) {
+  json tags = json::array();
+  for (int i = 0; i < 12; ++i) {
+    tags.push_back({{"Key", "k" + std::to_string(i)}, {"Value", std::to_string(i)}});
+  }
+  const json created =
+      Ok("CreateModel",
+         {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "img"}}}, {"Tags", tags}});
+  ASSERT_TRUE(created.contains("ModelArn")) << created.dump();
+  const std::string arn = created["ModelArn"];
+  EXPECT_EQ(Ok("ListTags", {{"ResourceArn", arn}})["Tags"].size(), 12u);
+  const json rest = Ok("ListTags", {{"ResourceArn", arn}, {"NextToken", "5"}});
+  ASSERT_EQ(rest["Tags"].size(), 7u) << rest.dump();
+  EXPECT_EQ(rest["Tags"][0]["Key"], "k5");
+  http::ApiResponse bad = Call("ListTags", {{"ResourceArn", arn}, {"NextToken", "next"}});
+  EXPECT_EQ(bad.error_type, "ValidationException");
+  EXPECT_NE(bad.body.find("NextToken 'next' was not returned by ListTags"), std::string::npos)
+      << bad.body;
+}
+
 // Past the per-account cap a create is refused saying why, nothing is stored, another account is
 // unaffected, and a delete makes room again.
 TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
