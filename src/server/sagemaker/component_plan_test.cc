@@ -31,6 +31,21 @@ LiveCopy Copy(int index, int64_t spec_version = 1) {
   return copy;
 }
 
+// A rollback applies the replaced specification whole (RollOut: c.Apply(d.from)), its
+// placement strategy included, so copies placed after it are placed as before the update.
+TEST(ComponentRecord, ApplyingASpecificationTakesEveryPartOfIt) {
+  ComponentRecord c = Component(1);
+  CopySpec spec{7, {{"ModelName", "m2"}}, 2, 4000, 8192, core::Strategy::kBinpack};
+  c.Apply(spec);
+  const CopySpec back = c.Current();
+  EXPECT_EQ(back.version, 7);
+  EXPECT_EQ(back.specification, spec.specification);
+  EXPECT_EQ(back.devices, 2);
+  EXPECT_EQ(back.cpu_milli, 4000);
+  EXPECT_EQ(back.memory_mib, 8192);
+  EXPECT_EQ(back.strategy, core::Strategy::kBinpack);
+}
+
 TEST(SetStatus, EveryCopyServingIsInServiceAndSaysNothing) {
   ComponentRecord c = Component(2);
   c.running = 2;

@@ -276,6 +276,27 @@ TEST_F(EndpointLifecycleTest, AResetTheAgentRefusesStillDeletesAndIsRetriedLater
   EXPECT_TRUE(lifecycle_.PendingResets().empty());
 }
 
+// The same on scale-in: a leaving instance whose agent refuses its reset is held, and its reset
+// is tried again only after the retry interval, not on every pass.
+TEST_F(EndpointLifecycleTest, ALeavingInstanceWhoseResetIsRefusedIsRetriedOnlyAfterTheInterval) {
+  CreateEndpoint("ep", 2);
+  Pass();
+  driver_.FailCarve("p4d-1", 3);
+  MarkUpdating("ep", 1);
+  for (int i = 0; i < 3 && lifecycle_.PendingResets().empty(); ++i) Pass();  // Drain, then reset.
+  ASSERT_EQ(lifecycle_.PendingResets().size(), 1u) << "p4d-1 should be the one leaving";
+  EXPECT_EQ(claims_.Find(NodeId("p4d-1"))->owner, nodes::Owner::Reset(NodeId("p4d-1")));
+  const int resets = driver_.resets();
+  Pass();  // Not before the retry interval.
+  EXPECT_EQ(driver_.resets(), resets);
+  driver_.FailCarve("", 0);
+  clock_.Advance(EndpointLifecycle::kResetRetry);
+  Pass();
+  EXPECT_GT(driver_.resets(), resets);
+  EXPECT_TRUE(lifecycle_.PendingResets().empty());
+  EXPECT_FALSE(claims_.Find(NodeId("p4d-1"))->owner.has_value());
+}
+
 // On etcd one commit writes at most 127 keys; an endpoint of more instances than that, whose
 // agents all refused their reset, still goes, and every one of its nodes is held.
 TEST_F(EndpointLifecycleTest, MoreResetsThanOneCommitHoldsStillDeleteAndHoldEveryNode) {

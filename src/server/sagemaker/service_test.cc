@@ -630,6 +630,29 @@ TEST_F(ServiceTest, ListTagsResumesAtItsTokenAndRefusesOneItNeverGave) {
       << bad.body;
 }
 
+// ListEndpoints filters on LastModifiedTime as well as CreationTime, as SageMaker models it.
+TEST_F(ServiceTest, ListEndpointsFiltersOnLastModifiedTime) {
+  SeedEndpoint("old");
+  clock_.Advance(std::chrono::seconds(100));
+  const double between = static_cast<double>(clock_.UnixMillis()) / 1000.0;
+  clock_.Advance(std::chrono::seconds(100));
+  const json config = Ok("DescribeEndpointConfig", {{"EndpointConfigName", "old"}});
+  Ok("CreateEndpointConfig",
+     {{"EndpointConfigName", "new"}, {"ProductionVariants", config["ProductionVariants"]}});
+  Ok("CreateEndpoint", {{"EndpointName", "new"}, {"EndpointConfigName", "new"}});
+  auto names = [](const json& list, const char* member) {
+    std::vector<std::string> out;
+    for (const auto& e : list[member]) out.push_back(e["EndpointName"]);
+    return out;
+  };
+  EXPECT_EQ(names(Ok("ListEndpoints", {{"LastModifiedTimeAfter", between}}), "Endpoints"),
+            std::vector<std::string>{"new"});
+  EXPECT_EQ(names(Ok("ListEndpoints", {{"LastModifiedTimeBefore", between}}), "Endpoints"),
+            std::vector<std::string>{"old"});
+  EXPECT_EQ(names(Ok("ListEndpoints", {{"CreationTimeAfter", between}}), "Endpoints"),
+            std::vector<std::string>{"new"});
+}
+
 // Past the per-account cap a create is refused saying why, nothing is stored, another account is
 // unaffected, and a delete makes room again.
 TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
