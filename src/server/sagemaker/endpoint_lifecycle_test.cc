@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
+#include <condition_variable>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/fake_clock.h"
@@ -25,7 +25,12 @@ constexpr char kAccount[] = "111111111111";
 class ScriptedDriver final : public nodes::NodeDriver {
  public:
   Status CarveGpu(const NodeId& node, GpuIndex gpu, const core::Layout& layout) override {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (hold_) {  // Hold(): the carve waits, as one on a slow agent does, until Release().
+      ++held_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return !hold_; });
+    }
     if (fail_ == std::make_pair(node.value(), gpu.value())) {
       return Internal("NVML_ERROR_INSUFFICIENT_RESOURCES");
     }
@@ -44,6 +49,22 @@ class ScriptedDriver final : public nodes::NodeDriver {
     carved_.erase({node.value(), gpu.value()});
     ++resets_;
     return OkStatus();
+  }
+  void Hold() {
+    std::lock_guard lock(mu_);
+    hold_ = true;
+  }
+  // Whether a carve is waiting in Hold() (within 10 s).
+  bool WaitHeld() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return held_ > 0; });
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      hold_ = false;
+    }
+    cv_.notify_all();
   }
   void FailCarve(std::string node, uint32_t gpu) {
     std::lock_guard lock(mu_);
@@ -68,6 +89,9 @@ class ScriptedDriver final : public nodes::NodeDriver {
   std::map<std::pair<std::string, uint32_t>, std::vector<std::string>> carved_;
   std::pair<std::string, uint32_t> fail_{"", 0};
   int resets_ = 0;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  int held_ = 0;
 };
 
 class EndpointLifecycleTest : public ::testing::Test {
@@ -295,6 +319,25 @@ TEST_F(EndpointLifecycleTest, ALeavingInstanceWhoseResetIsRefusedIsRetriedOnlyAf
   EXPECT_GT(driver_.resets(), resets);
   EXPECT_TRUE(lifecycle_.PendingResets().empty());
   EXPECT_FALSE(claims_.Find(NodeId("p4d-1"))->owner.has_value());
+}
+
+// A server shutting down mid-carve leaves the endpoint Creating, so that it is carved again
+// after the restart: a carve cut short is neither InService nor Failed.
+TEST_F(EndpointLifecycleTest, AnAbortMidCarveLeavesTheEndpointCreating) {
+  CreateEndpoint("ep", 1);
+  driver_.Hold();
+  auto endpoints = Load();
+  {
+    std::lock_guard lock(mu_);
+    lifecycle_.Reconcile(endpoints);
+  }
+  ASSERT_TRUE(driver_.WaitHeld());
+  lifecycle_.Abort();
+  driver_.Release();
+  lifecycle_.Wait();
+  EXPECT_EQ(Get("ep").status, EndpointStatus::kCreating);
+  EXPECT_TRUE(Get("ep").failure_reason.empty());
+  EXPECT_LT(driver_.carved(), 8u) << "the carve went on past the abort";
 }
 
 // On etcd one commit writes at most 127 keys; an endpoint of more instances than that, whose

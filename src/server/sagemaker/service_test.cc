@@ -653,6 +653,14 @@ TEST_F(ServiceTest, ListEndpointsFiltersOnLastModifiedTime) {
             std::vector<std::string>{"new"});
 }
 
+// Tags is a list of 0 to 50: an empty one is accepted, as SageMaker's model allows.
+TEST_F(ServiceTest, AnEmptyTagListIsAccepted) {
+  Ok("CreateModel",
+     {{"ModelName", "m"}, {"PrimaryContainer", {{"Image", "img"}}}, {"Tags", json::array()}});
+  const std::string arn = Ok("DescribeModel", {{"ModelName", "m"}})["ModelArn"];
+  EXPECT_TRUE(Ok("ListTags", {{"ResourceArn", arn}})["Tags"].empty());
+}
+
 // Past the per-account cap a create is refused saying why, nothing is stored, another account is
 // unaffected, and a delete makes room again.
 TEST_F(ServiceTest, AnAccountPastItsRecordCapIsRefusedUntilItDeletesOne) {
