@@ -653,6 +653,16 @@ TEST_F(ServiceTest, ListEndpointsFiltersOnLastModifiedTime) {
             std::vector<std::string>{"new"});
 }
 
+// A tag's key and value are letters of any script (\p{L}): "À" is C3 80 in UTF-8, the lowest
+// continuation byte, and is a letter like any other.
+TEST_F(ServiceTest, TagsInAnyScriptAreAccepted) {
+  Ok("CreateModel", {{"ModelName", "m"},
+                     {"PrimaryContainer", {{"Image", "img"}}},
+                     {"Tags", {{{"Key", "équipe"}, {"Value", "À la carte"}}}}});
+  const std::string arn = Ok("DescribeModel", {{"ModelName", "m"}})["ModelArn"];
+  EXPECT_EQ(Ok("ListTags", {{"ResourceArn", arn}})["Tags"][0]["Value"], "À la carte");
+}
+
 // Tags is a list of 0 to 50: an empty one is accepted, as SageMaker's model allows.
 TEST_F(ServiceTest, AnEmptyTagListIsAccepted) {
   Ok("CreateModel",
