@@ -21,9 +21,9 @@ import re
 import sys
 
 # `for (decl : range)`, the range up to the `)` that closes the for (nested parentheses allowed
-# two deep), spanning lines.
+# two deep), spanning lines; the body may be a block or one statement.
 FOR = re.compile(r"\bfor\s*\(([^;()]|\([^()]*(\([^()]*\))*[^()]*\))*?\s:\s*"
-                 r"(?P<range>([^()]|\((?:[^()]|\([^()]*\))*\))+?)\)\s*\{", re.S)
+                 r"(?P<range>([^()]|\((?:[^()]|\([^()]*\))*\))+?)\)", re.S)
 CALL = r"[\w:.\->\[\]]*\w\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
 DANGLING = [
     (re.compile(r"^\s*\*\s*" + CALL + r"\s*$", re.S), "dereferences a temporary"),

@@ -18,12 +18,15 @@ CAUGHT = {
     "arrow": ("for (const auto& w :\n     registry_.WaitDesired(\"a\", registry_.epoch(), 0, 0ms)"
               "->workloads) {\n}\n"),
     "value": "for (const auto& x : Load(path).value()) {\n}\n",
+    # stop 54, sagemaker_test (ASan, before landing): a one-statement body, no braces
+    "unbraced": "for (const auto& r : components().value()) again.push_back(r.version);\n",
 }
 CLEAN = {
     "named": "const auto all = store_.ListAllAccounts(kind);\nfor (const auto& r : *all) {\n}\n",
     "whole": "for (const auto& n : claims_.NodesOf(Owner::Endpoint(a, e, v))) {\n}\n",
     "member": "for (const auto& w : d->workloads) {\n}\n",
     "classic": "for (int i = 0; i < n; ++i) {\n}\n",
+    "classic_unbraced": "for (int i = 0; i < f(n); ++i) sum += g(i).value();\n",
     "json": 'for (const json& c : list.value("Copies", json::array())) {\n}\n',
 }
 

@@ -102,5 +102,21 @@ class OperatorTest(unittest.TestCase):
         self.assertNotEqual(one, other)
 
 
+
+class RunTest(unittest.TestCase):
+    """tools/mutate.py's run: a mutant that makes a test hang must not leave the test's processes
+    (a server, an agent) behind when its time is up."""
+
+    def test_a_run_past_its_timeout_takes_its_whole_process_group(self):
+        import subprocess
+        import time
+        import mutate  # noqa: E402
+        tag = f"sleep {300 + os.getpid() % 97}"
+        with self.assertRaises(subprocess.TimeoutExpired):
+            mutate.run(["sh", "-c", f"{tag} & {tag}"], timeout=1)
+        time.sleep(0.3)
+        left = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout
+        self.assertEqual(left, "", f"left running: {left}")
+
 if __name__ == "__main__":
     unittest.main()

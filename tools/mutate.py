@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -45,12 +46,21 @@ def log(msg):
 
 
 def run(cmd, cwd=None, timeout=None, quiet=True):
-    """Runs `cmd`; returns (returncode, combined output). Output is echoed unless quiet."""
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=timeout)
+    """Runs `cmd` in a process group of its own; returns (returncode, combined output). Output is
+    echoed unless quiet. Past `timeout` the whole group is killed, not only `cmd` (ctest), so no
+    process a test started (a server, an agent) outlives a mutant that made it hang, and
+    subprocess.TimeoutExpired is raised."""
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
     if not quiet:
-        sys.stdout.write(p.stdout)
-    return p.returncode, p.stdout
+        sys.stdout.write(out)
+    return p.returncode, out
 
 
 class Patch:

@@ -76,19 +76,17 @@ def object_source(target):
 
 def run_stage(scratch, regex, timeout_s):
     """(result, detail) of running one ctest regex: 'passed', 'killed' or 'timed out'."""
-    try:
-        p = subprocess.run(["ctest", "--test-dir", scratch.build, "-R", regex, "-j", "2",
-                            "--timeout", str(timeout_s), "--stop-on-failure",
-                            "--output-on-failure"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout_s * 4)
+    try:  # mutate.run kills the whole process group on timeout: no test's server outlives it.
+        code, out = mutate.run(["ctest", "--test-dir", scratch.build, "-R", regex, "-j", "2",
+                                "--timeout", str(timeout_s), "--stop-on-failure",
+                                "--output-on-failure"], timeout=timeout_s * 4)
     except subprocess.TimeoutExpired:
         return "timed out", regex
-    if p.returncode == 0:
+    if code == 0:
         return "passed", ""
-    if re.search(r"\*\*\*Timeout", p.stdout):
-        return "timed out", ", ".join(re.findall(r"(\S+) \.+\*\*\*Timeout", p.stdout))
-    return "killed", ", ".join(mutate.failed_tests(p.stdout)) or "(see ctest output)"
+    if re.search(r"\*\*\*Timeout", out):
+        return "timed out", ", ".join(re.findall(r"(\S+) \.+\*\*\*Timeout", out))
+    return "killed", ", ".join(mutate.failed_tests(out)) or "(see ctest output)"
 
 
 def main():
