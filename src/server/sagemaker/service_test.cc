@@ -663,6 +663,26 @@ TEST_F(ServiceTest, TagsInAnyScriptAreAccepted) {
   EXPECT_EQ(Ok("ListTags", {{"ResourceArn", arn}})["Tags"][0]["Value"], "À la carte");
 }
 
+// ContainerStartupHealthCheckTimeoutInSeconds is 60 to 3600, both ends included.
+TEST_F(ServiceTest, TheStartupHealthCheckTimeoutIsSixtyToThirtySixHundredSeconds) {
+  SeedEndpoint();
+  Settle();
+  auto with_timeout = [&](const std::string& name, int seconds) {
+    json ic = Component(name, "mig-1g.5gb", 1);
+    ic["Specification"]["StartupParameters"] = {
+        {"ContainerStartupHealthCheckTimeoutInSeconds", seconds}};
+    return Call("CreateInferenceComponent", ic);
+  };
+  EXPECT_EQ(with_timeout("lowest", 60).http_status, 200);
+  EXPECT_EQ(with_timeout("highest", 3600).http_status, 200);
+  for (int bad : {59, 3601}) {
+    http::ApiResponse r = with_timeout("bad", bad);
+    EXPECT_EQ(r.error_type, "ValidationException") << bad;
+    EXPECT_NE(r.body.find("containerStartupHealthCheckTimeoutInSeconds"), std::string::npos)
+        << r.body;
+  }
+}
+
 // Tags is a list of 0 to 50: an empty one is accepted, as SageMaker's model allows.
 TEST_F(ServiceTest, AnEmptyTagListIsAccepted) {
   Ok("CreateModel",
