@@ -148,6 +148,20 @@ class EndpointLifecycleTest : public ::testing::Test {
     ep.variants[0].instance_count = count;
     ASSERT_TRUE(store_.Update(rec.key, ep.ToJson().dump(), rec.version).has_value());
   }
+  // `node`, whose agent refused its reset (FailCarve), is held for the reset; it is not tried
+  // again before kResetRetry, and once the agent stops refusing it is, and the node goes free.
+  void ExpectTheRefusedResetRetriedOnlyAfterTheInterval(const std::string& node) {
+    EXPECT_EQ(claims_.Find(NodeId(node))->owner, nodes::Owner::Reset(NodeId(node)));
+    const int resets = driver_.resets();
+    Pass();  // Not before the retry interval.
+    EXPECT_EQ(driver_.resets(), resets);
+    driver_.FailCarve("", 0);
+    clock_.Advance(EndpointLifecycle::kResetRetry);
+    Pass();
+    EXPECT_GT(driver_.resets(), resets);
+    EXPECT_FALSE(claims_.Find(NodeId(node))->owner.has_value());
+    EXPECT_TRUE(lifecycle_.PendingResets().empty());
+  }
   nodes::Owner Owner(const std::string& name) {
     return nodes::Owner::Endpoint(kAccount, name, "AllTraffic");
   }
@@ -288,16 +302,8 @@ TEST_F(EndpointLifecycleTest, AResetTheAgentRefusesStillDeletesAndIsRetriedLater
   MarkDeleting("ep");
   Pass();
   EXPECT_FALSE(store_.Get({kAccount, std::string(kEndpoint), "ep"}).has_value());
-  EXPECT_EQ(claims_.Find(NodeId("p4d-0"))->owner, nodes::Owner::Reset(NodeId("p4d-0")));
-  const int resets = driver_.resets();
-  Pass();  // Not before the retry interval.
-  EXPECT_EQ(driver_.resets(), resets);
-  driver_.FailCarve("", 0);
-  clock_.Advance(EndpointLifecycle::kResetRetry);
-  Pass();
+  ExpectTheRefusedResetRetriedOnlyAfterTheInterval("p4d-0");
   EXPECT_EQ(driver_.carved(), 0u);
-  EXPECT_FALSE(claims_.Find(NodeId("p4d-0"))->owner.has_value());
-  EXPECT_TRUE(lifecycle_.PendingResets().empty());
 }
 
 // The same on scale-in: a leaving instance whose agent refuses its reset is held, and its reset
@@ -309,16 +315,7 @@ TEST_F(EndpointLifecycleTest, ALeavingInstanceWhoseResetIsRefusedIsRetriedOnlyAf
   MarkUpdating("ep", 1);
   for (int i = 0; i < 3 && lifecycle_.PendingResets().empty(); ++i) Pass();  // Drain, then reset.
   ASSERT_EQ(lifecycle_.PendingResets().size(), 1u) << "p4d-1 should be the one leaving";
-  EXPECT_EQ(claims_.Find(NodeId("p4d-1"))->owner, nodes::Owner::Reset(NodeId("p4d-1")));
-  const int resets = driver_.resets();
-  Pass();  // Not before the retry interval.
-  EXPECT_EQ(driver_.resets(), resets);
-  driver_.FailCarve("", 0);
-  clock_.Advance(EndpointLifecycle::kResetRetry);
-  Pass();
-  EXPECT_GT(driver_.resets(), resets);
-  EXPECT_TRUE(lifecycle_.PendingResets().empty());
-  EXPECT_FALSE(claims_.Find(NodeId("p4d-1"))->owner.has_value());
+  ExpectTheRefusedResetRetriedOnlyAfterTheInterval("p4d-1");
 }
 
 // A server shutting down mid-carve leaves the endpoint Creating, so that it is carved again
