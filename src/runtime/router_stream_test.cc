@@ -184,6 +184,26 @@ TEST_F(RouterStreamTest, AStreamsModelTimeIsObservedOnceItEnds) {
   EXPECT_EQ(count_of("carve_runtime_request_duration_seconds"), "1");
 }
 
+// A stream the server never runs (its client went away before the first byte) still ends its
+// call: it is counted, and it leaves nothing in flight for autoscaling to read.
+TEST_F(RouterStreamTest, AStreamNeverRunIsStillCountedAndLeavesNothingInFlight) {
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n"}));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  InvocationStats stats;
+  RouterOptions options = Options();
+  options.stats = &stats;
+  Router router(dir_, metrics_, options);
+  {
+    http::NativeResponse out = router.InvokeStream(Request());
+    ASSERT_EQ(out.http_status, 200) << out.body;
+    ASSERT_TRUE(out.stream);
+    EXPECT_EQ(stats.EndpointTotals(kAccount, "ep").in_flight, 1);
+  }  // Dropped without running.
+  EXPECT_EQ(stats.EndpointTotals(kAccount, "ep").in_flight, 0);
+  EXPECT_NE(metrics_.Expose().find("carve_runtime_request_duration_seconds_count{"),
+            std::string::npos);
+}
+
 // The OpenAI route's stream too: its time in the copy is observed once the stream ends.
 TEST_F(RouterStreamTest, AnOpenAiStreamsModelTimeIsObservedOnceItEnds) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n"}), "/v1/chat/completions");

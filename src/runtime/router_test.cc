@@ -207,6 +207,8 @@ TEST_F(RouterTest, EveryCopyRefusingConnectionsIsServiceUnavailable) {
   EXPECT_EQ(HeaderOf(out, "X-Amzn-ErrorType"), "ServiceUnavailable");
   EXPECT_TRUE(router.balancer().IsQuarantined("c1"));
   EXPECT_TRUE(router.balancer().IsQuarantined("c2"));
+  // The message says what the last try met, in the connection's own words.
+  EXPECT_NE(out.body.find("Connection refused"), std::string::npos) << out.body;
   // Quarantined copies are still tried when nothing else is left: still unreachable, still 503.
   http::NativeResponse again = router.Invoke(Request());
   EXPECT_EQ(again.http_status, 503);
