@@ -498,6 +498,7 @@ TEST_F(RouterStreamTest, AnOpenAiBodyThatIsNotAnObjectIsRefused) {
     EXPECT_NE(j["error"]["message"].get<std::string>().find("must be a JSON object"),
               std::string::npos)
         << res->body;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error") << res->body;  // OpenAI's for a 400.
   }
 }
 
