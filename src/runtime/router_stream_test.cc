@@ -204,6 +204,26 @@ TEST_F(RouterStreamTest, AStreamNeverRunIsStillCountedAndLeavesNothingInFlight) 
             std::string::npos);
 }
 
+// The same for the OpenAI route's server-sent events.
+TEST_F(RouterStreamTest, AnOpenAiStreamNeverRunLeavesNothingInFlight) {
+  TestCopy copy(Sse({"data: {\"t\":0}\n\n"}), "/v1/chat/completions");
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  InvocationStats stats;
+  RouterOptions options = Options();
+  options.stats = &stats;
+  Router router(dir_, metrics_, options);
+  http::NativeRequest req = Request();
+  req.headers.erase("x-amzn-sagemaker-inference-component");
+  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  {
+    http::NativeResponse out = router.ChatCompletions(req);
+    ASSERT_EQ(out.http_status, 200) << out.body;
+    ASSERT_TRUE(out.stream);
+    EXPECT_EQ(stats.EndpointTotals(kAccount, "ep").in_flight, 1);
+  }  // Dropped without running.
+  EXPECT_EQ(stats.EndpointTotals(kAccount, "ep").in_flight, 0);
+}
+
 // The OpenAI route's stream too: its time in the copy is observed once the stream ends.
 TEST_F(RouterStreamTest, AnOpenAiStreamsModelTimeIsObservedOnceItEnds) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n"}), "/v1/chat/completions");
