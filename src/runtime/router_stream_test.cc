@@ -10,6 +10,7 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "aws/event_stream.h"
 #include "http/scripted_server.h"
@@ -222,6 +223,27 @@ TEST_F(RouterStreamTest, AnOpenAiStreamNeverRunLeavesNothingInFlight) {
     EXPECT_EQ(stats.EndpointTotals(kAccount, "ep").in_flight, 1);
   }  // Dropped without running.
   EXPECT_EQ(stats.EndpointTotals(kAccount, "ep").in_flight, 0);
+}
+
+// A copy that takes the request and never answers is the model's failure on the OpenAI route
+// too (ModelError, 424), not "no copy answered" (503): the request reached it.
+TEST_F(RouterStreamTest, AnOpenAiRequestWhoseCopyTimesOutIsAModelError) {
+  std::atomic<bool> done{false};
+  ScriptedServer silent([&](int fd, int) {
+    ReadRequest(fd);
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  RouteInfo route = Route({{"c1", silent.address()}});
+  route.timeout = std::chrono::milliseconds(100);
+  dir_.SetRoute(kAccount, "ep", route);
+  Router router(dir_, metrics_, Options());
+  http::NativeRequest req = Request();
+  req.headers.erase("x-amzn-sagemaker-inference-component");
+  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}]})";
+  http::NativeResponse out = router.ChatCompletions(req);
+  done = true;
+  EXPECT_EQ(out.http_status, 424) << out.body;
+  EXPECT_NE(out.body.find("ModelError"), std::string::npos) << out.body;
 }
 
 // The OpenAI route's stream too: its time in the copy is observed once the stream ends.
