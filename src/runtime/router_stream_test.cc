@@ -246,6 +246,18 @@ TEST_F(RouterStreamTest, AnOpenAiRequestWhoseCopyTimesOutIsAModelError) {
   EXPECT_NE(out.body.find("ModelError"), std::string::npos) << out.body;
 }
 
+// A stream to an endpoint the directory does not know is refused like InvokeEndpoint's
+// request: 400 ValidationError, before any copy is asked.
+TEST_F(RouterStreamTest, AStreamToAnUnknownEndpointIsAValidationError) {
+  Router router(dir_, metrics_, Options());
+  http::NativeRequest req = Request();
+  req.path_params["EndpointName"] = "nope";
+  http::NativeResponse out = router.InvokeStream(req);
+  EXPECT_EQ(out.http_status, 400) << out.body;
+  EXPECT_EQ(HeaderOf(out, "X-Amzn-ErrorType"), "ValidationError");
+  EXPECT_FALSE(out.stream);
+}
+
 // The OpenAI route's stream too: its time in the copy is observed once the stream ends.
 TEST_F(RouterStreamTest, AnOpenAiStreamsModelTimeIsObservedOnceItEnds) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n"}), "/v1/chat/completions");
