@@ -129,6 +129,25 @@ TEST_F(RouterTest, UnknownEndpointIsAValidationErrorNamingIt) {
   EXPECT_EQ(BodyOf(out)["Message"], "Endpoint nope of account 111111111111 not found.");
 }
 
+// A body over max_body_bytes (InvokeEndpoint's 6 MB) is refused naming the limit, before any
+// copy is asked; one at the limit goes through.
+TEST_F(RouterTest, ABodyOverTheLimitIsAValidationErrorNamingIt) {
+  TestCopy copy(Status(200, "ok"));
+  dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
+  RouterOptions options = Options();
+  options.max_body_bytes = 10;
+  Router router(dir_, metrics_, options);
+  http::NativeRequest req = Request();
+  req.body = std::string(11, 'x');
+  http::NativeResponse out = router.Invoke(req);
+  EXPECT_EQ(out.http_status, 400) << out.body;
+  EXPECT_NE(out.body.find("less than or equal to 10 (got 11 bytes)"), std::string::npos)
+      << out.body;
+  EXPECT_EQ(copy.hits(), 0);
+  req.body = std::string(10, 'x');
+  EXPECT_EQ(router.Invoke(req).http_status, 200);
+}
+
 TEST_F(RouterTest, MissingComponentHeaderIsAValidationError) {
   dir_.SetRoute(kAccount, "ep", Route({{"c1", DeadAddress()}}));
   Router router(dir_, metrics_, Options());
