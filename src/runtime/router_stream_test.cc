@@ -77,6 +77,15 @@ http::NativeRequest Request() {
   return r;
 }
 
+// A Chat Completions request naming component ic-a by its "model", streamed or not.
+http::NativeRequest ChatRequest(bool stream) {
+  http::NativeRequest r = Request();
+  r.headers.erase("x-amzn-sagemaker-inference-component");
+  r.body = std::string(R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}])") +
+           (stream ? R"(,"stream":true})" : "}");
+  return r;
+}
+
 std::string HeaderOf(const http::NativeResponse& r, const std::string& name) {
   for (const auto& [k, v] : r.headers) {
     if (k == name) return v;
@@ -213,9 +222,7 @@ TEST_F(RouterStreamTest, AnOpenAiStreamNeverRunLeavesNothingInFlight) {
   RouterOptions options = Options();
   options.stats = &stats;
   Router router(dir_, metrics_, options);
-  http::NativeRequest req = Request();
-  req.headers.erase("x-amzn-sagemaker-inference-component");
-  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  const http::NativeRequest req = ChatRequest(/*stream=*/true);
   {
     http::NativeResponse out = router.ChatCompletions(req);
     ASSERT_EQ(out.http_status, 200) << out.body;
@@ -237,9 +244,7 @@ TEST_F(RouterStreamTest, AnOpenAiRequestWhoseCopyTimesOutIsAModelError) {
   route.timeout = std::chrono::milliseconds(100);
   dir_.SetRoute(kAccount, "ep", route);
   Router router(dir_, metrics_, Options());
-  http::NativeRequest req = Request();
-  req.headers.erase("x-amzn-sagemaker-inference-component");
-  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}]})";
+  const http::NativeRequest req = ChatRequest(/*stream=*/false);
   http::NativeResponse out = router.ChatCompletions(req);
   done = true;
   EXPECT_EQ(out.http_status, 424) << out.body;
@@ -263,9 +268,7 @@ TEST_F(RouterStreamTest, AnOpenAiStreamsModelTimeIsObservedOnceItEnds) {
   TestCopy copy(Sse({"data: {\"t\":0}\n\n", "data: {\"t\":1}\n\n"}), "/v1/chat/completions");
   dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
   Router router(dir_, metrics_, Options());
-  http::NativeRequest req = Request();
-  req.headers.erase("x-amzn-sagemaker-inference-component");
-  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  const http::NativeRequest req = ChatRequest(/*stream=*/true);
   http::NativeResponse out = router.ChatCompletions(req);
   ASSERT_EQ(out.http_status, 200) << out.body;
   ASSERT_TRUE(out.stream);
@@ -293,9 +296,7 @@ TEST_F(RouterStreamTest, AnOpenAiAnswersModelTimeIsObserved) {
       "/v1/chat/completions");
   dir_.SetRoute(kAccount, "ep", Route({{"c1", copy.address()}}));
   Router router(dir_, metrics_, Options());
-  http::NativeRequest req = Request();
-  req.headers.erase("x-amzn-sagemaker-inference-component");
-  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}]})";
+  const http::NativeRequest req = ChatRequest(/*stream=*/false);
   http::NativeResponse out = router.ChatCompletions(req);
   ASSERT_EQ(out.http_status, 200) << out.body;
   EXPECT_EQ(out.body, R"({"choices":[]})");
@@ -384,9 +385,7 @@ TEST_F(RouterStreamTest, A5xxAnswerMovesAnOpenAiRequestToAnotherCopyAndTheLastOn
       "/v1/chat/completions");
   dir_.SetRoute(kAccount, "ep", Route({{"busy", failing.address()}, {"good", good.address()}}));
   Router router(dir_, metrics_, Options());
-  http::NativeRequest req = Request();
-  req.headers.erase("x-amzn-sagemaker-inference-component");
-  req.body = R"({"model":"ic-a","messages":[{"role":"user","content":"hi"}]})";
+  const http::NativeRequest req = ChatRequest(/*stream=*/false);
   for (int i = 0; i < 4; ++i) {
     http::NativeResponse out = router.ChatCompletions(req);
     EXPECT_EQ(out.http_status, 200) << out.body;
